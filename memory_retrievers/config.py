@@ -1,0 +1,115 @@
+"""Frozen, validated configuration of the memory store."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from .errors import ConfigError
+from .models import DedupPolicy, MemoryKind
+
+__all__ = ["StoreConfig", "validated"]
+
+
+class StoreConfig(BaseModel):
+    """How a :class:`~memory_retrievers.MemoryStore` writes, deduplicates and maintains its table.
+
+    Every field has a documented default; unknown keys are rejected with :class:`ConfigError`.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+    max_text_chars: int = Field(default=32_000, ge=1, le=10_000_000)
+    """Longest text a memory may hold, in characters. Longer texts are rejected, not truncated:
+    split them first (the default model reads only its first 256 word pieces anyway)."""
+
+    max_context_chars: int = Field(default=16_000, ge=0, le=10_000_000)
+    """Longest ``context`` (text searched with a memory but not returned as it)."""
+
+    max_key_chars: int = Field(default=512, ge=1, le=65_536)
+    """Longest namespace, id, session, project, topic, tag, entity or link value."""
+
+    dedup_policy: DedupPolicy = DedupPolicy.SKIP
+    """What a write does on finding a duplicate in the same namespace."""
+
+    exact_dedup: bool = True
+    """Detect exact duplicates: same text after Unicode/whitespace/case normalisation."""
+
+    near_duplicate_threshold: float | None = Field(default=0.95, gt=0.0, le=1.0)
+    """Cosine similarity at or above which a memory counts as a near duplicate; ``None`` = off."""
+
+    dedup_exempt_kinds: frozenset[MemoryKind] = frozenset({MemoryKind.MESSAGE})
+    """Kinds never deduplicated: a chat log keeps every "ok" and "thanks" a speaker says."""
+
+    context_window: int = Field(default=1, ge=0, le=10)
+    """For ``message`` memories with a ``session_id`` and no caller-given ``context``: how many
+    neighbouring turns before and after (same session) fill the ``context`` field. 0 = off.
+    Context makes short turns findable ("yes, the blue one") by what surrounds them."""
+
+    embed_batch_size: int = Field(default=64, ge=1, le=4096)
+    """Texts per embedding call."""
+
+    write_batch_size: int = Field(default=512, ge=1, le=100_000)
+    """Default records per LanceDB commit in ``add_many``."""
+
+    optimize_after_rows: int = Field(default=5_000, ge=1)
+    """Run ``optimize()`` (fold new rows into indexes, compact, prune) once this many rows were
+    written since the last run. Checked after writes, never run per write."""
+
+    optimize_after_commits: int = Field(default=64, ge=1)
+    """...or once this many commits (each makes a small fragment that slows queries) happened."""
+
+    ann_index_min_rows: int = Field(default=100_000, ge=256)
+    """Build an approximate vector index once the table holds this many rows. Below it a flat,
+    exact scan with the namespace prefilter is faster than an index (measured: 11 ms at 10k rows)."""
+
+    version_retention: timedelta = timedelta(hours=1)
+    """Table versions older than this are pruned by ``optimize()``."""
+
+    access_flush_size: int = Field(default=256, ge=1)
+    """Recorded accesses held in memory before they are written (in one commit)."""
+
+    read_consistency_interval: timedelta | None = None
+    """How often a handle checks for other processes' commits. ``None`` = never (fastest, fine for
+    one writer process); ``timedelta(0)`` = on every read."""
+
+    @field_validator("dedup_exempt_kinds", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> Any:
+        if isinstance(value, (str, MemoryKind)):
+            return frozenset({value})
+        return value
+
+
+def validated(model: type[BaseModel], value: Any, what: str) -> Any:
+    """Build ``model`` from a mapping or instance, turning pydantic errors into :class:`ConfigError`.
+
+    Args:
+        model: The pydantic model class.
+        value: An instance of ``model``, a mapping of its fields, or ``None`` for the defaults.
+        what: Name used in the error message (e.g. ``"StoreConfig"``).
+    """
+    if value is None:
+        return model()
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, dict):
+        raise ConfigError(f"{what} must be a {what} or a dict of its fields, got {type(value).__name__}")
+    try:
+        return model(**value)
+    except ValidationError as exc:
+        raise ConfigError(_explain(exc, model, what)) from None
+
+
+def _explain(exc: ValidationError, model: type[BaseModel], what: str) -> str:
+    parts = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"]) or what
+        if err["type"] == "extra_forbidden":
+            valid = ", ".join(sorted(model.model_fields))
+            parts.append(f"unknown key {loc!r}; valid keys are: {valid}")
+        else:
+            parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
+    return f"invalid {what}: " + "; ".join(parts)

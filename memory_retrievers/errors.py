@@ -1,0 +1,80 @@
+"""The exception hierarchy of memory-retrievers.
+
+Every error the library raises on purpose derives from :class:`MemoryRetrieversError`, and each
+subclass also inherits the built-in exception a caller would naturally catch, so both
+``except MemoryRetrieversError`` and ``except ValueError`` work::
+
+    MemoryRetrieversError (Exception)
+    ├── ConfigError (ValueError)             bad or unknown configuration value
+    ├── InvalidInputError (ValueError)       a text, id, namespace or field that cannot be stored
+    │   └── FilterError                      a malformed metadata filter
+    ├── NotFoundError (LookupError)          ids that do not exist in the namespace
+    ├── EmbeddingError (RuntimeError)        the embedder failed or returned unusable vectors
+    │   └── DimensionMismatchError (ValueError)  vector width differs from the table's
+    └── StorageError (RuntimeError)          the LanceDB table could not be read or written
+        └── SchemaMismatchError              the table was written by another schema/embedder
+
+Messages always say how to fix the problem.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "ConfigError",
+    "DimensionMismatchError",
+    "EmbeddingError",
+    "FilterError",
+    "InvalidInputError",
+    "MemoryRetrieversError",
+    "NotFoundError",
+    "SchemaMismatchError",
+    "StorageError",
+]
+
+
+class MemoryRetrieversError(Exception):
+    """Base class of every error raised on purpose by memory-retrievers."""
+
+
+class ConfigError(MemoryRetrieversError, ValueError):
+    """A configuration value is unknown, of the wrong type or out of range."""
+
+
+class InvalidInputError(MemoryRetrieversError, ValueError):
+    """A memory, id, namespace or field value cannot be stored or queried as given."""
+
+
+class FilterError(InvalidInputError):
+    """A metadata filter is malformed (unknown key, wrong type, empty list...)."""
+
+
+class NotFoundError(MemoryRetrieversError, LookupError):
+    """One or more memory ids do not exist in the given namespace.
+
+    Attributes:
+        missing: The ids that were not found, in the order they were asked for.
+    """
+
+    def __init__(self, message: str, missing: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.missing: list[str] = list(missing or [])
+
+    def __str__(self) -> str:
+        # LookupError/KeyError would repr() the message; keep it readable.
+        return str(self.args[0]) if self.args else ""
+
+
+class EmbeddingError(MemoryRetrieversError, RuntimeError):
+    """The embedder failed, or returned vectors that are not finite numbers of the right shape."""
+
+
+class DimensionMismatchError(EmbeddingError, ValueError):
+    """A vector's width differs from the dimension the table was created with."""
+
+
+class StorageError(MemoryRetrieversError, RuntimeError):
+    """The underlying LanceDB table could not be opened, read or written."""
+
+
+class SchemaMismatchError(StorageError):
+    """The table was created by another schema version or another embedding model."""

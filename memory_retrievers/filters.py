@@ -1,0 +1,164 @@
+"""The one place that turns user values into LanceDB filter strings.
+
+LanceDB filters are SQL strings without bind parameters. Every user value goes through
+:func:`sql_literal` (LanceDB's own ``lit(...).to_sql()`` escaping) — never an f-string — so a
+namespace such as ``x' OR '1'='1`` is compared as the literal text it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from lancedb.expr import lit
+from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, field_validator
+
+from .errors import FilterError, InvalidInputError
+from .models import MemoryKind
+from .validation import check_key, to_utc
+
+__all__ = ["MemoryFilter", "build_where", "coerce_filter", "sql_literal", "sql_list"]
+
+_MAX_FILTER_CHARS = 512
+
+
+def sql_literal(value: str | int | float | bool | datetime) -> str:
+    """A SQL literal for ``value``, escaped by LanceDB's expression builder."""
+    if isinstance(value, datetime):
+        # lit() renders datetimes without a zone; the columns hold UTC, so convert first.
+        value = to_utc(value, "datetime").replace(tzinfo=None)
+    return str(lit(value).to_sql())
+
+
+def sql_list(values: Iterable[str]) -> str:
+    """A SQL list ``['a', 'b']`` of escaped string literals."""
+    return "[" + ", ".join(sql_literal(v) for v in values) + "]"
+
+
+def _in(column: str, values: Sequence[str]) -> str:
+    return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
+
+
+class MemoryFilter(BaseModel):
+    """Metadata prefilter applied inside LanceDB, before ranking.
+
+    Lists mean "any of" (``tags_all`` means "all of"). ``None`` means no constraint. Superseded
+    memories are excluded unless ``include_superseded`` is true.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    kinds: tuple[MemoryKind, ...] | None = None
+    session_ids: tuple[str, ...] | None = None
+    projects: tuple[str, ...] | None = None
+    topics: tuple[str, ...] | None = None
+    tags_any: tuple[str, ...] | None = None
+    tags_all: tuple[str, ...] | None = None
+    entities_any: tuple[str, ...] | None = None
+    pinned: StrictBool | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    include_superseded: StrictBool = False
+
+    @field_validator("session_ids", "projects", "topics", "tags_any", "tags_all", "entities_any", mode="before")
+    @classmethod
+    def _strings(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, str):
+            value = (value,)
+        if not isinstance(value, Iterable):
+            raise ValueError(f"expected a str or a list of str, got {type(value).__name__}")
+        items = tuple(value)
+        if not items:
+            raise ValueError("an empty list matches nothing; omit the key instead")
+        for item in items:
+            try:
+                check_key(item, field="filter value", max_chars=_MAX_FILTER_CHARS)
+            except InvalidInputError as exc:
+                raise ValueError(str(exc)) from None
+        return items
+
+    @field_validator("kinds", mode="before")
+    @classmethod
+    def _kinds(cls, value: Any) -> Any:
+        if value is None:
+            return None
+        if isinstance(value, (str, MemoryKind)):
+            value = (value,)
+        items = tuple(value)
+        if not items:
+            raise ValueError("an empty list matches nothing; omit the key instead")
+        return items
+
+    @field_validator("created_after", "created_before")
+    @classmethod
+    def _aware(cls, value: datetime | None) -> datetime | None:
+        if value is not None and value.tzinfo is None:
+            raise ValueError("must be timezone-aware, e.g. datetime(2024, 1, 1, tzinfo=timezone.utc)")
+        return value
+
+
+def coerce_filter(value: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
+    """Accept a :class:`MemoryFilter`, a mapping of its fields, or ``None``.
+
+    Raises:
+        FilterError: Unknown keys or wrong value types, with the valid keys listed.
+    """
+    if value is None:
+        return MemoryFilter()
+    if isinstance(value, MemoryFilter):
+        return value
+    if not isinstance(value, Mapping):
+        raise FilterError(f"filter must be a MemoryFilter or a dict, got {type(value).__name__}")
+    try:
+        return MemoryFilter(**value)
+    except ValidationError as exc:
+        parts = []
+        for err in exc.errors():
+            loc = ".".join(str(p) for p in err["loc"])
+            if err["type"] == "extra_forbidden":
+                parts.append(f"unknown filter key {loc!r}; valid keys: {', '.join(MemoryFilter.model_fields)}")
+            else:
+                parts.append(f"{loc}: {err['msg']}")
+        raise FilterError("invalid filter: " + "; ".join(parts)) from None
+    except TypeError as exc:  # non-str keys in **value
+        raise FilterError(f"invalid filter: {exc}") from None
+
+
+def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:
+    """The SQL predicate for one namespace plus a filter; the namespace clause is always first.
+
+    Args:
+        namespace: Already validated namespace.
+        flt: Optional metadata filter.
+        ids: Optional id restriction (an empty list is rejected: ``id IN ()`` is a SQL error and
+            would mean "nothing" anyway).
+    """
+    clauses = [f"namespace = {sql_literal(namespace)}"]
+    if ids is not None:
+        if not ids:
+            raise InvalidInputError("ids is empty; pass at least one id")
+        clauses.append(_in("id", ids))
+    flt = flt or MemoryFilter()
+    if not flt.include_superseded:
+        clauses.append("superseded_by IS NULL")
+    if flt.kinds:
+        clauses.append(_in("kind", [k.value for k in flt.kinds]))
+    for column, values in (("session_id", flt.session_ids), ("project", flt.projects), ("topic", flt.topics)):
+        if values:
+            clauses.append(_in(column, values))
+    if flt.tags_any:
+        clauses.append(f"array_has_any(tags, {sql_list(flt.tags_any)})")
+    if flt.tags_all:
+        clauses.append(f"array_has_all(tags, {sql_list(flt.tags_all)})")
+    if flt.entities_any:
+        clauses.append(f"array_has_any(entities, {sql_list(e.strip().casefold() for e in flt.entities_any)})")
+    if flt.pinned is not None:
+        clauses.append(f"pinned = {sql_literal(flt.pinned)}")
+    if flt.created_after is not None:
+        clauses.append(f"created_at >= {sql_literal(flt.created_after)}")
+    if flt.created_before is not None:
+        clauses.append(f"created_at < {sql_literal(flt.created_before)}")
+    return " AND ".join(f"({c})" for c in clauses)

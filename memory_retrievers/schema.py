@@ -1,0 +1,127 @@
+"""The table's Arrow schema, the metadata recorded with it, and row <-> :class:`Memory` conversion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from .models import Memory, MemoryKind
+
+__all__ = [
+    "META_DIMENSION",
+    "META_EMBEDDER",
+    "META_SCHEMA_VERSION",
+    "SCHEMA_VERSION",
+    "SCALAR_COLUMNS",
+    "memory_schema",
+    "rows_to_memories",
+    "to_arrow",
+]
+
+SCHEMA_VERSION = 1
+META_SCHEMA_VERSION = b"memory_retrievers.schema_version"
+META_EMBEDDER = b"memory_retrievers.embedder"
+META_DIMENSION = b"memory_retrievers.dimension"
+
+_TS = pa.timestamp("us", tz="UTC")
+_STRINGS = pa.list_(pa.string())
+
+#: Every column except ``vector``: what reads fetch unless a vector is asked for.
+SCALAR_COLUMNS = (
+    "id",
+    "namespace",
+    "text",
+    "kind",
+    "session_id",
+    "project",
+    "topic",
+    "tags",
+    "entities",
+    "priority",
+    "pinned",
+    "importance",
+    "created_at",
+    "updated_at",
+    "last_accessed_at",
+    "access_count",
+    "content_hash",
+    "supersedes",
+    "superseded_by",
+    "links",
+    "context",
+    "metadata",
+)
+
+
+def memory_schema(dimension: int, embedder_name: str) -> pa.Schema:
+    """The schema of a memory table, with schema version and embedder recorded as metadata."""
+    fields = [
+        pa.field("id", pa.string(), nullable=False),
+        pa.field("namespace", pa.string(), nullable=False),
+        pa.field("text", pa.string(), nullable=False),
+        pa.field("vector", pa.list_(pa.float32(), dimension), nullable=False),
+        pa.field("kind", pa.string(), nullable=False),
+        pa.field("session_id", pa.string()),
+        pa.field("project", pa.string()),
+        pa.field("topic", pa.string()),
+        pa.field("tags", _STRINGS),
+        pa.field("entities", _STRINGS),
+        pa.field("priority", pa.float64(), nullable=False),
+        pa.field("pinned", pa.bool_(), nullable=False),
+        pa.field("importance", pa.float64(), nullable=False),
+        pa.field("created_at", _TS, nullable=False),
+        pa.field("updated_at", _TS, nullable=False),
+        pa.field("last_accessed_at", _TS),
+        pa.field("access_count", pa.int64(), nullable=False),
+        pa.field("content_hash", pa.string(), nullable=False),
+        pa.field("supersedes", pa.string()),
+        pa.field("superseded_by", pa.string()),
+        pa.field("links", _STRINGS),
+        pa.field("context", pa.string()),
+        pa.field("metadata", pa.string(), nullable=False),
+    ]
+    meta = {
+        META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(),
+        META_EMBEDDER: embedder_name.encode("utf-8"),
+        META_DIMENSION: str(dimension).encode(),
+    }
+    return pa.schema(fields, metadata=meta)
+
+
+def to_arrow(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
+    """Build an Arrow table from row dicts (all columns but ``vector``) and a vector matrix."""
+    columns: dict[str, Any] = {}
+    for field in schema:
+        if field.name == "vector":
+            dim = field.type.list_size
+            flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel(), type=pa.float32())
+            columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dim)
+        else:
+            columns[field.name] = pa.array([r.get(field.name) for r in rows], type=field.type)
+    return pa.Table.from_pydict(columns, schema=schema)
+
+
+def rows_to_memories(table: pa.Table) -> list[Memory]:
+    """Convert fetched rows (any subset of columns containing ``id``) to :class:`Memory` records."""
+    data = table.to_pylist()
+    out = []
+    for row in data:
+        vector = row.pop("vector", None)
+        for key in [k for k in row if k.startswith("_")]:
+            row.pop(key)
+        out.append(
+            Memory(
+                **{k: v for k, v in row.items() if k not in ("kind", "tags", "entities", "links", "metadata")},
+                kind=MemoryKind(row.get("kind", MemoryKind.FACT.value)),
+                tags=tuple(row.get("tags") or ()),
+                entities=tuple(row.get("entities") or ()),
+                links=tuple(row.get("links") or ()),
+                metadata=json.loads(row.get("metadata") or "{}"),
+                vector=tuple(vector) if vector is not None else None,
+            )
+        )
+    return out

@@ -1,0 +1,241 @@
+"""Checks that turn user values into storable ones, or raise a typed error that says what to do.
+
+Nothing here touches storage: a record is fully validated before any write starts, so a bad
+record never leaves a table half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from .config import StoreConfig
+from .errors import InvalidInputError
+from .models import MemoryKind
+
+__all__ = [
+    "WRITABLE_FIELDS",
+    "check_key",
+    "check_text",
+    "content_hash",
+    "normalise_for_hash",
+    "parse_kind",
+    "to_utc",
+    "validate_record",
+]
+
+PRIORITY_RANGE = (0.0, 10.0)
+IMPORTANCE_RANGE = (0.0, 1.0)
+
+#: Fields a caller may set on a write. ``superseded_by``, ``content_hash`` and access statistics
+#: are maintained by the store itself.
+WRITABLE_FIELDS = frozenset(
+    {
+        "id",
+        "namespace",
+        "text",
+        "vector",
+        "kind",
+        "session_id",
+        "project",
+        "topic",
+        "tags",
+        "entities",
+        "priority",
+        "pinned",
+        "importance",
+        "created_at",
+        "context",
+        "metadata",
+        "links",
+        "supersedes",
+    }
+)
+
+_WS = re.compile(r"\s+")
+
+
+def _has_surrogate(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
+
+
+def check_text(value: Any, *, field: str = "text", max_chars: int, allow_empty: bool = False) -> str:
+    """Return ``value`` if it is storable text, else raise :class:`InvalidInputError`.
+
+    Valid text is stored verbatim (no trimming, no Unicode rewriting).
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a str, got {type(value).__name__}")
+    if not allow_empty and not value.strip():
+        raise InvalidInputError(f"{field} is empty or whitespace only; pass the text to remember")
+    if len(value) > max_chars:
+        raise InvalidInputError(
+            f"{field} has {len(value):,} characters, over the limit of {max_chars:,}; split it into "
+            f"smaller memories or raise StoreConfig.max_text_chars / max_context_chars"
+        )
+    if "\x00" in value:
+        raise InvalidInputError(f"{field} contains a NUL character (\\x00); remove it before storing")
+    if _has_surrogate(value):
+        raise InvalidInputError(
+            f"{field} contains a lone UTF-16 surrogate and is not valid Unicode; decode the source "
+            f"bytes with errors='replace' or fix the text"
+        )
+    return value
+
+
+def check_key(value: Any, *, field: str, max_chars: int) -> str:
+    """Validate an identifier-like value (namespace, id, session, tag...).
+
+    Quotes, SQL fragments and any Unicode are fine: these values always reach LanceDB as escaped
+    literals, never spliced into a filter.
+    """
+    if not isinstance(value, str):
+        raise InvalidInputError(f"{field} must be a non-empty str, got {type(value).__name__}")
+    if not value or not value.strip():
+        raise InvalidInputError(f"{field} must be a non-empty str, got {value!r}")
+    return check_text(value, field=field, max_chars=max_chars)
+
+
+def _optional_key(value: Any, field: str, max_chars: int) -> str | None:
+    return None if value is None else check_key(value, field=field, max_chars=max_chars)
+
+
+def _key_list(value: Any, field: str, max_chars: int, *, lower: bool = False) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        raise InvalidInputError(
+            f"{field} must be a list of str, got {type(value).__name__}"
+            + (f"; wrap it: {field}=[{value!r}]" if isinstance(value, str) else "")
+        )
+    out: list[str] = []
+    seen: set[str] = set()
+    for item in value:
+        key = check_key(item, field=f"{field} item", max_chars=max_chars)
+        key = key.strip()
+        if lower:
+            key = key.casefold()
+        if key not in seen:  # a tag listed twice is one tag
+            seen.add(key)
+            out.append(key)
+    return out
+
+
+def _number(value: Any, field: str, low: float, high: float) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InvalidInputError(f"{field} must be a number in [{low}, {high}], got {type(value).__name__}")
+    number = float(value)
+    if not math.isfinite(number) or not low <= number <= high:
+        raise InvalidInputError(f"{field} must be a number in [{low}, {high}], got {value!r}")
+    return number
+
+
+def parse_kind(value: Any) -> MemoryKind:
+    """Accept a :class:`MemoryKind` or its string value."""
+    if isinstance(value, MemoryKind):
+        return value
+    try:
+        return MemoryKind(value)
+    except ValueError:
+        valid = ", ".join(k.value for k in MemoryKind)
+        raise InvalidInputError(f"unknown kind {value!r}; valid kinds are: {valid}") from None
+
+
+def to_utc(value: Any, field: str) -> datetime:
+    """A timezone-aware UTC datetime; naive datetimes are rejected (their zone is a guess)."""
+    if not isinstance(value, datetime):
+        raise InvalidInputError(f"{field} must be a datetime, got {type(value).__name__}")
+    if value.tzinfo is None:
+        raise InvalidInputError(f"{field} is a naive datetime; pass an aware one, e.g. datetime.now(timezone.utc)")
+    return value.astimezone(timezone.utc)
+
+
+def _metadata(value: Any) -> str:
+    if value is None:
+        return "{}"
+    if not isinstance(value, Mapping):
+        raise InvalidInputError(f"metadata must be a dict, got {type(value).__name__}")
+    if not all(isinstance(k, str) for k in value):
+        raise InvalidInputError("metadata keys must all be str")
+    try:
+        encoded = json.dumps(dict(value), ensure_ascii=False, allow_nan=False, sort_keys=True)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"metadata must be JSON-serialisable (str, numbers, bools, None, lists, dicts; no NaN): {exc}"
+        ) from None
+    check_text(encoded, field="metadata", max_chars=1_000_000, allow_empty=True)
+    return encoded
+
+
+def normalise_for_hash(text: str) -> str:
+    """The form two texts share when they are exact duplicates: NFKC, case-folded, single spaces."""
+    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+
+
+def content_hash(text: str) -> str:
+    """sha256 hex digest of :func:`normalise_for_hash`."""
+    return hashlib.sha256(normalise_for_hash(text).encode("utf-8")).hexdigest()
+
+
+def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = None) -> dict[str, Any]:
+    """Validate one write record and return a normalised dict of the caller's fields.
+
+    Args:
+        raw: A mapping of writable fields (``text`` required).
+        config: Limits to apply.
+        namespace: Used when the record does not name its own.
+
+    Raises:
+        InvalidInputError: On the first problem found, naming the field and the fix.
+    """
+    if not isinstance(raw, Mapping):
+        raise InvalidInputError(f"a record must be a dict of fields, got {type(raw).__name__}")
+    unknown = set(raw) - WRITABLE_FIELDS
+    if unknown:
+        raise InvalidInputError(
+            f"unknown field(s) {sorted(map(str, unknown))}; writable fields are: {', '.join(sorted(WRITABLE_FIELDS))}"
+        )
+    ns = raw.get("namespace", namespace)
+    if ns is None:
+        raise InvalidInputError("namespace is required: pass namespace='<user or tenant id>'")
+    keys = config.max_key_chars
+    out: dict[str, Any] = {
+        "namespace": check_key(ns, field="namespace", max_chars=keys),
+        "text": check_text(raw.get("text"), max_chars=config.max_text_chars),
+        "kind": parse_kind(raw.get("kind", MemoryKind.FACT)),
+        "session_id": _optional_key(raw.get("session_id"), "session_id", keys),
+        "project": _optional_key(raw.get("project"), "project", keys),
+        "topic": _optional_key(raw.get("topic"), "topic", keys),
+        "tags": _key_list(raw.get("tags"), "tags", keys),
+        "entities": _key_list(raw.get("entities"), "entities", keys, lower=True),
+        "links": _key_list(raw.get("links"), "links", keys),
+        "priority": _number(raw.get("priority", 1.0), "priority", *PRIORITY_RANGE),
+        "importance": _number(raw.get("importance", 0.5), "importance", *IMPORTANCE_RANGE),
+        "metadata": _metadata(raw.get("metadata")),
+        "supersedes": _optional_key(raw.get("supersedes"), "supersedes", keys),
+    }
+    pinned = raw.get("pinned", False)
+    if not isinstance(pinned, bool):
+        raise InvalidInputError(f"pinned must be a bool, got {type(pinned).__name__}")
+    out["pinned"] = pinned
+    if raw.get("id") is not None:
+        out["id"] = check_key(raw["id"], field="id", max_chars=keys)
+    if raw.get("created_at") is not None:
+        out["created_at"] = to_utc(raw["created_at"], "created_at")
+    if raw.get("context") is not None:
+        out["context"] = check_text(
+            raw["context"], field="context", max_chars=config.max_context_chars, allow_empty=True
+        )
+    if raw.get("vector") is not None:
+        out["vector"] = raw["vector"]  # shape and values are checked against the table's dimension
+    return out

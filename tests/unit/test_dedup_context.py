@@ -1,0 +1,44 @@
+import numpy as np
+
+from memory_retrievers.context import window_contexts
+from memory_retrievers.dedup import first_duplicate_in_batch
+
+
+def _unit(*rows: list[float]) -> np.ndarray:
+    a = np.asarray(rows, dtype=np.float32)
+    return a / np.linalg.norm(a, axis=1, keepdims=True)
+
+
+def test_exact_duplicates_point_at_first_occurrence() -> None:
+    vecs = _unit([1, 0], [0, 1], [1, 0], [1, 0])
+    out = first_duplicate_in_batch(["h1", "h2", "h1", "h1"], vecs, [True] * 4, None)
+    assert out == [None, None, (0, 1.0), (0, 1.0)]
+
+
+def test_near_duplicates_use_cosine_threshold() -> None:
+    # cos([1,0],[0.96,0.28]) = 0.96 / 1.0 = 0.96 >= 0.95 ; cos([1,0],[0.8,0.6]) = 0.8 < 0.95
+    vecs = _unit([1, 0], [0.96, 0.28], [0.8, 0.6])
+    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95)
+    assert out[0] is None and out[2] is None
+    assert out[1] is not None and out[1][0] == 0 and abs(out[1][1] - 0.96) < 1e-6
+
+
+def test_non_candidates_neither_match_nor_serve_as_originals() -> None:
+    vecs = _unit([1, 0], [1, 0], [1, 0])
+    out = first_duplicate_in_batch(["h", "h", "h"], vecs, [False, True, True], 0.9)
+    assert out == [None, None, (1, 1.0)]
+
+
+def test_duplicate_is_never_an_original() -> None:
+    # b duplicates a (0.96); c is 0.96 from b but only 0.85 from a: c is new, not b's duplicate.
+    vecs = _unit([1, 0], [0.96, 0.28], [0.85, 0.5268])
+    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95)
+    assert out[1] is not None and out[1][0] == 0
+    assert out[2] is None
+
+
+def test_window_contexts() -> None:
+    turns = ["t0", "t1", "t2", "t3"]
+    assert window_contexts(turns, 1) == {0: "t1", 1: "t0\nt2", 2: "t1\nt3", 3: "t2"}
+    assert window_contexts(turns, 2, only=range(1, 2)) == {1: "t0\nt2\nt3"}
+    assert window_contexts(turns, 0) == {0: "", 1: "", 2: "", 3: ""}

