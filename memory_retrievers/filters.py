@@ -1,8 +1,15 @@
 """The one place that turns user values into LanceDB filter strings.
 
-LanceDB filters are SQL strings without bind parameters. Every user value goes through
-:func:`sql_literal` (LanceDB's own ``lit(...).to_sql()`` escaping) — never an f-string — so a
-namespace such as ``x' OR '1'='1`` is compared as the literal text it is.
+LanceDB filters are SQL strings without bind parameters. Every user string goes through
+:func:`sql_literal`, which does not *escape* it but *hex-encodes* it: the literal is
+``arrow_cast(decode('<hex>', 'hex'), 'Utf8')``, whose only user-derived characters are
+``[0-9a-f]``, so no value can end the literal early. DataFusion folds the expression into a
+constant before planning, so scalar indexes are still used (same plan and speed as a quoted
+literal).
+
+Why not quote-doubling: LanceDB 0.40's SQL parser treats ``\'`` as an escaped quote while its own
+``lit(...).to_sql()`` only doubles quotes, so the namespace ``\' OR 1=1 --`` rendered that way
+matches *every* row (see ``tests/unit/test_filters.py::test_backslash_quote_cannot_inject``).
 """
 
 from __future__ import annotations
@@ -11,7 +18,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from lancedb.expr import lit
 from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, field_validator
 
 from .errors import FilterError, InvalidInputError
@@ -23,12 +29,17 @@ __all__ = ["MemoryFilter", "build_where", "coerce_filter", "sql_literal", "sql_l
 _MAX_FILTER_CHARS = 512
 
 
-def sql_literal(value: str | int | float | bool | datetime) -> str:
-    """A SQL literal for ``value``, escaped by LanceDB's expression builder."""
+def sql_literal(value: str | bool | datetime) -> str:
+    """A SQL literal for ``value`` that no content can break out of (see the module docstring)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
     if isinstance(value, datetime):
-        # lit() renders datetimes without a zone; the columns hold UTC, so convert first.
-        value = to_utc(value, "datetime").replace(tzinfo=None)
-    return str(lit(value).to_sql())
+        # Rendered from the datetime's fields, never from user text; columns hold UTC.
+        utc = to_utc(value, "datetime")
+        return f"CAST('{utc:%Y-%m-%d %H:%M:%S.%f}' AS TIMESTAMP)"
+    if isinstance(value, str):
+        return f"arrow_cast(decode('{value.encode('utf-8').hex()}', 'hex'), 'Utf8')"
+    raise TypeError(f"no SQL literal for {type(value).__name__}")
 
 
 def sql_list(values: Iterable[str]) -> str:

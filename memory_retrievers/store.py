@@ -1059,9 +1059,9 @@ class MemoryStore:
     async def acount(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
         """Async twin of :meth:`count`."""
         self._ensure_open()
-        ns = self._ns(namespace)
+        where = build_where(self._ns(namespace), coerce_filter(filter))
         try:
-            return int(await self._table.count_rows(build_where(ns, coerce_filter(filter))))
+            return int(await self._table.count_rows(where))
         except Exception as exc:
             raise _storage("count memories", exc) from exc
 
