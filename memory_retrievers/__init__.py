@@ -22,7 +22,7 @@ from .errors import (
     StorageError,
 )
 from .filters import MemoryFilter
-from .models import AddedMemory, DedupPolicy, Hit, Memory, MemoryKind, WriteAction
+from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
 from .store import MemoryStore, default_store_path
 
 try:
@@ -39,6 +39,7 @@ __all__ = [
     "Embedder",
     "EmbeddingError",
     "FilterError",
+    "FtsField",
     "HashEmbedder",
     "Hit",
     "InvalidInputError",

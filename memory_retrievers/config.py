@@ -43,10 +43,11 @@ class StoreConfig(BaseModel):
     dedup_exempt_kinds: frozenset[MemoryKind] = frozenset({MemoryKind.MESSAGE})
     """Kinds never deduplicated: a chat log keeps every "ok" and "thanks" a speaker says."""
 
-    context_window: int = Field(default=1, ge=0, le=10)
+    context_window: int = Field(default=2, ge=0, le=10)
     """For ``message`` memories with a ``session_id`` and no caller-given ``context``: how many
     neighbouring turns before and after (same session) fill the ``context`` field. 0 = off.
-    Context makes short turns findable ("yes, the blue one") by what surrounds them."""
+    Context makes short turns findable ("yes, the blue one") by what surrounds them. Measured on
+    LoCoMo (BM25 over turn + context, recall@10): no context 0.603, 1 turn 0.681, 2 turns 0.691."""
 
     embed_batch_size: int = Field(default=64, ge=1, le=4096)
     """Texts per embedding call."""

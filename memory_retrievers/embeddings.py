@@ -130,7 +130,7 @@ class SentenceTransformerEmbedder:
         model: str = DEFAULT_MODEL,
         *,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int = 32,
         name: str | None = None,
     ) -> None:
         if batch_size < 1:
@@ -153,10 +153,12 @@ class SentenceTransformerEmbedder:
     @property
     def dimension(self) -> int:
         """Vector width (known for the default model without loading it)."""
-        if self._model is None and self._model_name in _KNOWN_DIMENSIONS:
+        if self._model_name in _KNOWN_DIMENSIONS:
             return _KNOWN_DIMENSIONS[self._model_name]
-        dim = self._load().get_sentence_embedding_dimension()
-        return int(dim)
+        model = self._load()
+        # renamed in sentence-transformers 5.x; keep working with older releases
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
 
     def _load(self) -> Any:
         with self._lock:

@@ -1,4 +1,4 @@
-"""The one place that turns user values into LanceDB filter strings.
+r"""The one place that turns user values into LanceDB filter strings.
 
 LanceDB filters are SQL strings without bind parameters. Every user string goes through
 :func:`sql_literal`, which does not *escape* it but *hex-encodes* it: the literal is

@@ -11,6 +11,7 @@ from typing import Any
 __all__ = [
     "AddedMemory",
     "DedupPolicy",
+    "FtsField",
     "Hit",
     "Memory",
     "MemoryKind",
@@ -38,6 +39,17 @@ class DedupPolicy(str, enum.Enum):
     """Rewrite the existing memory with the new text and fields (its id and history stay)."""
     KEEP_BOTH = "keep_both"
     """Store the new memory as well; the result still names the duplicate."""
+
+
+class FtsField(str, enum.Enum):
+    """What a full-text search matches against."""
+
+    TEXT = "text"
+    """The memory's text alone."""
+    CONTEXT = "context"
+    """The memory's text together with its ``context`` (e.g. neighbouring chat turns)."""
+    ENTITIES = "entities"
+    """The memory's entities."""
 
 
 class WriteAction(str, enum.Enum):

@@ -12,6 +12,7 @@ import pyarrow as pa
 from .models import Memory, MemoryKind
 
 __all__ = [
+    "INTERNAL_COLUMNS",
     "META_DIMENSION",
     "META_EMBEDDER",
     "META_SCHEMA_VERSION",
@@ -19,6 +20,7 @@ __all__ = [
     "SCALAR_COLUMNS",
     "memory_schema",
     "rows_to_memories",
+    "search_text",
     "to_arrow",
 ]
 
@@ -30,7 +32,10 @@ META_DIMENSION = b"memory_retrievers.dimension"
 _TS = pa.timestamp("us", tz="UTC")
 _STRINGS = pa.list_(pa.string())
 
-#: Every column except ``vector``: what reads fetch unless a vector is asked for.
+#: Columns that are storage internals, never part of a :class:`Memory`.
+INTERNAL_COLUMNS = ("search_text",)
+
+#: Every public column except ``vector``: what reads fetch unless a vector is asked for.
 SCALAR_COLUMNS = (
     "id",
     "namespace",
@@ -83,6 +88,9 @@ def memory_schema(dimension: int, embedder_name: str) -> pa.Schema:
         pa.field("links", _STRINGS),
         pa.field("context", pa.string()),
         pa.field("metadata", pa.string(), nullable=False),
+        # Internal: text + context, the body of the "context" full-text index. BM25 over the
+        # concatenation beats a multi-column match of the two (0.681 vs 0.651 recall@10 on LoCoMo).
+        pa.field("search_text", pa.string(), nullable=False),
     ]
     meta = {
         META_SCHEMA_VERSION: str(SCHEMA_VERSION).encode(),
@@ -90,6 +98,11 @@ def memory_schema(dimension: int, embedder_name: str) -> pa.Schema:
         META_DIMENSION: str(dimension).encode(),
     }
     return pa.schema(fields, metadata=meta)
+
+
+def search_text(text: str, context: str | None) -> str:
+    """What the context full-text index sees: the memory's text followed by its context."""
+    return f"{text}\n{context}" if context else text
 
 
 def to_arrow(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
@@ -111,7 +124,7 @@ def rows_to_memories(table: pa.Table) -> list[Memory]:
     out = []
     for row in data:
         vector = row.pop("vector", None)
-        for key in [k for k in row if k.startswith("_")]:
+        for key in [k for k in row if k.startswith("_") or k in INTERNAL_COLUMNS]:
             row.pop(key)
         out.append(
             Memory(

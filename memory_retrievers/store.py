@@ -39,7 +39,7 @@ from .errors import (
     StorageError,
 )
 from .filters import MemoryFilter, build_where, coerce_filter, sql_list, sql_literal
-from .models import AddedMemory, DedupPolicy, Hit, Memory, MemoryKind, WriteAction
+from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
 from .schema import (
     META_DIMENSION,
     META_EMBEDDER,
@@ -48,6 +48,7 @@ from .schema import (
     SCHEMA_VERSION,
     memory_schema,
     rows_to_memories,
+    search_text,
     to_arrow,
 )
 from .validation import WRITABLE_FIELDS, check_key, check_text, content_hash, to_utc, validate_record
@@ -76,7 +77,7 @@ _SCALAR_INDEXES: dict[str, Callable[[], Any]] = {
     "entities": LabelList,
 }
 #: Full-text (BM25) indexes. Positions stay off: phrase positions crash optimize() (lance#7653).
-_FTS_COLUMNS = ("text", "context", "entities")
+_FTS_COLUMNS = {FtsField.TEXT: "text", FtsField.CONTEXT: "search_text", FtsField.ENTITIES: "entities"}
 
 
 def default_store_path() -> Path:
@@ -355,8 +356,6 @@ class MemoryStore:
 
     async def aadd(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> AddedMemory:
         """Async twin of :meth:`add`."""
-        for reserved in ("text", "namespace"):
-            fields.pop(reserved, None)
         (result,) = await self.aadd_many([{**fields, "text": text, "namespace": namespace}], dedup=dedup)
         return result
 
@@ -744,6 +743,8 @@ class MemoryStore:
             extra_vectors = np.asarray([r["vector"] for r in extra], dtype=np.float32)
             clean += [{k: v for k, v in r.items() if k != "vector"} for r in extra]
             vectors = np.concatenate([vectors.reshape(-1, self._dimension), extra_vectors])
+        for row in clean:  # derived here, the one place every write passes through
+            row["search_text"] = search_text(row["text"], row["context"])
         data = to_arrow(clean, vectors, self._schema)
         try:
             if upsert:
@@ -782,7 +783,7 @@ class MemoryStore:
             if rows == 0:
                 return
             self._indexed = await self._index_columns()
-            for column in _FTS_COLUMNS:
+            for column in _FTS_COLUMNS.values():
                 if f"FTS:{column}" not in self._indexed:
                     await self._table.create_index(column, config=FTS(with_position=False), replace=True)
             for column, factory in _SCALAR_INDEXES.items():
@@ -1136,7 +1137,7 @@ class MemoryStore:
         namespace: str,
         k: int = 10,
         filter: MemoryFilter | Mapping[str, Any] | None = None,
-        column: str = "text",
+        field: FtsField | str = FtsField.TEXT,
     ) -> builtins.list[Hit]:
         """BM25 full-text search with LanceDB's native index (``Hit.score`` = BM25, higher is better).
 
@@ -1145,9 +1146,11 @@ class MemoryStore:
             namespace: Whose memories to search.
             k: How many hits.
             filter: Metadata prefilter.
-            column: ``"text"``, ``"context"`` (the memory's neighbouring turns) or ``"entities"``.
+            field: What to match: :attr:`FtsField.TEXT` (the memory alone), :attr:`FtsField.CONTEXT`
+                (the memory together with its ``context``, e.g. neighbouring turns) or
+                :attr:`FtsField.ENTITIES`.
         """
-        return _loop.run_sync(self.afts_search(query, namespace=namespace, k=k, filter=filter, column=column))
+        return _loop.run_sync(self.afts_search(query, namespace=namespace, k=k, filter=filter, field=field))
 
     async def afts_search(
         self,
@@ -1156,15 +1159,18 @@ class MemoryStore:
         namespace: str,
         k: int = 10,
         filter: MemoryFilter | Mapping[str, Any] | None = None,
-        column: str = "text",
+        field: FtsField | str = FtsField.TEXT,
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`fts_search`."""
         self._ensure_open()
         where = build_where(self._ns(namespace), coerce_filter(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         text = check_text(query, field="query", max_chars=_MAX_QUERY_CHARS)
-        if column not in _FTS_COLUMNS:
-            raise InvalidInputError(f"column must be one of {', '.join(_FTS_COLUMNS)}, got {column!r}")
+        try:
+            column = _FTS_COLUMNS[FtsField(field)]
+        except ValueError:
+            valid = ", ".join(f.value for f in FtsField)
+            raise InvalidInputError(f"field must be one of {valid}, got {field!r}") from None
         if f"FTS:{column}" not in self._indexed:
             return []  # nothing was ever written, so there is nothing to find
         query_b = (

@@ -53,7 +53,12 @@ BAD_WRITES: list[tuple[str, Callable[[MemoryStore], object], type[Exception], st
     ("NaN vector", lambda s: s.add("x", namespace="alice", vector=[float("nan")] * 32), EmbeddingError, "NaN"),
     ("inf vector", lambda s: s.add("x", namespace="alice", vector=[float("inf")] * 32), EmbeddingError, "NaN or inf"),
     ("text vector", lambda s: s.add("x", namespace="alice", vector="abc"), EmbeddingError, "numeric"),
-    ("bad record in batch", lambda s: s.add_many([{"text": "ok"}, {"text": None}], namespace="alice"), InvalidInputError, "record 1"),
+    (
+        "bad record in batch",
+        lambda s: s.add_many([{"text": "ok"}, {"text": None}], namespace="alice"),
+        InvalidInputError,
+        "record 1",
+    ),
     ("bad metadata", lambda s: s.add("x", namespace="alice", metadata={"a": {1, 2}}), InvalidInputError, "JSON"),
     ("update missing", lambda s: s.update("nope", namespace="alice", text="y"), NotFoundError, "nope"),
     ("update other ns", lambda s: s.update("b1", namespace="alice", text="y"), NotFoundError, "b1"),
@@ -67,15 +72,30 @@ BAD_WRITES: list[tuple[str, Callable[[MemoryStore], object], type[Exception], st
     ("get missing", lambda s: s.get(["zz"], namespace="alice"), NotFoundError, "zz"),
     ("get other ns", lambda s: s.get("b1", namespace="alice"), NotFoundError, "b1"),
     ("get bytes ids", lambda s: s.get(b"a1", namespace="alice"), InvalidInputError, "ids must be"),  # type: ignore[call-overload]
-    ("malformed filter key", lambda s: s.list("alice", filter={"namespace": HOSTILE}), FilterError, "unknown filter key"),
+    (
+        "malformed filter key",
+        lambda s: s.list("alice", filter={"namespace": HOSTILE}),
+        FilterError,
+        "unknown filter key",
+    ),
     ("filter sql string", lambda s: s.count("alice", filter="1=1"), FilterError, "must be a MemoryFilter"),  # type: ignore[arg-type]
-    ("filter wrong type", lambda s: s.fts_search("door", namespace="alice", filter={"kinds": [3]}), FilterError, "kinds"),
+    (
+        "filter wrong type",
+        lambda s: s.fts_search("door", namespace="alice", filter={"kinds": [3]}),
+        FilterError,
+        "kinds",
+    ),
     ("empty query", lambda s: s.fts_search("  ", namespace="alice"), InvalidInputError, "empty"),
     ("huge query", lambda s: s.vector_search("q" * 9000, namespace="alice"), InvalidInputError, "query"),
     ("k zero", lambda s: s.vector_search("door", namespace="alice", k=0), InvalidInputError, "k must be"),
     ("k negative", lambda s: s.fts_search("door", namespace="alice", k=-3), InvalidInputError, "k must be"),
     ("k float", lambda s: s.recency_search(namespace="alice", k=2.5), InvalidInputError, "k must be"),  # type: ignore[arg-type]
-    ("bad fts column", lambda s: s.fts_search("door", namespace="alice", column="text; drop"), InvalidInputError, "column"),
+    (
+        "bad fts field",
+        lambda s: s.fts_search("door", namespace="alice", field="text; drop"),
+        InvalidInputError,
+        "field must be one of text, context, entities",
+    ),
     ("query vector dim", lambda s: s.vector_search(np.ones(7), namespace="alice"), DimensionMismatchError, "7-dim"),
     ("list limit 0", lambda s: s.list("alice", limit=0), InvalidInputError, "limit"),
     ("list negative offset", lambda s: s.list("alice", offset=-1), InvalidInputError, "offset"),
@@ -119,7 +139,9 @@ class BrokenEmbedder(HashEmbedder):
         ("narrow", DimensionMismatchError, "16-dimensional"),
     ],
 )
-def test_misbehaving_embedder_is_caught_at_the_boundary(make_store, mode: str, error: type[Exception], message: str) -> None:
+def test_misbehaving_embedder_is_caught_at_the_boundary(
+    make_store, mode: str, error: type[Exception], message: str
+) -> None:
     good = make_store()
     good.add("existing memory", namespace="n")
     good.close()

@@ -17,6 +17,7 @@ def test_all_is_pinned() -> None:
             "Embedder",
             "EmbeddingError",
             "FilterError",
+            "FtsField",
             "HashEmbedder",
             "Hit",
             "InvalidInputError",

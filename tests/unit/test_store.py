@@ -12,6 +12,7 @@ import pytest
 from memory_retrievers import (
     DedupPolicy,
     DimensionMismatchError,
+    FtsField,
     HashEmbedder,
     InvalidInputError,
     Memory,
@@ -58,7 +59,9 @@ def test_add_returns_full_record(store: MemoryStore, clock) -> None:
     assert mem.metadata == {"source": "chat", "turn": 3}
     got = store.get(mem.id, namespace="alice")
     assert isinstance(got, Memory) and not isinstance(got, type(mem))
-    assert got.to_dict() == {k: v for k, v in mem.to_dict().items() if k not in ("action", "duplicate_of", "similarity")}
+    assert got.to_dict() == {
+        k: v for k, v in mem.to_dict().items() if k not in ("action", "duplicate_of", "similarity")
+    }
 
 
 def test_caller_id_is_kept_and_reused_as_upsert(store: MemoryStore, clock) -> None:
@@ -84,7 +87,9 @@ def test_same_id_in_two_namespaces_are_two_memories(store: MemoryStore) -> None:
 def test_add_many_commits_once_per_batch(store: MemoryStore) -> None:
     store.add("warm up so indexes exist", namespace="n")
     before = table_version(store)
-    out = store.add_many([{"text": f"distinct memory number {i} about topic {i * 7}"} for i in range(25)], namespace="n", batch_size=10)
+    out = store.add_many(
+        [{"text": f"distinct memory number {i} about topic {i * 7}"} for i in range(25)], namespace="n", batch_size=10
+    )
     assert [m.action for m in out] == [WriteAction.ADDED] * 25
     assert table_version(store) - before == 3  # 10 + 10 + 5
     assert store.count("n") == 26
@@ -194,7 +199,8 @@ def test_same_id_twice_in_a_batch_last_wins(store: MemoryStore) -> None:
     assert store.get("x", namespace="n").text == "second" and store.count("n") == 1
 
 
-def test_context_window_fills_neighbouring_turns(store: MemoryStore) -> None:
+def test_context_window_fills_neighbouring_turns(make_store: Make) -> None:
+    store = make_store(config={"context_window": 1})
     turns = [{"text": f"turn {i}", "kind": "message", "session_id": "s"} for i in range(3)]
     out = store.add_many(turns, namespace="n")
     assert [store.get(m.id, namespace="n").context for m in out] == ["turn 1", "turn 0\nturn 2", "turn 1"]
@@ -218,8 +224,21 @@ def test_context_is_searchable_by_fts(store: MemoryStore) -> None:
         ],
         namespace="n",
     )
-    hits = store.fts_search("bicycle", namespace="n", column="context")
-    assert [store.get(h.id, namespace="n").text for h in hits] == ["Yes, I ride it every day."]
+    def texts(field: FtsField) -> set[str]:
+        return {store.get(h.id, namespace="n").text for h in store.fts_search("bicycle", namespace="n", field=field)}
+
+    assert texts(FtsField.TEXT) == {"Do you still have the blue bicycle?"}
+    # the reply never says "bicycle" but is found through its context
+    assert texts(FtsField.CONTEXT) == {"Do you still have the blue bicycle?", "Yes, I ride it every day."}
+
+
+def test_default_window_is_two_turns_each_side(store: MemoryStore) -> None:
+    out = store.add_many([{"text": f"t{i}", "kind": "message", "session_id": "s"} for i in range(5)], namespace="n")
+    assert store.get(out[2].id, namespace="n").context == "t0\nt1\nt3\nt4"
+    later = store.add("t5", namespace="n", kind="message", session_id="s")
+    assert later.context == "t3\nt4"
+    assert store.get(out[3].id, namespace="n").context == "t1\nt2\nt4\nt5"
+    assert store.get(out[4].id, namespace="n").context == "t2\nt3\nt5"
 
 
 def test_context_window_zero_disables(make_store: Make) -> None:
@@ -443,7 +462,13 @@ def test_indexes_are_built_after_first_write_and_optimize_on_threshold(make_stor
     assert open_table(store).list_indices() == []
     store.add("first", namespace="n")
     kinds = {(i.index_type, i.columns[0]) for i in open_table(store).list_indices()}
-    assert {("FTS", "text"), ("FTS", "context"), ("FTS", "entities"), ("Bitmap", "namespace"), ("BTree", "id")} <= kinds
+    assert {
+        ("FTS", "text"),
+        ("FTS", "search_text"),
+        ("FTS", "entities"),
+        ("Bitmap", "namespace"),
+        ("BTree", "id"),
+    } <= kinds
     assert ("LabelList", "tags") in kinds
     store.add("second", namespace="n")
     store.add("third", namespace="n")
@@ -489,3 +514,11 @@ def test_timestamps_are_utc_aware(store: MemoryStore) -> None:
     got = store.get(m.id, namespace="n")
     assert got.created_at == datetime(2023, 5, 8, 13, 56, tzinfo=timezone.utc)
     assert got.created_at.utcoffset() == timedelta(0)
+
+
+def test_lancedb_uri_store_needs_no_local_folder(embedder, clock) -> None:
+    # Any LanceDB URI is passed through (here the in-memory backend; s3:// works the same way).
+    store = MemoryStore("memory://", embedder=embedder, clock=clock)
+    m = store.add("kept in memory", namespace="n")
+    assert store.fts_search("memory", namespace="n")[0].id == m.id
+    store.close()

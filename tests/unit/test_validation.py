@@ -37,7 +37,9 @@ def test_check_text_size_limit_names_the_fix() -> None:
     assert check_text("x" * 100, max_chars=100) == "x" * 100
 
 
-@pytest.mark.parametrize("text", ["héllo wörld", "日本語のテキスト", "emoji 🎉👍", "x' OR '1'='1", "tab\tand\nnewline", "  padded  "])
+@pytest.mark.parametrize(
+    "text", ["héllo wörld", "日本語のテキスト", "emoji 🎉👍", "x' OR '1'='1", "tab\tand\nnewline", "  padded  "]
+)
 def test_valid_text_is_returned_verbatim(text: str) -> None:
     assert check_text(text, max_chars=1000) == text
 

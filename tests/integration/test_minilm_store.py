@@ -1,0 +1,86 @@
+"""The store with the real all-MiniLM-L6-v2 model, loaded offline from the bundled package."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memory_retrievers import MemoryStore, SentenceTransformerEmbedder, WriteAction
+
+FACTS = [
+    "Caroline is a transgender woman who went to an LGBTQ support group.",
+    "Melanie painted a sunrise over a lake last year.",
+    "Caroline wants to pursue a career in counseling and mental health.",
+    "Melanie's kids love dinosaurs and nature.",
+    "The user prefers the dark theme in every editor.",
+    "Our team standup moved to 9:30 on Tuesdays.",
+]
+
+
+def test_default_embedder_loads_offline_from_bundled_package(tmp_path: Path) -> None:
+    # A fresh process with the hub explicitly unreachable: the bundled weights must suffice.
+    code = (
+        "from memory_retrievers import SentenceTransformerEmbedder as E;"
+        "e=E(); v=e.embed_query('hello'); print(v.shape[0], round(float((v**2).sum()),4))"
+    )
+    env = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "PATH": "/usr/bin:/bin", "HOME": str(tmp_path)}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["384", "1.0"]
+
+
+def test_minilm_vectors_are_normalised_and_semantic(minilm: SentenceTransformerEmbedder) -> None:
+    vecs = minilm.embed_documents(["I adore my cat", "I love my kitten", "Quarterly tax filing deadline"])
+    assert vecs.shape == (3, 384) and vecs.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vecs, axis=1), 1.0, atol=1e-5)
+    assert vecs[0] @ vecs[1] > vecs[0] @ vecs[2] + 0.3
+    assert np.allclose(minilm.embed_query("I adore my cat"), vecs[0], atol=1e-5)
+
+
+@pytest.fixture
+def real_store(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> MemoryStore:
+    store = MemoryStore(tmp_path / "db", embedder=minilm)
+    store.add_many([{"text": t} for t in FACTS], namespace="user")
+    return store
+
+
+def test_paraphrase_found_by_vector_search_immediately(real_store: MemoryStore) -> None:
+    hits = real_store.vector_search("What colour scheme does the user like for code editors?", namespace="user", k=2)
+    assert real_store.get(hits[0].id, namespace="user").text == FACTS[4]
+    hits = real_store.vector_search("What job does Caroline want?", namespace="user", k=1)
+    assert real_store.get(hits[0].id, namespace="user").text == FACTS[2]
+
+
+def test_keyword_found_by_fts_immediately(real_store: MemoryStore) -> None:
+    new = real_store.add("Melanie signed up for a pottery class on Saturday.", namespace="user")
+    hits = real_store.fts_search("pottery", namespace="user")
+    assert [h.id for h in hits] == [new.id]
+
+
+def test_near_duplicate_with_real_model(real_store: MemoryStore) -> None:
+    dup = real_store.add("The user prefers the dark theme in all editors.", namespace="user")
+    assert dup.action is WriteAction.SKIPPED and dup.similarity is not None and dup.similarity >= 0.95
+    other = real_store.add("The user prefers the light theme in every editor.", namespace="user")
+    # opposite meaning but close wording: must not be silently dropped at the default threshold
+    assert other.action is WriteAction.ADDED, other.similarity
+
+
+def test_persistence_with_real_model(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> None:
+    with MemoryStore(tmp_path / "db", embedder=minilm) as store:
+        store.add_many([{"text": t} for t in FACTS], namespace="user")
+    reopened = MemoryStore(tmp_path / "db", embedder=SentenceTransformerEmbedder())
+    hits = reopened.vector_search("Which kids like dinosaurs?", namespace="user", k=1)
+    assert reopened.get(hits[0].id, namespace="user").text == FACTS[3]
+    reopened.close()
+
+
+async def test_async_with_real_model(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> None:
+    store = await MemoryStore.aopen(tmp_path / "db", embedder=minilm)
+    await store.aadd_many([{"text": t} for t in FACTS], namespace="user")
+    hits = await store.avector_search("standup meeting time", namespace="user", k=1)
+    assert (await store.aget(hits[0].id, namespace="user")).text == FACTS[5]  # type: ignore[union-attr]
+    await store.aclose()
