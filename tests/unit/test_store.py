@@ -224,6 +224,7 @@ def test_context_is_searchable_by_fts(store: MemoryStore) -> None:
         ],
         namespace="n",
     )
+
     def texts(field: FtsField) -> set[str]:
         return {store.get(h.id, namespace="n").text for h in store.fts_search("bicycle", namespace="n", field=field)}
 

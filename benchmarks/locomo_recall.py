@@ -1,0 +1,296 @@
+"""Recall benchmark on LoCoMo: ours vs LanceDB, LangChain and LlamaIndex retrieval, same process.
+
+Why: the README's quality and speed claims must be reproducible against the retrievers users
+would otherwise pick. Every system gets the same all-MiniLM-L6-v2 embeddings (computed once), the
+same turn texts ("Speaker: text"), one index per conversation, and top-10 retrieval with no LLM.
+Metric (see ../shared/data/locomo/README.md): evidence recall@k = share of a question's evidence
+turns in the top k, averaged over the 883 answerable questions with evidence; hit@10 = any evidence
+turn in the top 10. Latency is per query, from the query text (query embedding included).
+
+    python benchmarks/locomo_recall.py [--data PATH] [--systems ours,lancedb-hybrid,...] [--ablations]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import tempfile
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import DEFAULT_LOCOMO, Turn, load_turns
+
+from memory_retrievers import MemoryStore, SentenceTransformerEmbedder
+from memory_retrievers.retriever import MemoryRetriever
+
+K = 10
+
+
+def load_questions(path: Path) -> list[tuple[str, str, set[str], int]]:
+    out = []
+    for conv in json.loads(path.read_text()):
+        for q in conv["qa"]:
+            if q.get("category") not in (1, 2, 3, 4) or not q.get("evidence"):
+                continue
+            evidence = {p for e in q["evidence"] for p in re.split(r"[;,\s]+", e) if re.fullmatch(r"D\d+:\d+", p)}
+            if evidence:
+                out.append((conv["sample_id"], q["question"], evidence, q["category"]))
+    return out
+
+
+class Embedder:
+    """One MiniLM for everyone; documents embedded once and shared."""
+
+    def __init__(self, turns: Sequence[Turn]) -> None:
+        self.model = SentenceTransformerEmbedder()
+        self.doc_vectors = self.model.embed_documents([t.text for t in turns])
+
+    def query(self, text: str) -> np.ndarray:
+        return self.model.embed_query(text)
+
+
+System = Callable[[str, str], list[str]]  # (conversation, question) -> dia_ids, best first
+
+
+def build_lancedb(turns: Sequence[Turn], emb: Embedder, tmp: Path) -> dict[str, System]:
+    import lancedb
+    import pyarrow as pa
+    from lancedb.index import FTS
+    from lancedb.rerankers import RRFReranker
+
+    db = lancedb.connect(tmp / "lancedb")
+    tables = {}
+    for conv in sorted({t.conversation for t in turns}):
+        idx = [i for i, t in enumerate(turns) if t.conversation == conv]
+        data = pa.table(
+            {
+                "dia_id": [turns[i].dia_id for i in idx],
+                "text": [turns[i].text for i in idx],
+                "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.doc_vectors[idx].ravel()), 384),
+            }
+        )
+        tbl = db.create_table(conv, data=data)
+        tbl.create_index("text", config=FTS(with_position=False))
+        tables[conv] = tbl
+    rrf = RRFReranker()
+
+    def vector(conv: str, q: str) -> list[str]:
+        return [
+            r["dia_id"]
+            for r in tables[conv].search(emb.query(q)).distance_type("cosine").limit(K).select(["dia_id"]).to_list()
+        ]
+
+    def fts(conv: str, q: str) -> list[str]:
+        return [r["dia_id"] for r in tables[conv].search(q, query_type="fts").limit(K).select(["dia_id"]).to_list()]
+
+    def hybrid(conv: str, q: str) -> list[str]:
+        res = (
+            tables[conv]
+            .search(query_type="hybrid")
+            .vector(emb.query(q))
+            .text(q)
+            .distance_type("cosine")
+            .rerank(rrf)
+            .limit(K)
+            .select(["dia_id"])
+            .to_list()
+        )
+        return [r["dia_id"] for r in res]
+
+    return {"lancedb-vector": vector, "lancedb-fts": fts, "lancedb-hybrid": hybrid}
+
+
+def build_langchain(turns: Sequence[Turn], emb: Embedder) -> dict[str, System]:
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class Shared(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return emb.model.embed_documents(texts).tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return emb.query(text).tolist()
+
+    retrievers = {}
+    for conv in sorted({t.conversation for t in turns}):
+        idx = [i for i, t in enumerate(turns) if t.conversation == conv]
+        docs = [Document(page_content=turns[i].text, metadata={"dia_id": turns[i].dia_id}) for i in idx]
+        bm25 = BM25Retriever.from_documents(docs, k=K)
+        store = InMemoryVectorStore(Shared())
+        store.add_documents(docs, ids=[turns[i].dia_id for i in idx])
+        # vectors computed once: overwrite with the shared ones so every system embeds identically
+        for i in idx:
+            store.store[turns[i].dia_id]["vector"] = emb.doc_vectors[i].tolist()
+        vec = store.as_retriever(search_kwargs={"k": K})
+        retrievers[conv] = EnsembleRetriever(retrievers=[bm25, vec], weights=[0.5, 0.5])
+
+    def run(conv: str, q: str) -> list[str]:
+        return [d.metadata["dia_id"] for d in retrievers[conv].invoke(q)][:K]
+
+    return {"langchain-ensemble": run}
+
+
+def build_llamaindex(turns: Sequence[Turn], emb: Embedder) -> dict[str, System]:
+    from llama_index.core import Settings, VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+    from llama_index.core.schema import TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    class Shared(BaseEmbedding):
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return emb.query(query).tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return emb.query(query).tolist()
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return emb.model.embed_query(text).tolist()
+
+    Settings.llm = None
+    retrievers = {}
+    for conv in sorted({t.conversation for t in turns}):
+        idx = [i for i, t in enumerate(turns) if t.conversation == conv]
+        nodes = [TextNode(text=turns[i].text, id_=turns[i].dia_id, embedding=emb.doc_vectors[i].tolist()) for i in idx]
+        index = VectorStoreIndex(nodes, embed_model=Shared())
+        bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=K)
+        retrievers[conv] = QueryFusionRetriever(
+            [index.as_retriever(similarity_top_k=K), bm25],
+            similarity_top_k=K,
+            num_queries=1,
+            mode=FUSION_MODES.RECIPROCAL_RANK,
+            use_async=False,
+            llm=None,
+        )
+
+    def run(conv: str, q: str) -> list[str]:
+        return [n.node.id_ for n in retrievers[conv].retrieve(q)][:K]
+
+    return {"llamaindex-fusion": run}
+
+
+def build_ours(
+    turns: Sequence[Turn], emb: Embedder, tmp: Path, configs: dict[str, dict[str, Any]]
+) -> dict[str, System]:
+    # The store embeds its own copy with the same model; identical vectors to the shared ones.
+    store = MemoryStore(tmp / "ours", embedder=emb.model)
+    records = [
+        {
+            "text": t.text,
+            "namespace": t.conversation,
+            "kind": "message",
+            "session_id": t.session,
+            "created_at": t.created_at + timedelta(seconds=i),
+            "metadata": {"dia_id": t.dia_id},
+        }
+        for i, t in enumerate(turns)
+    ]
+    added = store.add_many(records)
+    dia_of = {m.id: t.dia_id for m, t in zip(added, turns, strict=True)}
+    store.optimize()
+    # Questions are asked after each conversation ends: `now` = a day after its last session.
+    ends: dict[str, datetime] = {}
+    for t in turns:
+        ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)
+    systems = {}
+    for name, cfg in configs.items():
+        rets = {conv: MemoryRetriever(store, namespace=conv, config={**cfg, "record_access": False}) for conv in ends}
+
+        def run(conv: str, q: str, rets: dict[str, MemoryRetriever] = rets) -> list[str]:
+            res = rets[conv].recall(q, k=K, token_budget=None, now=ends[conv] + timedelta(days=1))
+            return [dia_of[m.id] for m in res.memories]
+
+        systems[name] = run
+    return systems
+
+
+def evaluate(system: System, questions: Sequence[tuple[str, str, set[str], int]]) -> dict[str, float]:
+    for conv, q, _, _ in questions[:5]:  # warm caches
+        system(conv, q)
+    r5, r10, hit, lat = [], [], [], []
+    for conv, q, ev, _ in questions:
+        t0 = time.perf_counter()
+        got = system(conv, q)
+        lat.append((time.perf_counter() - t0) * 1000)
+        r5.append(len(set(got[:5]) & ev) / len(ev))
+        r10.append(len(set(got[:10]) & ev) / len(ev))
+        hit.append(float(bool(set(got[:10]) & ev)))
+    lat.sort()
+    return {
+        "recall@5": round(float(np.mean(r5)), 3),
+        "recall@10": round(float(np.mean(r10)), 3),
+        "hit@10": round(float(np.mean(hit)), 3),
+        "p50_ms": round(statistics.median(lat), 2),
+        "p95_ms": round(lat[int(0.95 * len(lat)) - 1], 2),
+    }
+
+
+ABLATIONS: dict[str, dict[str, Any]] = {
+    "ours (defaults)": {},
+    "- context channel": {"weights": {"context": 0.0}},
+    "- bm25 channel": {"weights": {"bm25": 0.0}},
+    "- vector channel": {"weights": {"vector": 0.0}},
+    "- expansion": {"expansion": False},
+    "- decay": {"decay": "none"},
+    "- mmr": {"mmr": False},
+    "- session diversity": {"session_diverse": False},
+    "- rank bonus": {"rank1_bonus": 0.0, "top3_bonus": 0.0},
+    "+ hyde (rocchio), hybrid mode": {"mode": "hybrid"},
+    "vector mode": {"mode": "vector"},
+}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
+    ap.add_argument("--systems", default="all", help="comma list, or 'all'")
+    ap.add_argument("--ablations", action="store_true", help="also run each stage off in turn")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "locomo_recall.json")
+    args = ap.parse_args()
+    warnings.filterwarnings("ignore")
+
+    turns = load_turns(args.data)
+    questions = load_questions(args.data)
+    print(f"{len(turns)} turns, {len(questions)} questions")
+    emb = Embedder(turns)
+    results: dict[str, dict[str, float]] = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        systems: dict[str, System] = {}
+        configs = ABLATIONS if args.ablations else {"ours (defaults)": {}}
+        systems.update(build_ours(turns, emb, Path(tmp), configs))
+        systems.update(build_lancedb(turns, emb, Path(tmp)))
+        wanted = None if args.systems == "all" else set(args.systems.split(","))
+        if wanted is None or "langchain-ensemble" in wanted:
+            systems.update(build_langchain(turns, emb))
+        if wanted is None or "llamaindex-fusion" in wanted:
+            systems.update(build_llamaindex(turns, emb))
+        for name, system in systems.items():
+            if wanted is not None and name not in wanted and not name.startswith(("ours", "-", "+", "vector")):
+                continue
+            results[name] = evaluate(system, questions)
+            print(f"{name:32} {results[name]}")
+    if "lancedb-hybrid" in results and "ours (defaults)" in results:
+        ratio = results["ours (defaults)"]["p50_ms"] / results["lancedb-hybrid"]["p50_ms"]
+        results["_latency_ratio_vs_lancedb_hybrid"] = {"p50": round(ratio, 2)}
+        print(f"p50 latency ratio ours / lancedb-hybrid: {ratio:.2f}")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"k": K, "questions": len(questions), "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,147 @@
+"""What a recall returns: scored memories with their explanations, and the context block."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .fusion import Contribution
+from .models import Memory
+from .selection import CutReason
+
+__all__ = ["CutCandidate", "Explanation", "RecallResult", "ScoredMemory", "render_line"]
+
+
+@dataclass(frozen=True, slots=True)
+class Explanation:
+    """How a memory's score was made.
+
+    Attributes:
+        channels: Each ranked list that found it: label, channel, rank (from 1), weight and the
+            ``weight / (rrf_k + rank)`` it added.
+        rank_bonus: Top-rank bonus added once.
+        fused_score: Sum of contributions plus bonus.
+        semantic: Cosine similarity to the query (when known).
+        rerank_score: Raw reranker score, if a reranker ran.
+        base_score: Score after semantic blend / reranker blend, before multipliers.
+        multipliers: Every multiplier applied (decay, priority, pinned, kind, project, topic).
+        final_score: ``base_score`` times the product of ``multipliers``.
+        mmr_penalty: What MMR subtracted from its normalised score when it was picked.
+        tokens: Its token cost in the context block.
+        phase: How selection took it: ``pinned``, ``session``, ``mmr`` or ``score``.
+        superseded: True when it was replaced by a newer memory (``SupersededPolicy.FLAG``).
+    """
+
+    channels: tuple[Contribution, ...]
+    rank_bonus: float
+    fused_score: float
+    semantic: float | None
+    rerank_score: float | None
+    base_score: float
+    multipliers: Mapping[str, float]
+    final_score: float
+    mmr_penalty: float = 0.0
+    tokens: int = 0
+    phase: str = ""
+    superseded: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-friendly form (for metadata of framework documents)."""
+        return {
+            "channels": [
+                {"label": c.label, "channel": c.channel, "rank": c.rank, "weight": c.weight, "value": c.value}
+                for c in self.channels
+            ],
+            "rank_bonus": self.rank_bonus,
+            "fused_score": self.fused_score,
+            "semantic": self.semantic,
+            "rerank_score": self.rerank_score,
+            "base_score": self.base_score,
+            "multipliers": dict(self.multipliers),
+            "final_score": self.final_score,
+            "mmr_penalty": self.mmr_penalty,
+            "tokens": self.tokens,
+            "phase": self.phase,
+            "superseded": self.superseded,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ScoredMemory:
+    """A recalled memory, its final score (higher is better) and why."""
+
+    memory: Memory
+    score: float
+    explanation: Explanation
+
+    @property
+    def id(self) -> str:
+        """The memory id."""
+        return self.memory.id
+
+    @property
+    def text(self) -> str:
+        """The memory text."""
+        return self.memory.text
+
+
+@dataclass(frozen=True, slots=True)
+class CutCandidate:
+    """A candidate that did not make it into the result (``explain=True``)."""
+
+    id: str
+    reason: CutReason
+    score: float
+    text: str
+
+
+def render_line(memory: Memory) -> str:
+    """How one memory appears in :meth:`RecallResult.to_context` (its token cost is this line's)."""
+    date = memory.created_at.date().isoformat() if memory.created_at else "undated"
+    return f"- [{date}] {memory.text}"
+
+
+CONTEXT_HEADER = "Relevant memories (most relevant first):"
+
+
+def trimmed_marker(count: int) -> str:
+    """The line added when candidates were cut for the token budget."""
+    return f"[{count} more relevant memor{'y' if count == 1 else 'ies'} omitted to fit the token budget]"
+
+
+@dataclass(frozen=True, slots=True)
+class RecallResult:
+    """The outcome of one recall.
+
+    Attributes:
+        query: The query as given.
+        memories: Selected memories, in output order.
+        tokens_used: Tokens of :meth:`to_context` (header, lines and marker included).
+        token_budget: The budget it had (``None`` = unlimited).
+        trimmed: True when relevant candidates were left out because of the token budget.
+        trimmed_count: How many.
+        plan: Which stages ran and why (routing decisions).
+        cut: Every candidate left out and why (only with ``explain=True``).
+    """
+
+    query: str
+    memories: tuple[ScoredMemory, ...]
+    tokens_used: int
+    token_budget: int | None
+    trimmed: bool
+    trimmed_count: int = 0
+    plan: Mapping[str, Any] = field(default_factory=dict)
+    cut: tuple[CutCandidate, ...] = ()
+
+    def __len__(self) -> int:
+        return len(self.memories)
+
+    def to_context(self) -> str:
+        """A labelled block for a prompt, with a marker when the budget cut memories."""
+        if not self.memories:
+            return ""
+        lines = [CONTEXT_HEADER, *(render_line(m.memory) for m in self.memories)]
+        if self.trimmed:
+            lines.append(trimmed_marker(self.trimmed_count))
+        return "\n".join(lines)

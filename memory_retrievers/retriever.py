@@ -1,0 +1,681 @@
+"""`MemoryRetriever`: a query in, the few memories that matter out, within a token budget.
+
+Stages (each switchable in :class:`RecallConfig`): routing -> query expansion -> HyDE -> retrieval
+channels (vector, BM25, context BM25, entity, recency, link spreading) run concurrently ->
+weighted reciprocal rank fusion -> optional reranker blend -> score multipliers (decay, priority,
+pin, kind, project, topic) -> budgeted selection (pinned first, session-diverse, MMR) -> access
+write-back. The implementation is async; :meth:`MemoryRetriever.recall` runs it on the store's
+private loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+import warnings
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+
+from . import _loop
+from .config import validated
+from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
+from .filters import MemoryFilter, coerce_filter
+from .fusion import FusedHit, RankedList, weighted_rrf
+from .llm import LLM, as_llm, expansion_prompt, hyde_prompt, parse_rewrites
+from .models import FtsField, Memory
+from .query import QueryFeatures, analyze, feedback_terms
+from .recall_config import RecallConfig, RoutingMode, SupersededPolicy
+from .rerank import Reranker
+from .results import (
+    CONTEXT_HEADER,
+    CutCandidate,
+    Explanation,
+    RecallResult,
+    ScoredMemory,
+    render_line,
+    trimmed_marker,
+)
+from .scoring import ScoringContext, multipliers
+from .selection import Candidate, CutReason, select
+from .store import MemoryStore
+from .tokens import TokenCounter, default_counter
+from .validation import check_key, check_text, to_utc
+
+__all__ = ["MAX_QUERY_CHARS", "MemoryRetriever"]
+
+logger = logging.getLogger(__name__)
+
+MAX_QUERY_CHARS = 4_000
+_MAX_BUDGET = 1_000_000
+_FILTER_KEYS = frozenset(MemoryFilter.model_fields)
+
+
+class LLMFallbackWarning(RuntimeWarning):
+    """An LLM stage failed or timed out; recall continued on the LLM-free path."""
+
+
+@dataclass
+class _Plan:
+    """What this recall runs, and why (reported in ``RecallResult.plan``)."""
+
+    mode: RoutingMode
+    features: QueryFeatures
+    channels: list[str] = field(default_factory=list)
+    expansion: str = "off"
+    hyde: str = "off"
+    session_diverse: bool = False
+    notes: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        f = self.features
+        return {
+            "mode": self.mode.value,
+            "channels": list(self.channels),
+            "expansion": self.expansion,
+            "hyde": self.hyde,
+            "session_diverse": self.session_diverse,
+            "intent": f.intent,
+            "entities": list(f.entities),
+            "keywords": list(f.keywords),
+            "notes": list(self.notes),
+        }
+
+
+class MemoryRetriever:
+    """Recall memories of one namespace from a :class:`MemoryStore`.
+
+    Args:
+        store: The store to read (and write access statistics to).
+        namespace: Whose memories (the user or tenant).
+        config: :class:`RecallConfig`, a dict of its fields, or ``None`` for the defaults.
+        llm: Optional :class:`~memory_retrievers.llm.LLM` (or a ``prompt -> str`` callable, sync or
+            async) for query rewrites and HyDE. Without one, recall makes zero LLM calls.
+        reranker: Optional :class:`~memory_retrievers.rerank.Reranker` blended with the fused score.
+        token_counter: Counts prompt tokens; defaults to exact tiktoken counts (offline).
+
+    Example:
+        >>> retriever = MemoryRetriever(store, namespace="alice")            # doctest: +SKIP
+        >>> result = retriever.recall("what theme does the user like?", k=5, token_budget=500)
+        >>> print(result.to_context())
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        namespace: str,
+        config: RecallConfig | Mapping[str, Any] | None = None,
+        llm: LLM | Any = None,
+        reranker: Reranker | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        if not isinstance(store, MemoryStore):
+            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
+        self._store = store
+        self._namespace = check_key(namespace, field="namespace", max_chars=store.config.max_key_chars)
+        self._config: RecallConfig = validated(
+            RecallConfig, dict(config) if isinstance(config, Mapping) else config, "RecallConfig"
+        )
+        self._llm = as_llm(llm)
+        if reranker is not None and not isinstance(reranker, Reranker):
+            raise ConfigError(f"reranker must implement rerank/arerank, got {type(reranker).__name__}")
+        self._reranker = reranker
+        self._counter = token_counter or default_counter(self._config.token_encoding)
+
+    def __repr__(self) -> str:
+        return f"MemoryRetriever(namespace={self._namespace!r}, store={self._store!r}, llm={self._llm!r})"
+
+    @property
+    def store(self) -> MemoryStore:
+        """The underlying store."""
+        return self._store
+
+    @property
+    def namespace(self) -> str:
+        """Whose memories this retriever reads."""
+        return self._namespace
+
+    @property
+    def config(self) -> RecallConfig:
+        """The frozen configuration."""
+        return self._config
+
+    @property
+    def token_counter(self) -> TokenCounter:
+        """How prompt tokens are counted."""
+        return self._counter
+
+    # ------------------------------------------------------------------ public API
+    def recall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | str | None = "config",
+        now: datetime | None = None,
+        project: str | None = None,
+        topic: str | None = None,
+        explain: bool = False,
+        config: RecallConfig | Mapping[str, Any] | None = None,
+        **filters: Any,
+    ) -> RecallResult:
+        """Recall the memories that matter for ``query``.
+
+        Args:
+            query: The question or conversation turn.
+            k: Maximum memories returned (default ``config.k``).
+            token_budget: Maximum tokens of ``result.to_context()`` (default ``config.token_budget``;
+                ``None`` = unlimited).
+            now: The time of the recall (default: the store's clock); makes decay reproducible.
+            project: The caller's project; boosts same-project memories, penalises others.
+            topic: The caller's topic; memories of another topic are penalised.
+            explain: Also return every cut candidate and why (``result.cut``).
+            config: Overrides for this call only (a :class:`RecallConfig` or a dict of fields).
+            **filters: Metadata prefilter fields (``kinds``, ``tags_any``, ``session_ids``,
+                ``created_after``...; see :class:`~memory_retrievers.MemoryFilter`).
+
+        Raises:
+            InvalidInputError: Empty/huge query, ``k < 1``, negative budget, bad filter.
+            ConfigError: Unknown config override keys.
+        """
+        return _loop.run_sync(
+            self.arecall(
+                query,
+                k=k,
+                token_budget=token_budget,
+                now=now,
+                project=project,
+                topic=topic,
+                explain=explain,
+                config=config,
+                **filters,
+            )
+        )
+
+    async def arecall(
+        self,
+        query: str,
+        *,
+        k: int | None = None,
+        token_budget: int | str | None = "config",
+        now: datetime | None = None,
+        project: str | None = None,
+        topic: str | None = None,
+        explain: bool = False,
+        config: RecallConfig | Mapping[str, Any] | None = None,
+        **filters: Any,
+    ) -> RecallResult:
+        """Async twin of :meth:`recall`."""
+        cfg = self._effective_config(config)
+        text = check_text(query, field="query", max_chars=MAX_QUERY_CHARS)
+        k_ = cfg.k if k is None else k
+        if isinstance(k_, bool) or not isinstance(k_, int) or k_ < 1:
+            raise InvalidInputError(f"k must be an int >= 1, got {k_!r}")
+        budget = cfg.token_budget if isinstance(token_budget, str) and token_budget == "config" else token_budget
+        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
+            raise InvalidInputError(f"token_budget must be an int >= 0 or None, got {budget!r}")
+        if budget is not None and budget > _MAX_BUDGET:
+            raise InvalidInputError(f"token_budget must be <= {_MAX_BUDGET:,}, got {budget:,}")
+        when = to_utc(now, "now") if now is not None else self._store._clock()
+        unknown = set(filters) - _FILTER_KEYS
+        if unknown:
+            raise InvalidInputError(
+                f"unknown recall argument(s) {sorted(unknown)}; filters are: {', '.join(sorted(_FILTER_KEYS))}"
+            )
+        flt = coerce_filter(filters or None)
+        if cfg.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
+            flt = flt.model_copy(update={"include_superseded": True})
+        keys = self._store.config.max_key_chars
+        ctx = ScoringContext(
+            now=when,
+            project=None if project is None else check_key(project, field="project", max_chars=keys),
+            topic=None if topic is None else check_key(topic, field="topic", max_chars=keys),
+        )
+        return await self._run(text, cfg, k_, budget, flt, ctx, explain)
+
+    # ------------------------------------------------------------------ pipeline
+    def _effective_config(self, override: RecallConfig | Mapping[str, Any] | None) -> RecallConfig:
+        if override is None:
+            return self._config
+        if isinstance(override, RecallConfig):
+            return override
+        if not isinstance(override, Mapping):
+            raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
+        merged = {**self._config.model_dump(exclude_unset=True), **dict(override)}
+        return validated(RecallConfig, merged, "RecallConfig")  # type: ignore[no-any-return]
+
+    def _route(self, features: QueryFeatures, cfg: RecallConfig) -> _Plan:
+        plan = _Plan(mode=cfg.mode, features=features)
+        w = cfg.weights
+        if cfg.mode is RoutingMode.VECTOR:
+            plan.channels = ["vector"] if w.vector > 0 else []
+            return plan
+        auto = cfg.mode is RoutingMode.AUTO
+        plan.channels = [name for name in ("vector", "bm25", "context") if getattr(w, name) > 0]
+        if w.entity > 0 and (features.entities or not auto):
+            plan.channels.append("entity")
+        if w.recency > 0 and (features.recency or not auto):
+            plan.channels.append("recency")
+        if w.links > 0 and cfg.link_hops > 0:
+            plan.channels.append("links")
+        if cfg.expansion:
+            if self._llm is not None:
+                plan.expansion = "llm"
+            elif not auto or features.words >= 6:
+                # short queries have too few terms for feedback to find a direction
+                plan.expansion = "feedback"
+        if cfg.hyde and w.hyde > 0:
+            if self._llm is not None:
+                plan.hyde = "llm"
+            elif not auto:
+                plan.hyde = "rocchio"
+        plan.session_diverse = cfg.session_diverse and (features.aggregation or not auto)
+        if auto:
+            plan.notes.append(
+                f"intent={features.intent}; entities={'yes' if features.entities else 'no'}; "
+                f"recency cue={'yes' if features.recency else 'no'}; "
+                f"aggregation cue={'yes' if features.aggregation else 'no'}"
+            )
+        return plan
+
+    async def _llm_call(self, prompt: str, cfg: RecallConfig, stage: str) -> str | None:
+        assert self._llm is not None
+        try:
+            return await asyncio.wait_for(self._llm.acomplete(prompt), timeout=cfg.llm_timeout_s)
+        except Exception as exc:  # any LLM failure degrades to the LLM-free path
+            reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"failed: {exc!r}"
+            warnings.warn(
+                f"memory-retrievers: LLM {stage} {reason}; continuing without it",
+                LLMFallbackWarning,
+                stacklevel=2,
+            )
+            return None
+
+    async def _run(
+        self,
+        query: str,
+        cfg: RecallConfig,
+        k: int,
+        budget: int | None,
+        flt: MemoryFilter,
+        ctx: ScoringContext,
+        explain: bool,
+    ) -> RecallResult:
+        started = time.perf_counter()
+        store, ns = self._store, self._namespace
+        features = analyze(query)
+        plan = self._route(features, cfg)
+        depth = cfg.candidate_depth
+        w = cfg.weights
+        original = cfg.original_query_weight
+        bm25_query = " ".join(features.keywords) or query
+
+        # Phase A: query vector, and the LLM stages, concurrently.
+        llm_tasks: dict[str, Awaitable[str | None]] = {}
+        if plan.expansion == "llm":
+            llm_tasks["expansion"] = self._llm_call(
+                expansion_prompt(query, features.intent, cfg.llm_rewrites), cfg, "query expansion"
+            )
+        if plan.hyde == "llm":
+            llm_tasks["hyde"] = self._llm_call(hyde_prompt(query), cfg, "HyDE")
+        qvec_task = store.aembed_query(query)
+        results = await asyncio.gather(qvec_task, *llm_tasks.values())
+        qvec: np.ndarray = results[0]
+        llm_out = dict(zip(llm_tasks, results[1:], strict=True))
+        rewrites: list[str] = []
+        if plan.expansion == "llm":
+            rewrites = parse_rewrites(llm_out["expansion"] or "", query, cfg.llm_rewrites)
+            if not rewrites:
+                plan.expansion = "feedback" if features.words >= 6 else "off"
+                plan.notes.append("LLM expansion gave nothing usable; fell back")
+        hyde_text = (llm_out.get("hyde") or "").strip()[:MAX_QUERY_CHARS] if plan.hyde == "llm" else ""
+        if plan.hyde == "llm" and not hyde_text:
+            plan.hyde = "off"
+            plan.notes.append("LLM HyDE gave nothing usable; skipped")
+
+        # Phase B: every first-pass list, concurrently.
+        jobs: list[tuple[RankedList, Awaitable[list[Any]]]] = []
+
+        def add(label: str, channel: str, weight: float, coro: Awaitable[list[Any]]) -> None:
+            jobs.append((RankedList(label, (), weight, channel), coro))
+
+        if "vector" in plan.channels:
+            add("vector", "vector", w.vector * original, store.avector_search(qvec, namespace=ns, k=depth, filter=flt))
+        if "bm25" in plan.channels:
+            add("bm25", "bm25", w.bm25 * original, store.afts_search(bm25_query, namespace=ns, k=depth, filter=flt))
+        if "context" in plan.channels:
+            add(
+                "context",
+                "context",
+                w.context * original,
+                store.afts_search(bm25_query, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
+            )
+        if "entity" in plan.channels and features.entities:
+            add(
+                "entity",
+                "entity",
+                w.entity,
+                store.aentity_search(list(features.entities), namespace=ns, k=depth, filter=flt),
+            )
+        if "recency" in plan.channels:
+            add("recency", "recency", w.recency, store.arecency_search(namespace=ns, k=depth, filter=flt))
+        for i, rewrite in enumerate(rewrites, 1):
+            rq = " ".join(analyze(rewrite).keywords) or rewrite
+            add(
+                f"context:rewrite {i}",
+                "context",
+                w.context,
+                store.afts_search(rq, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
+            )
+            add(f"vector:rewrite {i}", "vector", w.vector, self._vector_for_text(rewrite, depth, flt))
+        if hyde_text:
+            add("hyde", "hyde", w.hyde, self._vector_for_text(hyde_text, depth, flt))
+        hits_per_list = await asyncio.gather(*(coro for _, coro in jobs))
+        lists = [
+            replace(spec, ids=tuple(h.id for h in hits)) for (spec, _), hits in zip(jobs, hits_per_list, strict=True)
+        ]
+        semantic = {
+            h.id: h.score
+            for (spec, _), hits in zip(jobs, hits_per_list, strict=True)
+            if spec.label == "vector"
+            for h in hits
+        }
+
+        # Phase C: feedback stages that need the first pass.
+        fused = self._fuse(lists, cfg)
+        second: list[tuple[RankedList, Awaitable[list[Any]]]] = []
+        if plan.expansion == "feedback" or plan.hyde == "rocchio":
+            top_ids = [h.id for h in fused[: cfg.feedback_docs]]
+            top = (
+                await store._aget_memories(ns, top_ids, include_vector=plan.hyde == "rocchio", missing_ok=True)
+                if top_ids
+                else []
+            )
+            if plan.expansion == "feedback" and top:
+                terms = feedback_terms(features.keywords, [m.text for m in top], cfg.feedback_terms)
+                if terms:
+                    fq = " ".join([*features.keywords, *terms])
+                    plan.notes.append(f"feedback terms: {', '.join(terms)}")
+                    second.append(
+                        (
+                            RankedList("context:feedback", (), w.context, "context"),
+                            store.afts_search(fq, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
+                        )
+                    )
+            if plan.hyde == "rocchio" and top:
+                centroid = np.mean(
+                    [np.asarray(m.vector, dtype=np.float32) for m in top if m.vector is not None], axis=0
+                )
+                vec = cfg.rocchio_alpha * qvec + cfg.rocchio_beta * centroid
+                norm = float(np.linalg.norm(vec))
+                if norm > 0:
+                    second.append(
+                        (
+                            RankedList("hyde:rocchio", (), w.hyde, "hyde"),
+                            store.avector_search(vec / norm, namespace=ns, k=depth, filter=flt),
+                        )
+                    )
+        if second:
+            more = await asyncio.gather(*(coro for _, coro in second))
+            lists += [
+                replace(spec, ids=tuple(h.id for h in hits)) for (spec, _), hits in zip(second, more, strict=True)
+            ]
+            fused = self._fuse(lists, cfg)
+
+        # Candidates: the fused union, with their rows (and vectors for MMR / semantic scores).
+        pool_ids = [h.id for h in fused]
+        rows = {
+            m.id: m
+            for m in (
+                await store._aget_memories(ns, pool_ids, include_vector=True, missing_ok=True) if pool_ids else []
+            )
+        }
+
+        # Link spreading: activation flows from the top hits along `links`, decaying per hop.
+        if "links" in plan.channels and fused:
+            link_list = await self._spread(fused, rows, cfg, flt)
+            if link_list is not None:
+                lists.append(link_list)
+                fused = self._fuse(lists, cfg)
+                missing = [h.id for h in fused if h.id not in rows]
+                if missing:
+                    rows.update(
+                        {m.id: m for m in await store._aget_memories(ns, missing, include_vector=True, missing_ok=True)}
+                    )
+        fused = [h for h in fused if h.id in rows]
+
+        # Scores: blend, rerank, multipliers.
+        for h in fused:
+            if h.id not in semantic and rows[h.id].vector is not None:
+                semantic[h.id] = float(np.dot(np.asarray(rows[h.id].vector, dtype=np.float32), qvec))
+        base = self._blend(fused, semantic, cfg)
+        rerank_scores: dict[str, float] = {}
+        if self._reranker is not None and fused:
+            rerank_scores, base = await self._rerank(query, fused, rows, base, cfg, plan)
+        params = cfg.scoring_params()
+        scored: list[tuple[FusedHit, float, dict[str, float]]] = []
+        for h in fused:
+            mult = multipliers(rows[h.id], ctx, params)
+            scored.append((h, base[h.id] * math.prod(mult.values()), mult))
+        scored.sort(key=lambda t: (-t[1], t[0].best_rank, t[0].id))
+
+        cut: list[CutCandidate] = []
+        best = scored[0][1] if scored else 0.0
+        kept: list[tuple[FusedHit, float, dict[str, float]]] = []
+        for item in scored:
+            if cfg.relevance_floor > 0 and item[1] < cfg.relevance_floor * best:
+                cut.append(CutCandidate(item[0].id, CutReason.BELOW_FLOOR, item[1], rows[item[0].id].text))
+            else:
+                kept.append(item)
+
+        # Selection within the token budget.
+        header_cost = self._counter.count(CONTEXT_HEADER)
+        marker_cost = self._counter.count("\n" + trimmed_marker(len(kept)))
+        avail = None if budget is None else max(0, budget - header_cost - marker_cost)
+        costs = {h.id: self._counter.count("\n" + render_line(rows[h.id])) for h, _, _ in kept}
+        candidates = [
+            Candidate(
+                h.id,
+                score,
+                costs[h.id],
+                np.asarray(rows[h.id].vector, dtype=np.float32) if rows[h.id].vector is not None else None,
+                rows[h.id].pinned,
+                rows[h.id].session_id,
+            )
+            for h, score, _ in kept
+        ]
+        chosen, rejected = select(
+            candidates,
+            k=k,
+            token_budget=avail,
+            mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
+            pinned_first=cfg.pinned_first,
+            session_diverse=plan.session_diverse,
+        )
+        by_id = {h.id: (h, score, mult) for h, score, mult in kept}
+        over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)
+        memories = []
+        for sel in chosen:
+            h, score, mult = by_id[sel.id]
+            mem = rows[sel.id]
+            memories.append(
+                ScoredMemory(
+                    memory=replace(mem, vector=None),
+                    score=score,
+                    explanation=Explanation(
+                        channels=h.contributions,
+                        rank_bonus=h.bonus,
+                        fused_score=h.score,
+                        semantic=semantic.get(h.id),
+                        rerank_score=rerank_scores.get(h.id),
+                        base_score=base[h.id],
+                        multipliers=mult,
+                        final_score=score,
+                        mmr_penalty=sel.mmr_penalty,
+                        tokens=costs[sel.id],
+                        phase=sel.phase,
+                        superseded=mem.superseded_by is not None,
+                    ),
+                )
+            )
+        result = RecallResult(
+            query=query,
+            memories=tuple(memories),
+            tokens_used=0,
+            token_budget=budget,
+            trimmed=over_budget > 0,
+            trimmed_count=over_budget,
+            plan={**plan.as_dict(), "lists": [lst.label for lst in lists], "ms": 0.0},
+        )
+        result = self._enforce_budget(result, budget)
+        if explain:
+            cut += [CutCandidate(r.id, r.reason, by_id[r.id][1], rows[r.id].text) for r in rejected]
+            result = replace(result, cut=tuple(cut))
+        if cfg.record_access and result.memories:
+            store.record_access([m.id for m in result.memories], namespace=ns, at=ctx.now)
+        plan_out = dict(result.plan)
+        plan_out["ms"] = round((time.perf_counter() - started) * 1000, 2)
+        return replace(result, plan=plan_out)
+
+    def _enforce_budget(self, result: RecallResult, budget: int | None) -> RecallResult:
+        """Count the real context block and drop memories from the end until it fits.
+
+        BPE merges across lines could in theory make the block cost more than the sum of the
+        per-line costs that selection used.
+        """
+        memories = list(result.memories)
+        dropped = 0
+        while True:
+            current = replace(
+                result,
+                memories=tuple(memories),
+                trimmed=result.trimmed or dropped > 0,
+                trimmed_count=result.trimmed_count + dropped,
+            )
+            used = self._counter.count(current.to_context())
+            if budget is None or used <= budget or not memories:
+                return replace(current, tokens_used=used if memories else 0)
+            memories.pop()
+            dropped += 1
+
+    def _fuse(self, lists: Sequence[RankedList], cfg: RecallConfig) -> list[FusedHit]:
+        return weighted_rrf(lists, k_rrf=cfg.rrf_k, rank1_bonus=cfg.rank1_bonus, top3_bonus=cfg.top3_bonus)
+
+    def _blend(self, fused: Sequence[FusedHit], semantic: Mapping[str, float], cfg: RecallConfig) -> dict[str, float]:
+        b = cfg.semantic_blend
+        if b == 0 or not fused:
+            return {h.id: h.score for h in fused}
+        top = max(h.score for h in fused) or 1.0
+        return {h.id: (1 - b) * (h.score / top) + b * max(0.0, semantic.get(h.id, 0.0)) for h in fused}
+
+    async def _vector_for_text(self, text: str, depth: int, flt: MemoryFilter) -> list[Any]:
+        vec = await self._store.aembed_query(text)
+        return await self._store.avector_search(vec, namespace=self._namespace, k=depth, filter=flt)
+
+    async def _spread(
+        self, fused: Sequence[FusedHit], rows: Mapping[str, Memory], cfg: RecallConfig, flt: MemoryFilter
+    ) -> RankedList | None:
+        """Spread activation along ``links``.
+
+        Activation starts at the top ``link_seeds`` hits (1/rank), flows along ``links`` for
+        ``link_hops`` hops, multiplied by ``link_decay`` per hop; linked memories are ranked by it.
+        """
+        activation: dict[str, float] = {}
+        frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.link_seeds], 1) if h.id in rows}
+        known: dict[str, Memory] = dict(rows)
+        for _hop in range(cfg.link_hops):
+            nxt: dict[str, float] = {}
+            for id_, act in frontier.items():
+                mem = known.get(id_)
+                for target in mem.links if mem else ():
+                    if target not in frontier:
+                        nxt[target] = nxt.get(target, 0.0) + act * cfg.link_decay
+            if not nxt:
+                break
+            missing = [i for i in nxt if i not in known]
+            if missing:
+                for m in await self._store._aget_memories(
+                    self._namespace, missing, include_vector=True, missing_ok=True
+                ):
+                    known[m.id] = m
+            nxt = {i: a for i, a in nxt.items() if i in known and _passes(known[i], flt)}
+            for i, a in nxt.items():
+                activation[i] = activation.get(i, 0.0) + a
+            frontier = nxt
+        if not activation:
+            return None
+        ranked = sorted(activation, key=lambda i: (-activation[i], i))
+        if isinstance(rows, dict):
+            for i in ranked:
+                rows.setdefault(i, known[i])
+        return RankedList("links", tuple(ranked), cfg.weights.links, "links")
+
+    async def _rerank(
+        self,
+        query: str,
+        fused: Sequence[FusedHit],
+        rows: Mapping[str, Memory],
+        base: dict[str, float],
+        cfg: RecallConfig,
+        plan: _Plan,
+    ) -> tuple[dict[str, float], dict[str, float]]:
+        assert self._reranker is not None
+        head = [h.id for h in fused[: cfg.rerank_depth]]
+        try:
+            raw = await self._reranker.arerank(query, [rows[i].text for i in head])
+            scores = [float(s) for s in raw]
+            if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
+                raise ValueError(f"expected {len(head)} finite scores, got {len(scores)}")
+        except MemoryRetrieversError:
+            raise
+        except Exception as exc:
+            warnings.warn(
+                f"memory-retrievers: reranker failed ({exc!r}); using fused scores", RuntimeWarning, stacklevel=2
+            )
+            plan.notes.append("reranker failed; skipped")
+            return {}, base
+        rr = dict(zip(head, scores, strict=True))
+        lo, hi = min(scores), max(scores)
+        blo, bhi = min(base[i] for i in head), max(base[i] for i in head)
+        w = cfg.rerank_weight
+        out = dict(base)
+        # Both normalised to [0, 1] over the head, blended, and mapped back onto the head's score
+        # range, so items below the rerank depth keep their place under it.
+        for i in head:
+            nb = (base[i] - blo) / (bhi - blo) if bhi > blo else 1.0
+            nr = (rr[i] - lo) / (hi - lo) if hi > lo else 1.0
+            out[i] = blo + ((1 - w) * nb + w * nr) * (bhi - blo)
+        return rr, out
+
+
+def _passes(memory: Memory, flt: MemoryFilter) -> bool:
+    """The metadata filter, evaluated in Python for memories reached through links."""
+    if not flt.include_superseded and memory.superseded_by is not None:
+        return False
+    if flt.kinds is not None and memory.kind not in flt.kinds:
+        return False
+    for values, value in (
+        (flt.session_ids, memory.session_id),
+        (flt.projects, memory.project),
+        (flt.topics, memory.topic),
+    ):
+        if values is not None and value not in values:
+            return False
+    if flt.tags_any is not None and not set(flt.tags_any) & set(memory.tags):
+        return False
+    if flt.tags_all is not None and not set(flt.tags_all) <= set(memory.tags):
+        return False
+    if flt.entities_any is not None and not {e.strip().casefold() for e in flt.entities_any} & set(memory.entities):
+        return False
+    if flt.pinned is not None and memory.pinned != flt.pinned:
+        return False
+    created = memory.created_at or datetime.min.replace(tzinfo=timezone.utc)
+    if flt.created_after is not None and created < flt.created_after:
+        return False
+    return not (flt.created_before is not None and created >= flt.created_before)

@@ -1,0 +1,90 @@
+"""Score adjustments after fusion (pure functions): decay, priority, pin, kind, project, topic.
+
+Each adjustment is a multiplier; the final score is the fused score times their product, and
+every factor is reported so a score can be explained.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+
+from .models import Memory, MemoryKind
+
+__all__ = ["DecayKind", "ScoringContext", "ScoringParams", "decay", "multipliers"]
+
+
+class DecayKind(str, enum.Enum):
+    """How relevance fades with time since a memory was last accessed (or created)."""
+
+    HYPERBOLIC = "hyperbolic"
+    """``1 / (1 + days / scale_days)``: gentle, never reaches 0."""
+    EXPONENTIAL = "exponential"
+    """``0.5 ** (days / half_life_days)``: halves every half-life."""
+    NONE = "none"
+    """No decay."""
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringParams:
+    """The constants of :func:`multipliers` (mirrored by ``RecallConfig`` fields)."""
+
+    decay_kind: DecayKind = DecayKind.HYPERBOLIC
+    decay_scale_days: float = 60.0
+    half_life_days: float = 60.0
+    decay_weight: float = 1.0
+    pinned_boost: float = 1.1
+    kind_boosts: Mapping[MemoryKind, float] | None = None
+    same_project_boost: float = 1.3
+    other_project_penalty: float = 0.8
+    no_project_penalty: float = 0.9
+    cross_topic_penalty: float = 0.4
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringContext:
+    """Where and when the recall happens."""
+
+    now: datetime
+    project: str | None = None
+    topic: str | None = None
+
+
+def decay(days: float, params: ScoringParams) -> float:
+    """Decay factor in (0, 1] for a memory last touched ``days`` ago (negative days count as 0).
+
+    ``decay_weight`` w blends it with no decay: ``(1 - w) + w * raw`` so w = 1 is the pure curve.
+    """
+    days = max(0.0, days)
+    if params.decay_kind is DecayKind.NONE:
+        raw = 1.0
+    elif params.decay_kind is DecayKind.EXPONENTIAL:
+        raw = math.pow(0.5, days / params.half_life_days)
+    else:
+        raw = 1.0 / (1.0 + days / params.decay_scale_days)
+    return (1.0 - params.decay_weight) + params.decay_weight * raw
+
+
+def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringParams) -> dict[str, float]:
+    """Every multiplier that applies to ``memory``, by name (1.0 entries are included)."""
+    touched = memory.last_accessed_at or memory.created_at or ctx.now
+    days = (ctx.now - touched).total_seconds() / 86_400.0
+    out = {
+        "decay": decay(days, params),
+        "priority": memory.priority,
+        "pinned": params.pinned_boost if memory.pinned else 1.0,
+        "kind": (params.kind_boosts or {}).get(memory.kind, 1.0),
+    }
+    if ctx.project is not None:
+        if memory.project is None:
+            out["project"] = params.no_project_penalty
+        elif memory.project == ctx.project:
+            out["project"] = params.same_project_boost
+        else:
+            out["project"] = params.other_project_penalty
+    if ctx.topic is not None and memory.topic is not None and memory.topic != ctx.topic:
+        out["topic"] = params.cross_topic_penalty
+    return out

@@ -1,0 +1,184 @@
+"""Choosing what goes into the prompt (pure functions): budgeted, diverse, pinned-first.
+
+Candidates arrive sorted by final score. Selection takes, in order:
+
+1. pinned candidates (if ``pinned_first``), best first;
+2. for aggregation questions (``session_diverse``), the best candidate of each not-yet-covered
+   session, up to half of ``k`` — so "what are all the places X visited" sees many sessions;
+3. then maximal marginal relevance: repeatedly the candidate maximising
+   ``λ · score/max_score - (1 - λ) · max cosine similarity to what is already selected``.
+
+Every step skips a candidate whose token cost exceeds the budget left and keeps trying smaller
+ones (greedy fill); ``k`` caps the count. Nothing is modified; rejected candidates say why.
+"""
+
+from __future__ import annotations
+
+import enum
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["Candidate", "CutReason", "Rejected", "Selected", "maximal_marginal_relevance", "select"]
+
+
+class CutReason(str, enum.Enum):
+    """Why a candidate is not in the result."""
+
+    OVER_BUDGET = "over_budget"
+    K_CAP = "k_cap"
+    BELOW_FLOOR = "below_floor"
+    SUPERSEDED = "superseded"
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A memory competing for a place in the context."""
+
+    id: str
+    score: float
+    tokens: int
+    vector: np.ndarray | None = None
+    pinned: bool = False
+    session: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Selected:
+    """A chosen candidate, in output order, with the MMR penalty it paid (0 if none)."""
+
+    id: str
+    mmr_penalty: float
+    phase: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rejected:
+    """A candidate left out, and why."""
+
+    id: str
+    reason: CutReason
+
+
+def maximal_marginal_relevance(
+    scores: Sequence[float], vectors: np.ndarray, *, lambda_mult: float = 0.6, k: int
+) -> list[int]:
+    """Plain MMR order over all items (no budget): indices of the first ``k`` picks.
+
+    ``scores`` are normalised by their maximum, ``vectors`` must be L2-normalised rows.
+    """
+    if not len(scores):
+        return []
+    rel = np.asarray(scores, dtype=np.float64)
+    top = rel.max()
+    rel = rel / top if top > 0 else rel
+    sims = vectors @ vectors.T
+    picked: list[int] = []
+    max_sim = np.full(len(rel), -np.inf)
+    available = np.ones(len(rel), dtype=bool)
+    while len(picked) < min(k, len(rel)):
+        penalty = np.where(np.isfinite(max_sim), max_sim, 0.0)
+        value = lambda_mult * rel - (1 - lambda_mult) * penalty
+        value[~available] = -np.inf
+        i = int(np.argmax(value))
+        picked.append(i)
+        available[i] = False
+        max_sim = np.maximum(max_sim, sims[i])
+    return picked
+
+
+def select(
+    candidates: Sequence[Candidate],
+    *,
+    k: int,
+    token_budget: int | None,
+    mmr_lambda: float | None = 0.6,
+    pinned_first: bool = True,
+    session_diverse: bool = False,
+) -> tuple[list[Selected], list[Rejected]]:
+    """Pick up to ``k`` candidates within ``token_budget`` tokens.
+
+    Args:
+        candidates: Sorted by score, best first.
+        k: Maximum number selected (>= 1).
+        token_budget: Maximum total tokens, or ``None`` for no budget.
+        mmr_lambda: MMR trade-off in [0, 1] (1 = pure score order); ``None`` disables MMR.
+            Candidates without vectors pay no MMR penalty.
+        pinned_first: Take pinned candidates before anything else.
+        session_diverse: Take the best candidate of each session first (up to ``ceil(k/2)``).
+
+    Returns:
+        The selected candidates in output order, and every other candidate with its reason.
+    """
+    n = len(candidates)
+    budget = math.inf if token_budget is None else token_budget
+    used = 0
+    taken: list[Selected] = []
+    chosen = np.zeros(n, dtype=bool)
+    rejected: dict[int, CutReason] = {}
+    scores = np.asarray([c.score for c in candidates], dtype=np.float64)
+    top = scores.max() if n else 0.0
+    rel = scores / top if top > 0 else scores
+    has_vec = np.asarray([c.vector is not None for c in candidates], dtype=bool)
+    if n and has_vec.any():
+        dim = next(len(c.vector) for c in candidates if c.vector is not None)
+        matrix = np.stack([c.vector if c.vector is not None else np.zeros(dim) for c in candidates])
+        sims = matrix @ matrix.T
+    else:
+        sims = np.zeros((n, n))
+    max_sim = np.zeros(n)
+    any_selected_with_vec = False
+
+    def fits(i: int) -> bool:
+        if candidates[i].tokens + used <= budget:
+            return True
+        rejected[i] = CutReason.OVER_BUDGET
+        return False
+
+    def take(i: int, phase: str, penalty: float) -> None:
+        nonlocal used, any_selected_with_vec
+        used += candidates[i].tokens
+        chosen[i] = True
+        taken.append(Selected(candidates[i].id, penalty, phase))
+        if has_vec[i]:
+            np.maximum(max_sim, sims[i], out=max_sim)
+            any_selected_with_vec = True
+
+    if pinned_first:
+        for i in range(n):
+            if len(taken) >= k:
+                break
+            if candidates[i].pinned and i not in rejected and fits(i):
+                take(i, "pinned", 0.0)
+    if session_diverse:
+        quota = len(taken) + math.ceil(k / 2)
+        covered = {candidates[i].session for i in range(n) if chosen[i]}
+        for i in range(n):
+            if len(taken) >= min(k, quota):
+                break
+            session = candidates[i].session
+            if chosen[i] or i in rejected or session in covered:
+                continue
+            if fits(i):
+                take(i, "session", 0.0)
+                covered.add(session)
+    lam = 1.0 if mmr_lambda is None else mmr_lambda
+    while len(taken) < k:
+        open_ = [i for i in range(n) if not chosen[i] and i not in rejected]
+        if not open_:
+            break
+        idx = np.asarray(open_)
+        penalty = (1 - lam) * np.where(has_vec[idx] & any_selected_with_vec, max_sim[idx], 0.0)
+        value = lam * rel[idx] - penalty
+        order = np.argsort(-value, kind="stable")
+        for j in order:
+            i = int(idx[j])
+            if fits(i):
+                take(i, "mmr" if mmr_lambda is not None else "score", float(penalty[j]))
+                break
+    for i in range(n):
+        if not chosen[i] and i not in rejected:
+            rejected[i] = CutReason.K_CAP
+    return taken, [Rejected(candidates[i].id, reason) for i, reason in sorted(rejected.items())]

@@ -1,0 +1,62 @@
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from memory_retrievers import Memory, MemoryKind
+from memory_retrievers.scoring import DecayKind, ScoringContext, ScoringParams, decay, multipliers
+
+NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
+
+
+def mem(**kw: object) -> Memory:
+    base = {"id": "m", "namespace": "n", "text": "t", "created_at": NOW - timedelta(days=30)}
+    return Memory(**{**base, **kw})  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("kind", "days", "expected"),
+    [
+        (DecayKind.HYPERBOLIC, 0, 1.0),
+        (DecayKind.HYPERBOLIC, 60, 0.5),  # 1 / (1 + 60/60)
+        (DecayKind.HYPERBOLIC, 120, 1 / 3),  # 1 / (1 + 120/60)
+        (DecayKind.EXPONENTIAL, 60, 0.5),  # 0.5 ** (60/60)
+        (DecayKind.EXPONENTIAL, 120, 0.25),
+        (DecayKind.NONE, 1000, 1.0),
+        (DecayKind.HYPERBOLIC, -5, 1.0),  # future timestamps do not boost
+    ],
+)
+def test_decay_curves(kind: DecayKind, days: float, expected: float) -> None:
+    assert decay(days, ScoringParams(decay_kind=kind)) == pytest.approx(expected)
+
+
+def test_decay_weight_blends_towards_one() -> None:
+    # w = 0.25 at 60 days: 0.75 + 0.25 * 0.5 = 0.875
+    assert decay(60, ScoringParams(decay_weight=0.25)) == pytest.approx(0.875)
+
+
+def test_multipliers_by_hand() -> None:
+    m = mem(priority=2.0, pinned=True, kind=MemoryKind.INSIGHT, project="p", topic="t")
+    out = multipliers(
+        m, ScoringContext(now=NOW, project="p", topic="t"), ScoringParams(kind_boosts={MemoryKind.INSIGHT: 1.5})
+    )
+    # 30 days since creation, never accessed: 1 / (1 + 30/60) = 2/3
+    assert out == pytest.approx({"decay": 2 / 3, "priority": 2.0, "pinned": 1.1, "kind": 1.5, "project": 1.3})
+
+
+def test_last_access_resets_decay() -> None:
+    m = mem(last_accessed_at=NOW - timedelta(days=6))
+    assert multipliers(m, ScoringContext(now=NOW), ScoringParams())["decay"] == pytest.approx(1 / 1.1)
+
+
+@pytest.mark.parametrize(("project", "factor"), [("p", 1.3), ("other", 0.8), (None, 0.9)])
+def test_project_boost_and_penalties(project: str | None, factor: float) -> None:
+    out = multipliers(mem(project=project), ScoringContext(now=NOW, project="p"), ScoringParams())
+    assert out["project"] == factor
+
+
+def test_topic_scoping() -> None:
+    ctx = ScoringContext(now=NOW, topic="cooking")
+    assert multipliers(mem(topic="travel"), ctx, ScoringParams())["topic"] == 0.4
+    assert "topic" not in multipliers(mem(topic="cooking"), ctx, ScoringParams())
+    assert "topic" not in multipliers(mem(topic=None), ctx, ScoringParams())
+    assert "project" not in multipliers(mem(project="x"), ScoringContext(now=NOW), ScoringParams())
