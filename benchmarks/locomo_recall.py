@@ -63,50 +63,41 @@ class Embedder:
 System = Callable[[str, str], list[str]]  # (conversation, question) -> dia_ids, best first
 
 
-def build_lancedb(turns: Sequence[Turn], emb: Embedder, tmp: Path) -> dict[str, System]:
+def build_lancedb(store: MemoryStore, dia_of: dict[str, str], emb: Embedder) -> dict[str, System]:
+    """LanceDB's own vector, FTS and hybrid (RRFReranker) queries on the very table our store
+    wrote (same rows, same FTS index on `text`, same vectors), with the same namespace prefilter."""
     import lancedb
-    import pyarrow as pa
-    from lancedb.index import FTS
     from lancedb.rerankers import RRFReranker
 
-    db = lancedb.connect(tmp / "lancedb")
-    tables = {}
-    for conv in sorted({t.conversation for t in turns}):
-        idx = [i for i, t in enumerate(turns) if t.conversation == conv]
-        data = pa.table(
-            {
-                "dia_id": [turns[i].dia_id for i in idx],
-                "text": [turns[i].text for i in idx],
-                "vector": pa.FixedSizeListArray.from_arrays(pa.array(emb.doc_vectors[idx].ravel()), 384),
-            }
-        )
-        tbl = db.create_table(conv, data=data)
-        tbl.create_index("text", config=FTS(with_position=False))
-        tables[conv] = tbl
+    from memory_retrievers.filters import build_where
+
+    table = lancedb.connect(store.uri).open_table(store.table_name)
     rrf = RRFReranker()
 
+    def where(conv: str) -> str:
+        return build_where(conv)
+
     def vector(conv: str, q: str) -> list[str]:
-        return [
-            r["dia_id"]
-            for r in tables[conv].search(emb.query(q)).distance_type("cosine").limit(K).select(["dia_id"]).to_list()
-        ]
+        res = table.search(emb.query(q)).distance_type("cosine").where(where(conv), prefilter=True)
+        return [dia_of[r["id"]] for r in res.limit(K).select(["id"]).to_list()]
 
     def fts(conv: str, q: str) -> list[str]:
-        return [r["dia_id"] for r in tables[conv].search(q, query_type="fts").limit(K).select(["dia_id"]).to_list()]
+        res = table.search(q, query_type="fts", fts_columns="text").where(where(conv), prefilter=True)
+        return [dia_of[r["id"]] for r in res.limit(K).select(["id"]).to_list()]
 
     def hybrid(conv: str, q: str) -> list[str]:
         res = (
-            tables[conv]
-            .search(query_type="hybrid")
+            table.search(query_type="hybrid", fts_columns="text")
             .vector(emb.query(q))
             .text(q)
             .distance_type("cosine")
+            .where(where(conv), prefilter=True)
             .rerank(rrf)
             .limit(K)
-            .select(["dia_id"])
+            .select(["id"])
             .to_list()
         )
-        return [r["dia_id"] for r in res]
+        return [dia_of[r["id"]] for r in res]
 
     return {"lancedb-vector": vector, "lancedb-fts": fts, "lancedb-hybrid": hybrid}
 
@@ -186,7 +177,7 @@ def build_llamaindex(turns: Sequence[Turn], emb: Embedder) -> dict[str, System]:
 
 def build_ours(
     turns: Sequence[Turn], emb: Embedder, tmp: Path, configs: dict[str, dict[str, Any]]
-) -> dict[str, System]:
+) -> tuple[dict[str, System], MemoryStore, dict[str, str]]:
     # The store embeds its own copy with the same model; identical vectors to the shared ones.
     store = MemoryStore(tmp / "ours", embedder=emb.model)
     records = [
@@ -216,7 +207,7 @@ def build_ours(
             return [dia_of[m.id] for m in res.memories]
 
         systems[name] = run
-    return systems
+    return systems, store, dia_of
 
 
 def evaluate(system: System, questions: Sequence[tuple[str, str, set[str], int]]) -> dict[str, float]:
@@ -272,8 +263,9 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         systems: dict[str, System] = {}
         configs = ABLATIONS if args.ablations else {"ours (defaults)": {}}
-        systems.update(build_ours(turns, emb, Path(tmp), configs))
-        systems.update(build_lancedb(turns, emb, Path(tmp)))
+        ours, store, dia_of = build_ours(turns, emb, Path(tmp), configs)
+        systems.update(ours)
+        systems.update(build_lancedb(store, dia_of, emb))
         wanted = None if args.systems == "all" else set(args.systems.split(","))
         if wanted is None or "langchain-ensemble" in wanted:
             systems.update(build_langchain(turns, emb))

@@ -22,8 +22,17 @@ from .errors import (
     StorageError,
 )
 from .filters import MemoryFilter
+from .fusion import Contribution, RankedList, weighted_rrf
+from .llm import LLM, CallableLLM
 from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
+from .rerank import CrossEncoderReranker, Reranker
+from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
+from .retriever import LLMFallbackWarning, MemoryRetriever
+from .scoring import DecayKind
+from .selection import CutReason
 from .store import MemoryStore, default_store_path
+from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
 
 try:
     __version__ = version("memory-retrievers")
@@ -32,7 +41,30 @@ except PackageNotFoundError:  # pragma: no cover - running from a source tree
 
 __all__ = [
     "DEFAULT_MODEL",
+    "LLM",
     "AddedMemory",
+    "CallableLLM",
+    "ChannelWeights",
+    "Contribution",
+    "CrossEncoderReranker",
+    "CutCandidate",
+    "CutReason",
+    "DecayKind",
+    "EstimateCounter",
+    "Explanation",
+    "LLMFallbackWarning",
+    "MemoryRetriever",
+    "Preset",
+    "RankedList",
+    "RecallConfig",
+    "RecallResult",
+    "Reranker",
+    "RoutingMode",
+    "ScoredMemory",
+    "SupersededPolicy",
+    "TiktokenCounter",
+    "TokenCounter",
+    "weighted_rrf",
     "ConfigError",
     "DedupPolicy",
     "DimensionMismatchError",

@@ -92,7 +92,9 @@ class RecallConfig(BaseModel):
 
     # expansion and HyDE
     expansion: bool = True
-    """Query expansion: LLM rewrites when an LLM is given, keyword + feedback queries otherwise."""
+    """Query expansion: LLM rewrites when an LLM is given. Without one, pseudo-relevance feedback
+    queries run in ``hybrid`` mode only (in ``auto`` they gained 0.000 recall@10 on LoCoMo for
+    +11 ms)."""
     llm_rewrites: int = Field(default=3, ge=2, le=5)
     feedback_docs: int = Field(default=3, ge=1, le=20)
     """First-pass hits the LLM-free expansion reads its feedback terms from."""
@@ -113,8 +115,10 @@ class RecallConfig(BaseModel):
     decay_scale_days: float = Field(default=60.0, gt=0)
     """Hyperbolic decay ``1 / (1 + days_since_access / decay_scale_days)``."""
     half_life_days: float = Field(default=60.0, gt=0)
-    decay_weight: float = Field(default=1.0, ge=0, le=1)
-    """Strength of the decay: factor ``(1 - w) + w * decay`` (1 = the pure curve)."""
+    decay_weight: float = Field(default=0.2, ge=0, le=1)
+    """Strength of the decay: factor ``(1 - w) + w * decay`` (1 = the pure curve). On LoCoMo, whose
+    questions reach back months, the pure curve cost 0.16 recall@10; 0.2 costs 0.002 and still
+    prefers recent memories among equally relevant ones."""
     pinned_boost: float = Field(default=1.1, gt=0)
     kind_boosts: Mapping[MemoryKind, float] = Field(
         default_factory=lambda: {
@@ -145,8 +149,13 @@ class RecallConfig(BaseModel):
     token_encoding: str = "cl100k_base"
     mmr: bool = True
     mmr_lambda: float = Field(default=0.6, ge=0, le=1)
-    session_diverse: bool = True
-    """Two-phase, session-diverse selection for aggregation queries (auto mode detects them)."""
+    mmr_similarity_floor: float = Field(default=0.9, ge=0, le=1)
+    """Cosine similarity below which MMR applies no penalty (0 = classic MMR). Classic MMR at
+    lambda 0.6 also pushes down distinct turns of one conversation: -0.027 recall@10 on LoCoMo;
+    with the 0.9 floor only near-duplicates pay (-0.001)."""
+    session_diverse: bool = False
+    """Two-phase, session-diverse selection for aggregation queries (auto mode detects them).
+    Off by default: on LoCoMo it cost 0.022 recall@5 and gained nothing at @10."""
     pinned_first: bool = True
 
     # write-back

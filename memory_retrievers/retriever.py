@@ -15,17 +15,18 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from . import _loop
 from .config import validated
 from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
-from .filters import MemoryFilter, coerce_filter
+from .filters import MemoryFilter, build_where, coerce_filter
 from .fusion import FusedHit, RankedList, weighted_rrf
 from .llm import LLM, as_llm, expansion_prompt, hyde_prompt, parse_rewrites
 from .models import FtsField, Memory
@@ -41,6 +42,7 @@ from .results import (
     render_line,
     trimmed_marker,
 )
+from .schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 from .scoring import ScoringContext, multipliers
 from .selection import Candidate, CutReason, select
 from .store import MemoryStore
@@ -267,8 +269,7 @@ class MemoryRetriever:
         if cfg.expansion:
             if self._llm is not None:
                 plan.expansion = "llm"
-            elif not auto or features.words >= 6:
-                # short queries have too few terms for feedback to find a direction
+            elif not auto:
                 plan.expansion = "feedback"
         if cfg.hyde and w.hyde > 0:
             if self._llm is not None:
@@ -308,186 +309,160 @@ class MemoryRetriever:
         explain: bool,
     ) -> RecallResult:
         started = time.perf_counter()
-        store, ns = self._store, self._namespace
+        marks: dict[str, float] = {}
+
+        def mark(stage: str) -> None:
+            marks[stage] = round((time.perf_counter() - started) * 1000, 2)
+
+        store = self._store
         features = analyze(query)
         plan = self._route(features, cfg)
         depth = cfg.candidate_depth
         w = cfg.weights
         original = cfg.original_query_weight
+        where = build_where(self._namespace, flt)
         bm25_query = " ".join(features.keywords) or query
+        pool = _Pool()
+        jobs: list[tuple[RankedList, asyncio.Task[pa.Table]]] = []
 
-        # Phase A: query vector, and the LLM stages, concurrently.
-        llm_tasks: dict[str, Awaitable[str | None]] = {}
+        def launch(label: str, channel: str, weight: float, coro: Coroutine[Any, Any, pa.Table]) -> None:
+            jobs.append((RankedList(label, (), weight, channel), asyncio.ensure_future(coro)))
+
+        # Phase A: everything that does not need the query vector starts at once, concurrently
+        # with the embedding (the slowest step) and the LLM calls.
+        embed_task = asyncio.ensure_future(store.aembed_query(query))
+        llm_tasks: dict[str, asyncio.Task[str | None]] = {}
         if plan.expansion == "llm":
-            llm_tasks["expansion"] = self._llm_call(
-                expansion_prompt(query, features.intent, cfg.llm_rewrites), cfg, "query expansion"
-            )
+            prompt = expansion_prompt(query, features.intent, cfg.llm_rewrites)
+            llm_tasks["expansion"] = asyncio.ensure_future(self._llm_call(prompt, cfg, "query expansion"))
         if plan.hyde == "llm":
-            llm_tasks["hyde"] = self._llm_call(hyde_prompt(query), cfg, "HyDE")
-        qvec_task = store.aembed_query(query)
-        results = await asyncio.gather(qvec_task, *llm_tasks.values())
-        qvec: np.ndarray = results[0]
-        llm_out = dict(zip(llm_tasks, results[1:], strict=True))
-        rewrites: list[str] = []
-        if plan.expansion == "llm":
-            rewrites = parse_rewrites(llm_out["expansion"] or "", query, cfg.llm_rewrites)
-            if not rewrites:
-                plan.expansion = "feedback" if features.words >= 6 else "off"
-                plan.notes.append("LLM expansion gave nothing usable; fell back")
-        hyde_text = (llm_out.get("hyde") or "").strip()[:MAX_QUERY_CHARS] if plan.hyde == "llm" else ""
-        if plan.hyde == "llm" and not hyde_text:
-            plan.hyde = "off"
-            plan.notes.append("LLM HyDE gave nothing usable; skipped")
-
-        # Phase B: every first-pass list, concurrently.
-        jobs: list[tuple[RankedList, Awaitable[list[Any]]]] = []
-
-        def add(label: str, channel: str, weight: float, coro: Awaitable[list[Any]]) -> None:
-            jobs.append((RankedList(label, (), weight, channel), coro))
-
-        if "vector" in plan.channels:
-            add("vector", "vector", w.vector * original, store.avector_search(qvec, namespace=ns, k=depth, filter=flt))
+            llm_tasks["hyde"] = asyncio.ensure_future(self._llm_call(hyde_prompt(query), cfg, "HyDE"))
         if "bm25" in plan.channels:
-            add("bm25", "bm25", w.bm25 * original, store.afts_search(bm25_query, namespace=ns, k=depth, filter=flt))
+            launch(
+                "bm25", "bm25", w.bm25 * original, store._afts_table(bm25_query, where, depth, FtsField.TEXT, _COLUMNS)
+            )
         if "context" in plan.channels:
-            add(
+            launch(
                 "context",
                 "context",
                 w.context * original,
-                store.afts_search(bm25_query, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
+                store._afts_table(bm25_query, where, depth, FtsField.CONTEXT, _COLUMNS),
             )
-        if "entity" in plan.channels and features.entities:
-            add(
-                "entity",
-                "entity",
-                w.entity,
-                store.aentity_search(list(features.entities), namespace=ns, k=depth, filter=flt),
-            )
+        if "entity" in plan.channels and features.entities and await store.ahas_entities(self._namespace):
+            launch("entity", "entity", w.entity, store._aentity_table(features.entities, where, depth, _COLUMNS))
         if "recency" in plan.channels:
-            add("recency", "recency", w.recency, store.arecency_search(namespace=ns, k=depth, filter=flt))
-        for i, rewrite in enumerate(rewrites, 1):
-            rq = " ".join(analyze(rewrite).keywords) or rewrite
-            add(
-                f"context:rewrite {i}",
-                "context",
-                w.context,
-                store.afts_search(rq, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
-            )
-            add(f"vector:rewrite {i}", "vector", w.vector, self._vector_for_text(rewrite, depth, flt))
-        if hyde_text:
-            add("hyde", "hyde", w.hyde, self._vector_for_text(hyde_text, depth, flt))
-        hits_per_list = await asyncio.gather(*(coro for _, coro in jobs))
-        lists = [
-            replace(spec, ids=tuple(h.id for h in hits)) for (spec, _), hits in zip(jobs, hits_per_list, strict=True)
-        ]
-        semantic = {
-            h.id: h.score
-            for (spec, _), hits in zip(jobs, hits_per_list, strict=True)
-            if spec.label == "vector"
-            for h in hits
-        }
+            launch("recency", "recency", w.recency, store._arecency_table(where, depth, _COLUMNS))
+        try:
+            qvec: np.ndarray = await embed_task
+        except BaseException:
+            for _, task in jobs:
+                task.cancel()
+            raise
+        mark("embedded")
+        if "vector" in plan.channels:
+            launch("vector", "vector", w.vector * original, store._avector_table(qvec, where, depth, _COLUMNS))
 
-        # Phase C: feedback stages that need the first pass.
-        fused = self._fuse(lists, cfg)
-        second: list[tuple[RankedList, Awaitable[list[Any]]]] = []
-        if plan.expansion == "feedback" or plan.hyde == "rocchio":
-            top_ids = [h.id for h in fused[: cfg.feedback_docs]]
-            top = (
-                await store._aget_memories(ns, top_ids, include_vector=plan.hyde == "rocchio", missing_ok=True)
-                if top_ids
-                else []
-            )
-            if plan.expansion == "feedback" and top:
-                terms = feedback_terms(features.keywords, [m.text for m in top], cfg.feedback_terms)
-                if terms:
-                    fq = " ".join([*features.keywords, *terms])
-                    plan.notes.append(f"feedback terms: {', '.join(terms)}")
-                    second.append(
-                        (
-                            RankedList("context:feedback", (), w.context, "context"),
-                            store.afts_search(fq, namespace=ns, k=depth, filter=flt, field=FtsField.CONTEXT),
-                        )
-                    )
-            if plan.hyde == "rocchio" and top:
-                centroid = np.mean(
-                    [np.asarray(m.vector, dtype=np.float32) for m in top if m.vector is not None], axis=0
+        # Phase B: LLM rewrites and HyDE, each its own list (original query lists weigh more).
+        llm_out = {name: await task for name, task in llm_tasks.items()}
+        if plan.expansion == "llm":
+            rewrites = parse_rewrites(llm_out["expansion"] or "", query, cfg.llm_rewrites)
+            if not rewrites:
+                plan.expansion = "off"
+                plan.notes.append("LLM expansion gave nothing usable; skipped")
+            for i, rewrite in enumerate(rewrites, 1):
+                terms = " ".join(analyze(rewrite).keywords) or rewrite
+                launch(
+                    f"context:rewrite {i}",
+                    "context",
+                    w.context,
+                    store._afts_table(terms, where, depth, FtsField.CONTEXT, _COLUMNS),
                 )
-                vec = cfg.rocchio_alpha * qvec + cfg.rocchio_beta * centroid
-                norm = float(np.linalg.norm(vec))
-                if norm > 0:
-                    second.append(
-                        (
-                            RankedList("hyde:rocchio", (), w.hyde, "hyde"),
-                            store.avector_search(vec / norm, namespace=ns, k=depth, filter=flt),
-                        )
-                    )
-        if second:
-            more = await asyncio.gather(*(coro for _, coro in second))
-            lists += [
-                replace(spec, ids=tuple(h.id for h in hits)) for (spec, _), hits in zip(second, more, strict=True)
-            ]
-            fused = self._fuse(lists, cfg)
+                launch(f"vector:rewrite {i}", "vector", w.vector, self._vector_table(rewrite, where, depth))
+        if plan.hyde == "llm":
+            hyde_text = (llm_out.get("hyde") or "").strip()[:MAX_QUERY_CHARS]
+            if hyde_text and "\x00" not in hyde_text:
+                launch("hyde", "hyde", w.hyde, self._vector_table(hyde_text, where, depth))
+            else:
+                plan.hyde = "off"
+                plan.notes.append("LLM HyDE gave nothing usable; skipped")
+        lists = [replace(spec, ids=pool.add(await task)) for spec, task in jobs]
+        mark("searched")
+        fused = self._fuse(lists, cfg)
+        mark("fused")
 
-        # Candidates: the fused union, with their rows (and vectors for MMR / semantic scores).
-        pool_ids = [h.id for h in fused]
-        rows = {
-            m.id: m
-            for m in (
-                await store._aget_memories(ns, pool_ids, include_vector=True, missing_ok=True) if pool_ids else []
-            )
-        }
+        # Phase C: LLM-free feedback stages, from the first pass's top hits (already in the pool).
+        second: list[tuple[RankedList, Coroutine[Any, Any, pa.Table]]] = []
+        top = [h.id for h in fused[: cfg.feedback_docs]]
+        if plan.expansion == "feedback" and top:
+            extra = feedback_terms(features.keywords, [pool.rows[i]["text"] for i in top], cfg.feedback_terms)
+            if extra:
+                plan.notes.append(f"feedback terms: {', '.join(extra)}")
+                fq = " ".join([*features.keywords, *extra])
+                second.append(
+                    (
+                        RankedList("context:feedback", (), w.context, "context"),
+                        store._afts_table(fq, where, depth, FtsField.CONTEXT, _COLUMNS),
+                    )
+                )
+        if plan.hyde == "rocchio" and top:
+            centroid = np.mean([pool.vectors[i] for i in top], axis=0)
+            vec = cfg.rocchio_alpha * qvec + cfg.rocchio_beta * centroid
+            norm = float(np.linalg.norm(vec))
+            if norm > 0:
+                second.append(
+                    (
+                        RankedList("hyde:rocchio", (), w.hyde, "hyde"),
+                        store._avector_table(vec / norm, where, depth, _COLUMNS),
+                    )
+                )
+        if second:
+            tables = await asyncio.gather(*(coro for _, coro in second))
+            lists += [replace(spec, ids=pool.add(t)) for (spec, _), t in zip(second, tables, strict=True)]
+            fused = self._fuse(lists, cfg)
 
         # Link spreading: activation flows from the top hits along `links`, decaying per hop.
         if "links" in plan.channels and fused:
-            link_list = await self._spread(fused, rows, cfg, flt)
+            link_list = await self._spread(fused, pool, cfg, flt)
             if link_list is not None:
                 lists.append(link_list)
                 fused = self._fuse(lists, cfg)
-                missing = [h.id for h in fused if h.id not in rows]
-                if missing:
-                    rows.update(
-                        {m.id: m for m in await store._aget_memories(ns, missing, include_vector=True, missing_ok=True)}
-                    )
-        fused = [h for h in fused if h.id in rows]
 
-        # Scores: blend, rerank, multipliers.
-        for h in fused:
-            if h.id not in semantic and rows[h.id].vector is not None:
-                semantic[h.id] = float(np.dot(np.asarray(rows[h.id].vector, dtype=np.float32), qvec))
+        # Scores: semantic blend, reranker, multipliers.
+        memories = {h.id: pool.memory(h.id) for h in fused}
+        semantic = {h.id: float(np.dot(pool.vectors[h.id], qvec)) for h in fused}
         base = self._blend(fused, semantic, cfg)
         rerank_scores: dict[str, float] = {}
         if self._reranker is not None and fused:
-            rerank_scores, base = await self._rerank(query, fused, rows, base, cfg, plan)
+            rerank_scores, base = await self._rerank(query, fused, memories, base, cfg, plan)
         params = cfg.scoring_params()
         scored: list[tuple[FusedHit, float, dict[str, float]]] = []
         for h in fused:
-            mult = multipliers(rows[h.id], ctx, params)
+            mult = multipliers(memories[h.id], ctx, params)
             scored.append((h, base[h.id] * math.prod(mult.values()), mult))
         scored.sort(key=lambda t: (-t[1], t[0].best_rank, t[0].id))
-
+        mark("scored")
         cut: list[CutCandidate] = []
         best = scored[0][1] if scored else 0.0
-        kept: list[tuple[FusedHit, float, dict[str, float]]] = []
+        kept = []
         for item in scored:
             if cfg.relevance_floor > 0 and item[1] < cfg.relevance_floor * best:
-                cut.append(CutCandidate(item[0].id, CutReason.BELOW_FLOOR, item[1], rows[item[0].id].text))
+                cut.append(CutCandidate(item[0].id, CutReason.BELOW_FLOOR, item[1], memories[item[0].id].text))
             else:
                 kept.append(item)
 
-        # Selection within the token budget.
+        # Selection within the token budget (costs counted lazily: only what selection looks at).
         header_cost = self._counter.count(CONTEXT_HEADER)
         marker_cost = self._counter.count("\n" + trimmed_marker(len(kept)))
         avail = None if budget is None else max(0, budget - header_cost - marker_cost)
-        costs = {h.id: self._counter.count("\n" + render_line(rows[h.id])) for h, _, _ in kept}
+        costs: dict[str, int] = {}
+
+        def cost(c: Candidate) -> int:
+            if c.id not in costs:
+                costs[c.id] = self._counter.count("\n" + render_line(memories[c.id]))
+            return costs[c.id]
+
         candidates = [
-            Candidate(
-                h.id,
-                score,
-                costs[h.id],
-                np.asarray(rows[h.id].vector, dtype=np.float32) if rows[h.id].vector is not None else None,
-                rows[h.id].pinned,
-                rows[h.id].session_id,
-            )
+            Candidate(h.id, score, 0, pool.vectors[h.id], memories[h.id].pinned, memories[h.id].session_id)
             for h, score, _ in kept
         ]
         chosen, rejected = select(
@@ -497,16 +472,19 @@ class MemoryRetriever:
             mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
             pinned_first=cfg.pinned_first,
             session_diverse=plan.session_diverse,
+            token_cost=cost,
+            mmr_similarity_floor=cfg.mmr_similarity_floor,
         )
+        mark("selected")
         by_id = {h.id: (h, score, mult) for h, score, mult in kept}
         over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)
-        memories = []
+        out = []
         for sel in chosen:
             h, score, mult = by_id[sel.id]
-            mem = rows[sel.id]
-            memories.append(
+            mem = memories[sel.id]
+            out.append(
                 ScoredMemory(
-                    memory=replace(mem, vector=None),
+                    memory=mem,
                     score=score,
                     explanation=Explanation(
                         channels=h.contributions,
@@ -518,7 +496,7 @@ class MemoryRetriever:
                         multipliers=mult,
                         final_score=score,
                         mmr_penalty=sel.mmr_penalty,
-                        tokens=costs[sel.id],
+                        tokens=cost(Candidate(sel.id, score, 0)),
                         phase=sel.phase,
                         superseded=mem.superseded_by is not None,
                     ),
@@ -526,22 +504,21 @@ class MemoryRetriever:
             )
         result = RecallResult(
             query=query,
-            memories=tuple(memories),
+            memories=tuple(out),
             tokens_used=0,
             token_budget=budget,
             trimmed=over_budget > 0,
             trimmed_count=over_budget,
-            plan={**plan.as_dict(), "lists": [lst.label for lst in lists], "ms": 0.0},
+            plan={**plan.as_dict(), "lists": [lst.label for lst in lists]},
         )
         result = self._enforce_budget(result, budget)
         if explain:
-            cut += [CutCandidate(r.id, r.reason, by_id[r.id][1], rows[r.id].text) for r in rejected]
+            cut += [CutCandidate(r.id, r.reason, by_id[r.id][1], memories[r.id].text) for r in rejected]
             result = replace(result, cut=tuple(cut))
         if cfg.record_access and result.memories:
-            store.record_access([m.id for m in result.memories], namespace=ns, at=ctx.now)
-        plan_out = dict(result.plan)
-        plan_out["ms"] = round((time.perf_counter() - started) * 1000, 2)
-        return replace(result, plan=plan_out)
+            store.record_access([m.id for m in result.memories], namespace=self._namespace, at=ctx.now)
+        mark("done")
+        return replace(result, plan={**result.plan, "ms": marks["done"], "timings_ms": marks})
 
     def _enforce_budget(self, result: RecallResult, budget: int | None) -> RecallResult:
         """Count the real context block and drop memories from the end until it fits.
@@ -574,53 +551,47 @@ class MemoryRetriever:
         top = max(h.score for h in fused) or 1.0
         return {h.id: (1 - b) * (h.score / top) + b * max(0.0, semantic.get(h.id, 0.0)) for h in fused}
 
-    async def _vector_for_text(self, text: str, depth: int, flt: MemoryFilter) -> list[Any]:
+    async def _vector_table(self, text: str, where: str, depth: int) -> pa.Table:
         vec = await self._store.aembed_query(text)
-        return await self._store.avector_search(vec, namespace=self._namespace, k=depth, filter=flt)
+        return await self._store._avector_table(vec, where, depth, _COLUMNS)
 
     async def _spread(
-        self, fused: Sequence[FusedHit], rows: Mapping[str, Memory], cfg: RecallConfig, flt: MemoryFilter
+        self, fused: Sequence[FusedHit], pool: _Pool, cfg: RecallConfig, flt: MemoryFilter
     ) -> RankedList | None:
         """Spread activation along ``links``.
 
         Activation starts at the top ``link_seeds`` hits (1/rank), flows along ``links`` for
         ``link_hops`` hops, multiplied by ``link_decay`` per hop; linked memories are ranked by it.
+        Targets outside the pool are fetched (one query per hop) and filtered like every channel.
         """
         activation: dict[str, float] = {}
-        frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.link_seeds], 1) if h.id in rows}
-        known: dict[str, Memory] = dict(rows)
+        frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.link_seeds], 1)}
         for _hop in range(cfg.link_hops):
             nxt: dict[str, float] = {}
             for id_, act in frontier.items():
-                mem = known.get(id_)
-                for target in mem.links if mem else ():
+                for target in pool.rows[id_]["links"] or () if id_ in pool.rows else ():
                     if target not in frontier:
                         nxt[target] = nxt.get(target, 0.0) + act * cfg.link_decay
             if not nxt:
                 break
-            missing = [i for i in nxt if i not in known]
+            missing = [i for i in nxt if i not in pool.rows]
             if missing:
-                for m in await self._store._aget_memories(
-                    self._namespace, missing, include_vector=True, missing_ok=True
-                ):
-                    known[m.id] = m
-            nxt = {i: a for i, a in nxt.items() if i in known and _passes(known[i], flt)}
+                where = build_where(self._namespace, flt, ids=missing)
+                pool.add(await self._store._aquery(where, _COLUMNS))
+            nxt = {i: a for i, a in nxt.items() if i in pool.rows and _passes(pool.memory(i), flt)}
             for i, a in nxt.items():
                 activation[i] = activation.get(i, 0.0) + a
             frontier = nxt
         if not activation:
             return None
         ranked = sorted(activation, key=lambda i: (-activation[i], i))
-        if isinstance(rows, dict):
-            for i in ranked:
-                rows.setdefault(i, known[i])
         return RankedList("links", tuple(ranked), cfg.weights.links, "links")
 
     async def _rerank(
         self,
         query: str,
         fused: Sequence[FusedHit],
-        rows: Mapping[str, Memory],
+        memories: Mapping[str, Memory],
         base: dict[str, float],
         cfg: RecallConfig,
         plan: _Plan,
@@ -628,7 +599,7 @@ class MemoryRetriever:
         assert self._reranker is not None
         head = [h.id for h in fused[: cfg.rerank_depth]]
         try:
-            raw = await self._reranker.arerank(query, [rows[i].text for i in head])
+            raw = await self._reranker.arerank(query, [memories[i].text for i in head])
             scores = [float(s) for s in raw]
             if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
                 raise ValueError(f"expected {len(head)} finite scores, got {len(scores)}")
@@ -652,6 +623,37 @@ class MemoryRetriever:
             nr = (rr[i] - lo) / (hi - lo) if hi > lo else 1.0
             out[i] = blo + ((1 - w) * nb + w * nr) * (bhi - blo)
         return rr, out
+
+
+_COLUMNS = [*SCALAR_COLUMNS, "vector"]
+
+
+class _Pool:
+    """Rows found by the channels of one recall, by id (first occurrence wins)."""
+
+    def __init__(self) -> None:
+        self.rows: dict[str, dict[str, Any]] = {}
+        self.vectors: dict[str, np.ndarray] = {}
+        self._memories: dict[str, Memory] = {}
+
+    def add(self, table: pa.Table) -> tuple[str, ...]:
+        """Record a channel's rows; returns its ids in rank order."""
+        ids = table.column("id").to_pylist()
+        new = [i for i, id_ in enumerate(ids) if id_ not in self.rows]
+        if new:
+            part = table.take(pa.array(new, pa.int64()))
+            vectors = vectors_of(part)
+            for j, row in enumerate(part.drop_columns(["vector"]).to_pylist()):
+                self.rows[row["id"]] = row
+                self.vectors[row["id"]] = vectors[j]
+        return tuple(ids)
+
+    def memory(self, id_: str) -> Memory:
+        """The row as a :class:`Memory` (without its vector), built once."""
+        mem = self._memories.get(id_)
+        if mem is None:
+            mem = self._memories[id_] = row_to_memory(self.rows[id_])
+        return mem
 
 
 def _passes(memory: Memory, flt: MemoryFilter) -> bool:

@@ -19,9 +19,11 @@ __all__ = [
     "SCHEMA_VERSION",
     "SCALAR_COLUMNS",
     "memory_schema",
+    "row_to_memory",
     "rows_to_memories",
     "search_text",
     "to_arrow",
+    "vectors_of",
 ]
 
 SCHEMA_VERSION = 1
@@ -118,23 +120,38 @@ def to_arrow(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, schema: pa.
     return pa.Table.from_pydict(columns, schema=schema)
 
 
+def row_to_memory(row: Mapping[str, Any], vector: Sequence[float] | None = None) -> Memory:
+    """One :class:`Memory` from a row dict (any subset of columns containing ``id``).
+
+    Keys starting with ``_`` (search scores) and internal columns are ignored.
+    """
+    fields = {k: v for k, v in row.items() if not k.startswith("_") and k not in INTERNAL_COLUMNS}
+    fields.pop("vector", None)
+    return Memory(
+        **{k: v for k, v in fields.items() if k not in _CONVERTED},
+        kind=MemoryKind(fields.get("kind", MemoryKind.FACT.value)),
+        tags=tuple(fields.get("tags") or ()),
+        entities=tuple(fields.get("entities") or ()),
+        links=tuple(fields.get("links") or ()),
+        metadata=json.loads(fields.get("metadata") or "{}"),
+        vector=tuple(float(x) for x in vector) if vector is not None else None,
+    )
+
+
+_CONVERTED = frozenset({"kind", "tags", "entities", "links", "metadata"})
+
+
 def rows_to_memories(table: pa.Table) -> list[Memory]:
     """Convert fetched rows (any subset of columns containing ``id``) to :class:`Memory` records."""
-    data = table.to_pylist()
-    out = []
-    for row in data:
-        vector = row.pop("vector", None)
-        for key in [k for k in row if k.startswith("_") or k in INTERNAL_COLUMNS]:
-            row.pop(key)
-        out.append(
-            Memory(
-                **{k: v for k, v in row.items() if k not in ("kind", "tags", "entities", "links", "metadata")},
-                kind=MemoryKind(row.get("kind", MemoryKind.FACT.value)),
-                tags=tuple(row.get("tags") or ()),
-                entities=tuple(row.get("entities") or ()),
-                links=tuple(row.get("links") or ()),
-                metadata=json.loads(row.get("metadata") or "{}"),
-                vector=tuple(vector) if vector is not None else None,
-            )
-        )
-    return out
+    return [row_to_memory(row, row.get("vector")) for row in table.to_pylist()]
+
+
+def vectors_of(table: pa.Table, column: str = "vector") -> np.ndarray:
+    """The fixed-size-list vector column as a ``(rows, dim)`` float32 matrix, without Python lists."""
+    chunked = table.column(column)
+    if table.num_rows == 0:
+        return np.zeros((0, chunked.type.list_size), dtype=np.float32)
+    array = chunked.combine_chunks()
+    return np.asarray(array.flatten().to_numpy(zero_copy_only=False), dtype=np.float32).reshape(
+        table.num_rows, array.type.list_size
+    )

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -97,6 +97,8 @@ def select(
     mmr_lambda: float | None = 0.6,
     pinned_first: bool = True,
     session_diverse: bool = False,
+    token_cost: Callable[[Candidate], int] | None = None,
+    mmr_similarity_floor: float = 0.0,
 ) -> tuple[list[Selected], list[Rejected]]:
     """Pick up to ``k`` candidates within ``token_budget`` tokens.
 
@@ -108,6 +110,11 @@ def select(
             Candidates without vectors pay no MMR penalty.
         pinned_first: Take pinned candidates before anything else.
         session_diverse: Take the best candidate of each session first (up to ``ceil(k/2)``).
+        mmr_similarity_floor: Similarity below which MMR applies no penalty (0 = classic MMR).
+            Related-but-distinct memories (two turns of one conversation) are then not pushed
+            down; only near-duplicates are.
+        token_cost: Computes a candidate's cost when selection first needs it (default: its
+            ``tokens``); lets callers skip counting candidates that are never considered.
 
     Returns:
         The selected candidates in output order, and every other candidate with its reason.
@@ -131,15 +138,23 @@ def select(
     max_sim = np.zeros(n)
     any_selected_with_vec = False
 
+    cost_of = token_cost or (lambda c: c.tokens)
+    costs: dict[int, int] = {}
+
+    def cost(i: int) -> int:
+        if i not in costs:
+            costs[i] = cost_of(candidates[i])
+        return costs[i]
+
     def fits(i: int) -> bool:
-        if candidates[i].tokens + used <= budget:
+        if cost(i) + used <= budget:
             return True
         rejected[i] = CutReason.OVER_BUDGET
         return False
 
     def take(i: int, phase: str, penalty: float) -> None:
         nonlocal used, any_selected_with_vec
-        used += candidates[i].tokens
+        used += cost(i)
         chosen[i] = True
         taken.append(Selected(candidates[i].id, penalty, phase))
         if has_vec[i]:
@@ -170,7 +185,8 @@ def select(
         if not open_:
             break
         idx = np.asarray(open_)
-        penalty = (1 - lam) * np.where(has_vec[idx] & any_selected_with_vec, max_sim[idx], 0.0)
+        sim = np.where(has_vec[idx] & any_selected_with_vec, max_sim[idx], 0.0)
+        penalty = (1 - lam) * np.where(sim >= mmr_similarity_floor, sim, 0.0)
         value = lam * rel[idx] - penalty
         order = np.argsort(-value, kind="stable")
         for j in order:

@@ -11,6 +11,7 @@ import json
 import logging
 import os
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
@@ -20,6 +21,7 @@ from typing import Any, overload
 import lancedb
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from lancedb.index import FTS, Bitmap, BTree, HnswSq, LabelList
 from lancedb.query import ColumnOrdering
 
@@ -196,6 +198,8 @@ class MemoryStore:
         self._rows_since_optimize = 0
         self._commits_since_optimize = 0
         self._access = _AccessLog()
+        # namespace -> (has entity-tagged memories, monotonic time checked); see has_entities()
+        self._entity_cache: dict[str, tuple[bool, float]] = {}
         self._closed = False
         if _open:
             _loop.run_sync(self._aopen())
@@ -745,6 +749,8 @@ class MemoryStore:
             vectors = np.concatenate([vectors.reshape(-1, self._dimension), extra_vectors])
         for row in clean:  # derived here, the one place every write passes through
             row["search_text"] = search_text(row["text"], row["context"])
+            if row["entities"]:
+                self._entity_cache[row["namespace"]] = (True, time.monotonic())
         data = to_arrow(clean, vectors, self._schema)
         try:
             if upsert:
@@ -1098,12 +1104,16 @@ class MemoryStore:
             if isinstance(query, str)
             else check_vectors(query, rows=1, dimension=self._dimension, source="the query vector")[0]
         )
+        return _hits(await self._avector_table(vector, where, k, ["id"]))
+
+    async def _avector_table(self, vector: np.ndarray, where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Nearest rows with ``columns`` and ``_score`` (cosine similarity)."""
         q = (
             self._table.query()
             .nearest_to(vector)
             .distance_type("cosine")
             .where(where)
-            .select(["id", "_distance"])
+            .select([*columns, "_distance"])
             .limit(k)
         )
         if any(key.endswith(":vector") for key in self._indexed):
@@ -1112,10 +1122,9 @@ class MemoryStore:
             table = await q.to_arrow()
         except Exception as exc:
             raise _storage("run a vector search", exc) from exc
-        return [
-            Hit(id_, 1.0 - float(d))
-            for id_, d in zip(table.column("id").to_pylist(), table.column("_distance").to_pylist(), strict=False)
-        ]
+        # The one place a distance becomes a score: cosine similarity = 1 - cosine distance.
+        similarity = pc.subtract(pa.scalar(1.0, pa.float32()), table.column("_distance").cast(pa.float32()))
+        return table.drop_columns(["_distance"]).append_column("_score", similarity)
 
     async def aembed_query(self, query: str) -> np.ndarray:
         """Embed a query text with the store's embedder (validated output)."""
@@ -1167,23 +1176,26 @@ class MemoryStore:
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         text = check_text(query, field="query", max_chars=_MAX_QUERY_CHARS)
         try:
-            column = _FTS_COLUMNS[FtsField(field)]
+            fts_field = FtsField(field)
         except ValueError:
             valid = ", ".join(f.value for f in FtsField)
             raise InvalidInputError(f"field must be one of {valid}, got {field!r}") from None
+        return _hits(await self._afts_table(text, where, k, fts_field, ["id"]))
+
+    async def _afts_table(self, text: str, where: str, k: int, field: FtsField, columns: Sequence[str]) -> pa.Table:
+        """BM25 rows with ``columns`` and ``_score``; empty when nothing was ever indexed."""
+        column = _FTS_COLUMNS[field]
         if f"FTS:{column}" not in self._indexed:
-            return []  # nothing was ever written, so there is nothing to find
-        query_b = (
-            self._table.query().nearest_to_text(text, columns=column).where(where).select(["id", "_score"]).limit(k)
+            return pa.table(
+                {c: pa.array([], self._schema.field(c).type) for c in columns} | {"_score": pa.array([], pa.float32())}
+            )
+        query = (
+            self._table.query().nearest_to_text(text, columns=column).where(where).select([*columns, "_score"]).limit(k)
         )
         try:
-            table = await query_b.to_arrow()
+            return await query.to_arrow()
         except Exception as exc:
             raise _storage("run a full-text search", exc) from exc
-        return [
-            Hit(id_, float(s))
-            for id_, s in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=False)
-        ]
 
     def entity_search(
         self,
@@ -1209,22 +1221,47 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`entity_search`."""
         self._ensure_open()
-        ns = self._ns(namespace)
+        where = build_where(self._ns(namespace), coerce_filter(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         if isinstance(entities, str):
             raise InvalidInputError(f"entities must be a list of str; wrap it: [{entities!r}]")
-        wanted = {
-            check_key(e, field="entity", max_chars=self._config.max_key_chars).strip().casefold() for e in entities
-        }
+        wanted = [check_key(e, field="entity", max_chars=self._config.max_key_chars) for e in entities]
+        return _hits(await self._aentity_table(wanted, where, k, ["id"]))
+
+    async def ahas_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
+        """Whether any memory of the namespace has entities (lets recall skip a useless query).
+
+        Cached per namespace: a write through this store with entities sets it at once; writes by
+        other processes are seen after at most ``max_age_s`` seconds.
+        """
+        ns = self._ns(namespace)
+        cached = self._entity_cache.get(ns)
+        now = time.monotonic()
+        if cached is not None and (cached[0] or now - cached[1] < max_age_s):
+            return cached[0]
+        where = build_where(ns, MemoryFilter(include_superseded=True)) + " AND array_length(entities) > 0"
+        try:
+            found = int(await self._table.count_rows(where)) > 0
+        except Exception as exc:
+            raise _storage("count entity-tagged memories", exc) from exc
+        self._entity_cache[ns] = (found, now)
+        return found
+
+    async def _aentity_table(self, entities: Sequence[str], where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Rows sharing entities, most shared first (ties: newer first), with ``_score`` = count."""
+        wanted = sorted({e.strip().casefold() for e in entities})
+        cols = list(dict.fromkeys([*columns, "entities", "created_at"]))
         if not wanted:
-            return []
-        where = build_where(ns, coerce_filter(filter)) + f" AND array_has_any(entities, {sql_list(sorted(wanted))})"
-        table = await self._aquery(where, ["id", "entities", "created_at"])
-        scored = [
-            (len(wanted.intersection(row["entities"] or [])), row["created_at"], row["id"]) for row in table.to_pylist()
-        ]
-        scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
-        return [Hit(id_, float(n)) for n, _, id_ in scored[:k]]
+            return pa.table(
+                {c: pa.array([], self._schema.field(c).type) for c in columns} | {"_score": pa.array([], pa.float32())}
+            )
+        table = await self._aquery(where + f" AND array_has_any(entities, {sql_list(wanted)})", cols)
+        want = set(wanted)
+        overlap = [float(len(want.intersection(e or []))) for e in table.column("entities").to_pylist()]
+        created = table.column("created_at").to_pylist()
+        order = sorted(range(table.num_rows), key=lambda i: (overlap[i], created[i]), reverse=True)[:k]
+        out = table.take(pa.array(order, pa.int64())).select(list(columns))
+        return out.append_column("_score", pa.array([overlap[i] for i in order], pa.float32()))
 
     def recency_search(
         self,
@@ -1247,10 +1284,15 @@ class MemoryStore:
         self._ensure_open()
         where = build_where(self._ns(namespace), coerce_filter(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
+        return _hits(await self._arecency_table(where, k, ["id"]))
+
+    async def _arecency_table(self, where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Newest rows with ``_score`` = ``created_at`` in POSIX seconds."""
+        cols = list(dict.fromkeys([*columns, "created_at"]))
         query = (
             self._table.query()
             .where(where)
-            .select(["id", "created_at"])
+            .select(cols)
             .order_by([ColumnOrdering(column_name="created_at", ascending=False)])
             .limit(k)
         )
@@ -1258,7 +1300,8 @@ class MemoryStore:
             table = await query.to_arrow()
         except Exception as exc:
             raise _storage("run a recency search", exc) from exc
-        return [Hit(row["id"], row["created_at"].timestamp()) for row in table.to_pylist()]
+        seconds = [ts.timestamp() for ts in table.column("created_at").to_pylist()]
+        return table.select(list(columns)).append_column("_score", pa.array(seconds, pa.float64()))
 
     # ------------------------------------------------------------------ access statistics
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
@@ -1344,6 +1387,14 @@ class MemoryStore:
         if isinstance(value, bool) or not isinstance(value, int) or value < low or (high is not None and value > high):
             bound = f"in [{low}, {high}]" if high is not None else f">= {low}"
             raise InvalidInputError(f"{name} must be an int {bound}, got {value!r}")
+
+
+def _hits(table: pa.Table) -> builtins.list[Hit]:
+    """Ranked ``Hit``s from a search table with ``id`` and ``_score`` columns."""
+    return [
+        Hit(id_, float(score))
+        for id_, score in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=True)
+    ]
 
 
 def _public(row: Mapping[str, Any]) -> dict[str, Any]:
