@@ -236,12 +236,13 @@ ABLATIONS: dict[str, dict[str, Any]] = {
     "- context channel": {"weights": {"context": 0.0}},
     "- bm25 channel": {"weights": {"bm25": 0.0}},
     "- vector channel": {"weights": {"vector": 0.0}},
-    "- expansion": {"expansion": False},
-    "- decay": {"decay": "none"},
-    "- mmr": {"mmr": False},
-    "- session diversity": {"session_diverse": False},
     "- rank bonus": {"rank1_bonus": 0.0, "top3_bonus": 0.0},
-    "+ hyde (rocchio), hybrid mode": {"mode": "hybrid"},
+    "- decay (weight 0)": {"decay": "none"},
+    "+ full decay (weight 1)": {"decay_weight": 1.0},
+    "+ classic mmr (floor 0)": {"mmr_similarity_floor": 0.0},
+    "- mmr": {"mmr": False},
+    "+ session diversity": {"session_diverse": True},
+    "+ hybrid mode (feedback expansion, rocchio hyde, recency)": {"mode": "hybrid"},
     "vector mode": {"mode": "vector"},
 }
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from .errors import ConfigError
+from .errors import ConfigError, MemoryRetrieversError
 from .models import DedupPolicy, MemoryKind
 
 __all__ = ["StoreConfig", "validated"]
@@ -84,33 +85,47 @@ class StoreConfig(BaseModel):
         return value
 
 
-def validated(model: type[BaseModel], value: Any, what: str) -> Any:
-    """Build ``model`` from a mapping or instance, turning pydantic errors into :class:`ConfigError`.
+def validated(
+    model: type[BaseModel],
+    value: Any,
+    what: str,
+    *,
+    error: type[MemoryRetrieversError] = ConfigError,
+    key: str = "key",
+) -> Any:
+    """Build ``model`` from a mapping or an instance, with errors that say how to fix them.
+
+    Pydantic errors become ``error`` with a message that names each bad field and, for unknown
+    keys, lists the valid ones.
 
     Args:
         model: The pydantic model class.
         value: An instance of ``model``, a mapping of its fields, or ``None`` for the defaults.
         what: Name used in the error message (e.g. ``"StoreConfig"``).
+        error: The exception type to raise (a :class:`MemoryRetrieversError`).
+        key: How the message calls a field ("key", "filter key").
     """
     if value is None:
         return model()
     if isinstance(value, model):
         return value
-    if not isinstance(value, dict):
-        raise ConfigError(f"{what} must be a {what} or a dict of its fields, got {type(value).__name__}")
+    if not isinstance(value, Mapping):
+        raise error(f"{what} must be a {model.__name__} or a dict of its fields, got {type(value).__name__}")
     try:
         return model(**value)
     except ValidationError as exc:
-        raise ConfigError(_explain(exc, model, what)) from None
+        raise error(_explain(exc, model, what, key)) from None
+    except TypeError as exc:  # non-str keys
+        raise error(f"invalid {what}: {exc}") from None
 
 
-def _explain(exc: ValidationError, model: type[BaseModel], what: str) -> str:
+def _explain(exc: ValidationError, model: type[BaseModel], what: str, key: str) -> str:
     parts = []
     for err in exc.errors():
         loc = ".".join(str(p) for p in err["loc"]) or what
         if err["type"] == "extra_forbidden":
             valid = ", ".join(sorted(model.model_fields))
-            parts.append(f"unknown key {loc!r}; valid keys are: {valid}")
+            parts.append(f"unknown {key} {loc!r}; valid {key}s are: {valid}")
         else:
             parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
     return f"invalid {what}: " + "; ".join(parts)

@@ -18,8 +18,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, StrictBool, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 
+from .config import validated
 from .errors import FilterError, InvalidInputError
 from .models import MemoryKind
 from .validation import check_key, to_utc
@@ -117,25 +118,7 @@ def coerce_filter(value: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilte
     Raises:
         FilterError: Unknown keys or wrong value types, with the valid keys listed.
     """
-    if value is None:
-        return MemoryFilter()
-    if isinstance(value, MemoryFilter):
-        return value
-    if not isinstance(value, Mapping):
-        raise FilterError(f"filter must be a MemoryFilter or a dict, got {type(value).__name__}")
-    try:
-        return MemoryFilter(**value)
-    except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            loc = ".".join(str(p) for p in err["loc"])
-            if err["type"] == "extra_forbidden":
-                parts.append(f"unknown filter key {loc!r}; valid keys: {', '.join(MemoryFilter.model_fields)}")
-            else:
-                parts.append(f"{loc}: {err['msg']}")
-        raise FilterError("invalid filter: " + "; ".join(parts)) from None
-    except TypeError as exc:  # non-str keys in **value
-        raise FilterError(f"invalid filter: {exc}") from None
+    return validated(MemoryFilter, value, "filter", error=FilterError, key="filter key")  # type: ignore[no-any-return]
 
 
 def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:

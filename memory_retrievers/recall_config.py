@@ -117,7 +117,7 @@ class RecallConfig(BaseModel):
     half_life_days: float = Field(default=60.0, gt=0)
     decay_weight: float = Field(default=0.2, ge=0, le=1)
     """Strength of the decay: factor ``(1 - w) + w * decay`` (1 = the pure curve). On LoCoMo, whose
-    questions reach back months, the pure curve cost 0.16 recall@10; 0.2 costs 0.002 and still
+    questions reach back months, the pure curve cost 0.165 recall@10; 0.2 costs 0.004 and still
     prefers recent memories among equally relevant ones."""
     pinned_boost: float = Field(default=1.1, gt=0)
     kind_boosts: Mapping[MemoryKind, float] = Field(
@@ -151,11 +151,11 @@ class RecallConfig(BaseModel):
     mmr_lambda: float = Field(default=0.6, ge=0, le=1)
     mmr_similarity_floor: float = Field(default=0.9, ge=0, le=1)
     """Cosine similarity below which MMR applies no penalty (0 = classic MMR). Classic MMR at
-    lambda 0.6 also pushes down distinct turns of one conversation: -0.027 recall@10 on LoCoMo;
-    with the 0.9 floor only near-duplicates pay (-0.001)."""
+    lambda 0.6 also pushes down distinct turns of one conversation: -0.020 recall@10 on LoCoMo;
+    with the 0.9 floor only near-duplicates pay (0.000)."""
     session_diverse: bool = False
     """Two-phase, session-diverse selection for aggregation queries (auto mode detects them).
-    Off by default: on LoCoMo it cost 0.022 recall@5 and gained nothing at @10."""
+    Off by default: on LoCoMo it cost 0.021 recall@5 and gained nothing at @10."""
     pinned_first: bool = True
 
     # write-back

@@ -121,9 +121,7 @@ class MemoryRetriever:
             raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = store
         self._namespace = check_key(namespace, field="namespace", max_chars=store.config.max_key_chars)
-        self._config: RecallConfig = validated(
-            RecallConfig, dict(config) if isinstance(config, Mapping) else config, "RecallConfig"
-        )
+        self._config: RecallConfig = validated(RecallConfig, config, "RecallConfig")
         self._llm = as_llm(llm)
         if reranker is not None and not isinstance(reranker, Reranker):
             raise ConfigError(f"reranker must implement rerank/arerank, got {type(reranker).__name__}")

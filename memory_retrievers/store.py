@@ -175,9 +175,7 @@ class MemoryStore:
         clock: Callable[[], datetime] | None = None,
         _open: bool = True,
     ) -> None:
-        self._config: StoreConfig = validated(
-            StoreConfig, dict(config) if isinstance(config, Mapping) else config, "StoreConfig"
-        )
+        self._config: StoreConfig = validated(StoreConfig, config, "StoreConfig")
         self._embedder: Embedder = embedder if embedder is not None else SentenceTransformerEmbedder()
         if not isinstance(self._embedder, Embedder):
             raise ConfigError(
