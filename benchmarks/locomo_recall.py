@@ -252,7 +252,7 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
     ap.add_argument("--systems", default="all", help="comma list, or 'all'")
     ap.add_argument("--ablations", action="store_true", help="also run each stage off in turn")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "locomo_recall.json")
+    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "recall_results.json")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
 
