@@ -73,6 +73,11 @@ class StoreConfig(BaseModel):
     access_flush_size: int = Field(default=256, ge=1)
     """Recorded accesses held in memory before they are written (in one commit)."""
 
+    recall_view_max_rows: int = Field(default=20_000, ge=0)
+    """Recall keeps an in-memory view (rows and vectors) of namespaces up to this size, so the
+    vector, entity, recency and link channels need no LanceDB query; 0 disables it. About
+    2.5 KB per memory with the default model; at most four times this many rows are held."""
+
     read_consistency_interval: timedelta | None = None
     """How often a handle checks for other processes' commits. ``None`` = never (fastest, fine for
     one writer process); ``timedelta(0)`` = on every read."""

@@ -24,6 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from . import _loop
+from ._view import NamespaceView
 from .config import validated
 from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from .filters import MemoryFilter, build_where, coerce_filter
@@ -321,13 +322,13 @@ class MemoryRetriever:
         where = build_where(self._namespace, flt)
         bm25_query = " ".join(features.keywords) or query
         pool = _Pool()
-        jobs: list[tuple[RankedList, asyncio.Task[pa.Table]]] = []
+        jobs: list[tuple[RankedList, asyncio.Task[tuple[str, ...]]]] = []
 
-        def launch(label: str, channel: str, weight: float, coro: Coroutine[Any, Any, pa.Table]) -> None:
+        def launch(label: str, channel: str, weight: float, coro: Coroutine[Any, Any, tuple[str, ...]]) -> None:
             jobs.append((RankedList(label, (), weight, channel), asyncio.ensure_future(coro)))
 
-        # Phase A: everything that does not need the query vector starts at once, concurrently
-        # with the embedding (the slowest step) and the LLM calls.
+        # Phase A: the embedding (the slowest step) and the LLM calls start at once; the namespace
+        # view (rows and vectors in memory, when the namespace is small enough) is checked meanwhile.
         embed_task = asyncio.ensure_future(store.aembed_query(query))
         llm_tasks: dict[str, asyncio.Task[str | None]] = {}
         if plan.expansion == "llm":
@@ -335,21 +336,46 @@ class MemoryRetriever:
             llm_tasks["expansion"] = asyncio.ensure_future(self._llm_call(prompt, cfg, "query expansion"))
         if plan.hyde == "llm":
             llm_tasks["hyde"] = asyncio.ensure_future(self._llm_call(hyde_prompt(query), cfg, "HyDE"))
+        try:
+            view = await store._aview(self._namespace)
+        except BaseException:
+            embed_task.cancel()
+            raise
+        mask = _view_mask(view, flt) if view is not None else None
+        plan.notes.append(f"namespace view: {len(view)} memories in memory" if view is not None else "no view")
+
+        async def fts(text: str, field: FtsField) -> tuple[str, ...]:
+            if view is not None:
+                ids = (await store._afts_table(text, where, depth, field, ["id"])).column("id").to_pylist()
+                return pool.take(view, [view.index[i] for i in ids if i in view.index])
+            return pool.add(await store._afts_table(text, where, depth, field, _COLUMNS))
+
+        async def nearest(vec: np.ndarray) -> tuple[str, ...]:
+            if view is not None and mask is not None:
+                return pool.take(view, view.top_by_vector(vec, mask, depth))
+            return pool.add(await store._avector_table(vec, where, depth, _COLUMNS))
+
+        async def by_entity() -> tuple[str, ...]:
+            if view is not None and mask is not None:
+                return pool.take(view, view.top_by_entities(features.entities, mask, depth))
+            return pool.add(await store._aentity_table(features.entities, where, depth, _COLUMNS))
+
+        async def by_recency() -> tuple[str, ...]:
+            if view is not None and mask is not None:
+                return pool.take(view, view.top_by_recency(mask, depth))
+            return pool.add(await store._arecency_table(where, depth, _COLUMNS))
+
+        async def nearest_text(text: str) -> tuple[str, ...]:
+            return await nearest(await store.aembed_query(text))
+
         if "bm25" in plan.channels:
-            launch(
-                "bm25", "bm25", w.bm25 * original, store._afts_table(bm25_query, where, depth, FtsField.TEXT, _COLUMNS)
-            )
+            launch("bm25", "bm25", w.bm25 * original, fts(bm25_query, FtsField.TEXT))
         if "context" in plan.channels:
-            launch(
-                "context",
-                "context",
-                w.context * original,
-                store._afts_table(bm25_query, where, depth, FtsField.CONTEXT, _COLUMNS),
-            )
+            launch("context", "context", w.context * original, fts(bm25_query, FtsField.CONTEXT))
         if "entity" in plan.channels and features.entities and await store.ahas_entities(self._namespace):
-            launch("entity", "entity", w.entity, store._aentity_table(features.entities, where, depth, _COLUMNS))
+            launch("entity", "entity", w.entity, by_entity())
         if "recency" in plan.channels:
-            launch("recency", "recency", w.recency, store._arecency_table(where, depth, _COLUMNS))
+            launch("recency", "recency", w.recency, by_recency())
         try:
             qvec: np.ndarray = await embed_task
         except BaseException:
@@ -358,7 +384,7 @@ class MemoryRetriever:
             raise
         mark("embedded")
         if "vector" in plan.channels:
-            launch("vector", "vector", w.vector * original, store._avector_table(qvec, where, depth, _COLUMNS))
+            launch("vector", "vector", w.vector * original, nearest(qvec))
 
         # Phase B: LLM rewrites and HyDE, each its own list (original query lists weigh more).
         llm_out = {name: await task for name, task in llm_tasks.items()}
@@ -369,58 +395,43 @@ class MemoryRetriever:
                 plan.notes.append("LLM expansion gave nothing usable; skipped")
             for i, rewrite in enumerate(rewrites, 1):
                 terms = " ".join(analyze(rewrite).keywords) or rewrite
-                launch(
-                    f"context:rewrite {i}",
-                    "context",
-                    w.context,
-                    store._afts_table(terms, where, depth, FtsField.CONTEXT, _COLUMNS),
-                )
-                launch(f"vector:rewrite {i}", "vector", w.vector, self._vector_table(rewrite, where, depth))
+                launch(f"context:rewrite {i}", "context", w.context, fts(terms, FtsField.CONTEXT))
+                launch(f"vector:rewrite {i}", "vector", w.vector, nearest_text(rewrite))
         if plan.hyde == "llm":
             hyde_text = (llm_out.get("hyde") or "").strip()[:MAX_QUERY_CHARS]
             if hyde_text and "\x00" not in hyde_text:
-                launch("hyde", "hyde", w.hyde, self._vector_table(hyde_text, where, depth))
+                launch("hyde", "hyde", w.hyde, nearest_text(hyde_text))
             else:
                 plan.hyde = "off"
                 plan.notes.append("LLM HyDE gave nothing usable; skipped")
-        lists = [replace(spec, ids=pool.add(await task)) for spec, task in jobs]
+        lists = [replace(spec, ids=await task) for spec, task in jobs]
         mark("searched")
         fused = self._fuse(lists, cfg)
         mark("fused")
 
         # Phase C: LLM-free feedback stages, from the first pass's top hits (already in the pool).
-        second: list[tuple[RankedList, Coroutine[Any, Any, pa.Table]]] = []
+        second: list[tuple[RankedList, Coroutine[Any, Any, tuple[str, ...]]]] = []
         top = [h.id for h in fused[: cfg.feedback_docs]]
         if plan.expansion == "feedback" and top:
             extra = feedback_terms(features.keywords, [pool.rows[i]["text"] for i in top], cfg.feedback_terms)
             if extra:
                 plan.notes.append(f"feedback terms: {', '.join(extra)}")
                 fq = " ".join([*features.keywords, *extra])
-                second.append(
-                    (
-                        RankedList("context:feedback", (), w.context, "context"),
-                        store._afts_table(fq, where, depth, FtsField.CONTEXT, _COLUMNS),
-                    )
-                )
+                second.append((RankedList("context:feedback", (), w.context, "context"), fts(fq, FtsField.CONTEXT)))
         if plan.hyde == "rocchio" and top:
             centroid = np.mean([pool.vectors[i] for i in top], axis=0)
             vec = cfg.rocchio_alpha * qvec + cfg.rocchio_beta * centroid
             norm = float(np.linalg.norm(vec))
             if norm > 0:
-                second.append(
-                    (
-                        RankedList("hyde:rocchio", (), w.hyde, "hyde"),
-                        store._avector_table(vec / norm, where, depth, _COLUMNS),
-                    )
-                )
+                second.append((RankedList("hyde:rocchio", (), w.hyde, "hyde"), nearest(vec / norm)))
         if second:
-            tables = await asyncio.gather(*(coro for _, coro in second))
-            lists += [replace(spec, ids=pool.add(t)) for (spec, _), t in zip(second, tables, strict=True)]
+            found = await asyncio.gather(*(coro for _, coro in second))
+            lists += [replace(spec, ids=ids) for (spec, _), ids in zip(second, found, strict=True)]
             fused = self._fuse(lists, cfg)
 
         # Link spreading: activation flows from the top hits along `links`, decaying per hop.
         if "links" in plan.channels and fused:
-            link_list = await self._spread(fused, pool, cfg, flt)
+            link_list = await self._spread(fused, pool, cfg, flt, view)
             if link_list is not None:
                 lists.append(link_list)
                 fused = self._fuse(lists, cfg)
@@ -549,12 +560,13 @@ class MemoryRetriever:
         top = max(h.score for h in fused) or 1.0
         return {h.id: (1 - b) * (h.score / top) + b * max(0.0, semantic.get(h.id, 0.0)) for h in fused}
 
-    async def _vector_table(self, text: str, where: str, depth: int) -> pa.Table:
-        vec = await self._store.aembed_query(text)
-        return await self._store._avector_table(vec, where, depth, _COLUMNS)
-
     async def _spread(
-        self, fused: Sequence[FusedHit], pool: _Pool, cfg: RecallConfig, flt: MemoryFilter
+        self,
+        fused: Sequence[FusedHit],
+        pool: _Pool,
+        cfg: RecallConfig,
+        flt: MemoryFilter,
+        view: NamespaceView | None,
     ) -> RankedList | None:
         """Spread activation along ``links``.
 
@@ -573,7 +585,9 @@ class MemoryRetriever:
             if not nxt:
                 break
             missing = [i for i in nxt if i not in pool.rows]
-            if missing:
+            if missing and view is not None:
+                pool.take(view, [view.index[i] for i in missing if i in view.index])
+            elif missing:
                 where = build_where(self._namespace, flt, ids=missing)
                 pool.add(await self._store._aquery(where, _COLUMNS))
             nxt = {i: a for i, a in nxt.items() if i in pool.rows and _passes(pool.memory(i), flt)}
@@ -646,12 +660,32 @@ class _Pool:
                 self.vectors[row["id"]] = vectors[j]
         return tuple(ids)
 
+    def take(self, view: NamespaceView, indices: Sequence[int]) -> tuple[str, ...]:
+        """Record rows of a namespace view (no copies); returns their ids in order."""
+        ids = []
+        for i in indices:
+            row = view.rows[i]
+            ids.append(row["id"])
+            if row["id"] not in self.rows:
+                self.rows[row["id"]] = row
+                self.vectors[row["id"]] = view.vectors[i]
+                self._memories[row["id"]] = view.memory(i)
+        return tuple(ids)
+
     def memory(self, id_: str) -> Memory:
         """The row as a :class:`Memory` (without its vector), built once."""
         mem = self._memories.get(id_)
         if mem is None:
             mem = self._memories[id_] = row_to_memory(self.rows[id_])
         return mem
+
+
+def _view_mask(view: NamespaceView, flt: MemoryFilter) -> np.ndarray:
+    """Which rows of the view pass the filter (the same predicate LanceDB applies)."""
+    constrained = flt.model_dump(exclude_defaults=True, exclude={"include_superseded"})
+    if not constrained:
+        return view.live.copy() if not flt.include_superseded else np.ones(len(view), dtype=bool)
+    return np.fromiter((_passes(view.memory(i), flt) for i in range(len(view))), dtype=bool, count=len(view))
 
 
 def _passes(memory: Memory, flt: MemoryFilter) -> bool:

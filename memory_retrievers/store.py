@@ -26,6 +26,7 @@ from lancedb.index import FTS, Bitmap, BTree, HnswSq, LabelList
 from lancedb.query import ColumnOrdering
 
 from . import _loop
+from ._view import NamespaceView
 from .config import StoreConfig, validated
 from .context import window_contexts
 from .dedup import first_duplicate_in_batch
@@ -198,6 +199,11 @@ class MemoryStore:
         self._access = _AccessLog()
         # namespace -> (has entity-tagged memories, monotonic time checked); see has_entities()
         self._entity_cache: dict[str, tuple[bool, float]] = {}
+        # In-memory namespace views for recall (see _aview), the table versions this store wrote,
+        # and a per-namespace write counter that tells a view built during a write to go away.
+        self._views: dict[str, NamespaceView] = {}
+        self._own_versions: set[int] = set()
+        self._epochs: dict[str, int] = {}
         self._closed = False
         if _open:
             _loop.run_sync(self._aopen())
@@ -752,13 +758,15 @@ class MemoryStore:
         data = to_arrow(clean, vectors, self._schema)
         try:
             if upsert:
-                await (
+                result = await (
                     self._table.merge_insert(_KEY).when_matched_update_all().when_not_matched_insert_all().execute(data)
                 )
             else:
-                await self._table.add(data)
+                result = await self._table.add(data)
         except Exception as exc:
+            self._wrote({r["namespace"] for r in clean}, None)
             raise _storage("write memories", exc) from exc
+        self._wrote({r["namespace"] for r in clean}, result)
         await self._after_commit(len(clean))
 
     async def _after_commit(self, rows: int) -> None:
@@ -941,9 +949,11 @@ class MemoryStore:
         if not found:
             return 0
         try:
-            await self._table.delete(build_where(ns, MemoryFilter(include_superseded=True), ids=list(found)))
+            result = await self._table.delete(build_where(ns, MemoryFilter(include_superseded=True), ids=list(found)))
         except Exception as exc:
+            self._wrote([ns], None)
             raise _storage("delete memories", exc) from exc
+        self._wrote([ns], result)
         await self._after_commit(0)
         return len(found)
 
@@ -958,9 +968,11 @@ class MemoryStore:
         count = await self._acount_fast(ns)
         if count:
             try:
-                await self._table.delete(build_where(ns, MemoryFilter(include_superseded=True)))
+                result = await self._table.delete(build_where(ns, MemoryFilter(include_superseded=True)))
             except Exception as exc:
+                self._wrote([ns], None)
                 raise _storage("forget a namespace", exc) from exc
+            self._wrote([ns], result)
             await self._after_commit(0)
         return count
 
@@ -1226,6 +1238,50 @@ class MemoryStore:
         wanted = [check_key(e, field="entity", max_chars=self._config.max_key_chars) for e in entities]
         return _hits(await self._aentity_table(wanted, where, k, ["id"]))
 
+    def _wrote(self, namespaces: Iterable[str], result: Any) -> None:
+        """Bookkeeping after a write (or a failed one).
+
+        Drops the namespaces' views and remembers the version the write produced, so views of
+        other namespaces stay valid across it.
+        """
+        version = getattr(result, "version", None)
+        if version is not None:
+            self._own_versions.add(int(version))
+        for ns in namespaces:
+            self._epochs[ns] = self._epochs.get(ns, 0) + 1
+            self._views.pop(ns, None)
+
+    async def _aview(self, namespace: str) -> NamespaceView | None:
+        """The namespace's in-memory view for recall, or ``None`` when disabled or too large.
+
+        A view stays valid while every table version after it was written by this store without
+        touching its namespace; anything else (another process's commit seen through
+        ``read_consistency_interval``, compaction, index builds) rebuilds it.
+        """
+        limit = self._config.recall_view_max_rows
+        if limit == 0:
+            return None
+        try:
+            current = int(await self._table.version())
+        except Exception as exc:
+            raise _storage("read the table version", exc) from exc
+        view = self._views.get(namespace)
+        if view is not None and all(v in self._own_versions for v in range(view.version + 1, current + 1)):
+            view.version = current
+            return view
+        epoch = self._epochs.get(namespace, 0)
+        if await self._acount_fast(namespace) > limit:
+            return None
+        table = await self._aquery(
+            build_where(namespace, MemoryFilter(include_superseded=True)), [*SCALAR_COLUMNS, "vector"]
+        )
+        view = NamespaceView.from_table(namespace, current, table)
+        if self._epochs.get(namespace, 0) == epoch:  # no write of ours raced the load
+            self._views[namespace] = view
+            while sum(len(v) for v in self._views.values()) > 4 * limit and len(self._views) > 1:
+                self._views.pop(next(iter(self._views)))  # evict the oldest view
+        return view
+
     async def ahas_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
         """Whether any memory of the namespace has entities (lets recall skip a useless query).
 
@@ -1360,10 +1416,12 @@ class MemoryStore:
                     "last_accessed_at": pa.array(lasts, pa.timestamp("us", tz="UTC")),
                 }
             )
-            await self._table.merge_insert(_KEY).when_matched_update_all().execute(data)
+            result = await self._table.merge_insert(_KEY).when_matched_update_all().execute(data)
         except Exception as exc:
             self._access.restore(pending)
+            self._wrote(set(ns_col), None)
             raise _storage("write access statistics", exc) from exc
+        self._wrote(set(ns_col), result)
         await self._after_commit(len(id_col))
         return len(id_col)
 

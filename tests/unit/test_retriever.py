@@ -405,3 +405,60 @@ def test_llamaindex_mock_llm_drives_expansion(filled: MemoryStore) -> None:
     res = r.recall("What does Bob have for breakfast?")
     assert res.plan["expansion"] == "llm" and "context:rewrite 1" in res.plan["lists"]
     assert res.memories  # filler rewrites add lists but the original query still finds the memories
+
+
+QUERIES = ["what theme does Alice like?", "Bob tea", "report due Friday", "where did Alice move", "hiking alps"]
+
+
+@pytest.mark.parametrize(
+    "filters",
+    [{}, {"kinds": ["event", "preference"]}, {"entities_any": ["alice"]}, {"include_superseded": True}],
+)
+def test_namespace_view_gives_the_same_results_as_lancedb_queries(make_store, filters: dict) -> None:
+    records = [
+        {"text": "Alice prefers the dark theme in her editor", "kind": "preference", "entities": ["Alice"]},
+        {"text": "Alice moved to Berlin last spring", "kind": "event", "entities": ["Alice"]},
+        {"text": "Bob drinks green tea every morning", "entities": ["Bob"]},
+        {"text": "The quarterly report is due on Friday"},
+        {"text": "Carol enjoys hiking in the alps", "links": []},
+    ]
+    with_view = make_store()
+    with_view.add_many(records, namespace="u")
+    without = MemoryStore(
+        Path(with_view.uri), embedder=with_view.embedder, config={"recall_view_max_rows": 0}, clock=with_view._clock
+    )
+    config = {"record_access": False, "mode": "hybrid", "weights": {"entity": 1.0, "recency": 0.5}}
+    a = MemoryRetriever(with_view, namespace="u", config=config)
+    b = MemoryRetriever(without, namespace="u", config=config)
+    for q in QUERIES:
+        ra, rb = a.recall(q, **filters), b.recall(q, **filters)
+        assert any("namespace view" in n for n in ra.plan["notes"]) and "no view" in rb.plan["notes"]
+        assert [(m.id, round(m.score, 9)) for m in ra.memories] == [(m.id, round(m.score, 9)) for m in rb.memories]
+    without.close()
+
+
+def test_namespace_view_follows_writes(store: MemoryStore) -> None:
+    r = MemoryRetriever(store, namespace="u", config=cfg(weights={"vector": 1.0, "bm25": 1.0}))
+    first = store.add("the kettle is in the kitchen", namespace="u")
+    assert [m.id for m in r.recall("kettle").memories] == [first.id]
+    view = store._views["u"]
+    store.add("unrelated note in another namespace", namespace="other")
+    r.recall("kettle")
+    assert store._views["u"] is view  # another namespace's write keeps this view
+    second = store.add("a second kettle sits in the garage", namespace="u")
+    assert {m.id for m in r.recall("kettle").memories} == {first.id, second.id}
+    newer = store.supersede(first.id, "the kettle moved to the office", namespace="u")
+    assert {m.id for m in r.recall("kettle").memories} == {newer.id, second.id}
+    store.delete(second.id, namespace="u")
+    assert [m.id for m in r.recall("kettle").memories] == [newer.id]
+    store.update(newer.id, namespace="u", text="the teapot moved to the office")
+    assert [m.text for m in r.recall("teapot office").memories] == ["the teapot moved to the office"]
+    store.forget("u")
+    assert r.recall("kettle").memories == ()
+
+
+def test_large_namespaces_skip_the_view(make_store) -> None:
+    store = make_store(config={"recall_view_max_rows": 3})
+    store.add_many([{"text": f"memory number {i} about apples"} for i in range(5)], namespace="u", dedup=False)
+    res = MemoryRetriever(store, namespace="u", config=cfg()).recall("apples")
+    assert "no view" in res.plan["notes"] and len(res.memories) == 5
