@@ -1,16 +1,17 @@
 """Store a few memories in the default embedded store and search them, fully offline.
 
 Why this example: it is the smallest end-to-end use of memory-retrievers — a LanceDB table in your
-user data folder, the bundled all-MiniLM-L6-v2 model, dedup on write, and the search primitives
-the recall pipeline fuses. Run it twice: the second run finds every memory already stored and
-skips the duplicates instead of piling them up.
+user data folder, the bundled all-MiniLM-L6-v2 model, dedup on write, the search primitives, and
+the recall pipeline that fuses them into a token-budgeted, explained context block.
+Run it twice: the second run finds every memory already stored and skips the duplicates
+instead of piling them up.
 
     python examples/quickstart.py
 """
 
 from __future__ import annotations
 
-from memory_retrievers import MemoryStore
+from memory_retrievers import MemoryRetriever, MemoryStore
 
 NAMESPACE = "quickstart-demo"  # one namespace per user or tenant
 
@@ -42,6 +43,17 @@ def main() -> None:
             print(f"  {hit.score:.0f} shared  {store.get(hit.id, namespace=NAMESPACE).text}")
 
         print(f"\n{store.count(NAMESPACE)} memories in namespace {NAMESPACE!r}")
+
+        # The recall pipeline fuses all of the above (no LLM by default) and fits a token budget.
+        retriever = MemoryRetriever(store, namespace=NAMESPACE)
+        result = retriever.recall("What should I keep in mind when cooking for Alice?", k=3, token_budget=80)
+        print(f"\nrecall ({result.tokens_used} tokens, pinned memories first):")
+        print(result.to_context())
+        top = result.memories[0]
+        print(
+            f"\nwhy the first one: channels {[(c.label, c.rank) for c in top.explanation.channels]}, "
+            f"multipliers {top.explanation.multipliers}"
+        )
 
 
 if __name__ == "__main__":
