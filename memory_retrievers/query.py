@@ -135,7 +135,7 @@ def feedback_terms(query_keywords: Sequence[str], texts: Sequence[str], n: int) 
     counts: Counter[str] = Counter()
     first: dict[str, int] = {}
     for text in texts:
-        for word in set(keywords(text)):
+        for word in keywords(text):  # already unique, and in text order: ties stay reproducible
             if word not in have and len(word) > 2:
                 counts[word] += 1
                 first.setdefault(word, len(first))
