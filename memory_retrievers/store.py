@@ -1241,15 +1241,24 @@ class MemoryStore:
     def _wrote(self, namespaces: Iterable[str], result: Any) -> None:
         """Bookkeeping after a write (or a failed one).
 
-        Drops the namespaces' views and remembers the version the write produced, so views of
-        other namespaces stay valid across it.
+        Drops the touched namespaces' views; other views move up to the version the write produced
+        when every version since theirs is one of ours, so the set of versions to remember stays
+        small. Forgetting a version can only make a view rebuild, never keep a stale one.
         """
-        version = getattr(result, "version", None)
-        if version is not None:
-            self._own_versions.add(int(version))
         for ns in namespaces:
             self._epochs[ns] = self._epochs.get(ns, 0) + 1
             self._views.pop(ns, None)
+        version = getattr(result, "version", None)
+        if version is None:
+            return
+        self._own_versions.add(int(version))
+        for ns, view in list(self._views.items()):
+            if all(v in self._own_versions for v in range(view.version + 1, int(version) + 1)):
+                view.version = int(version)
+            else:  # something else changed the table in between: the view is stale anyway
+                del self._views[ns]
+        oldest = min((v.version for v in self._views.values()), default=int(version))
+        self._own_versions = {v for v in self._own_versions if v > oldest}
 
     async def _aview(self, namespace: str) -> NamespaceView | None:
         """The namespace's in-memory view for recall, or ``None`` when disabled or too large.

@@ -462,3 +462,15 @@ def test_large_namespaces_skip_the_view(make_store) -> None:
     store.add_many([{"text": f"memory number {i} about apples"} for i in range(5)], namespace="u", dedup=False)
     res = MemoryRetriever(store, namespace="u", config=cfg()).recall("apples")
     assert "no view" in res.plan["notes"] and len(res.memories) == 5
+
+
+def test_own_version_bookkeeping_stays_bounded(store: MemoryStore) -> None:
+    r = MemoryRetriever(store, namespace="u", config=cfg())
+    store.add("watched memory", namespace="u")
+    r.recall("watched")
+    view = store._views["u"]
+    for i in range(12):
+        store.add(f"other namespace memory {i}", namespace=f"o{i}")
+    assert len(store._own_versions) <= 1  # the view moved along with every version we wrote
+    assert [m.text for m in r.recall("watched").memories] == ["watched memory"]
+    assert store._views["u"] is view  # still valid: the kept versions cover everything after it
