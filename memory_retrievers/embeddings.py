@@ -286,10 +286,3 @@ class HashEmbedder:
     async def aembed_query(self, text: str) -> np.ndarray:
         """Cheap enough to run inline."""
         return self.embed_query(text)
-
-
-def _check_dimension(embedder: Embedder, expected: int) -> None:
-    if embedder.dimension != expected:
-        raise DimensionMismatchError(
-            f"embedder {embedder.name!r} has dimension {embedder.dimension}, the table stores {expected}"
-        )

@@ -11,7 +11,6 @@ private loop.
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import time
 import warnings
@@ -51,8 +50,6 @@ from .tokens import TokenCounter, default_counter
 from .validation import check_key, check_text, to_utc
 
 __all__ = ["MAX_QUERY_CHARS", "MemoryRetriever"]
-
-logger = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 4_000
 _MAX_BUDGET = 1_000_000

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import gzip
 import hashlib
-import logging
 import math
 import os
 import threading
@@ -26,8 +25,6 @@ __all__ = [
     "default_counter",
     "load_encoding",
 ]
-
-logger = logging.getLogger(__name__)
 
 _lock = threading.Lock()
 _cache: dict[str, Any] = {}
