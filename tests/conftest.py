@@ -1,30 +1,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-
-
-class Clock:
-    """A settable UTC clock, so timestamps in tests are exact."""
-
-    def __init__(self, start: datetime) -> None:
-        self.now = start
-
-    def __call__(self) -> datetime:
-        return self.now
-
-    def advance(self, **kwargs: float) -> None:
-        self.now += timedelta(**kwargs)
+from memory_retrievers.testing import ManualClock
 
 
 @pytest.fixture
-def clock() -> Clock:
-    return Clock(datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc))
+def clock() -> ManualClock:
+    return ManualClock()
 
 
 @pytest.fixture
@@ -33,7 +20,7 @@ def embedder() -> HashEmbedder:
 
 
 @pytest.fixture
-def make_store(tmp_path: Path, embedder: HashEmbedder, clock: Clock) -> Iterator[Callable[..., MemoryStore]]:
+def make_store(tmp_path: Path, embedder: HashEmbedder, clock: ManualClock) -> Iterator[Callable[..., MemoryStore]]:
     """Open (or reopen) a store in this test's tmp dir with the hash embedder."""
     opened: list[MemoryStore] = []
 

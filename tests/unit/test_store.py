@@ -321,6 +321,15 @@ def test_forget_removes_only_that_namespace(store: MemoryStore) -> None:
     assert store.forget("alice") == 0
 
 
+def test_namespaces_lists_every_tenant_with_memories(store: MemoryStore) -> None:
+    assert store.namespaces() == []
+    store.add_many([{"text": "a"}, {"text": "b"}], namespace="bob")
+    store.add("c", namespace="alice' OR 1=1 --")
+    assert store.namespaces() == ["alice' OR 1=1 --", "bob"]
+    store.forget("bob")
+    assert store.namespaces() == ["alice' OR 1=1 --"]
+
+
 def test_get_order_missing_and_vectors(store: MemoryStore) -> None:
     a = store.add("first thing", namespace="n")
     b = store.add("second thing", namespace="n")
