@@ -28,12 +28,30 @@ class RankedList:
         ids: Memory ids, best first; duplicates after the first occurrence are ignored.
         weight: Its weight in the fusion (0 = shown in explanations but not counted).
         channel: The channel that produced it (``"vector"``, ``"bm25"``...).
+        ranks: The rank of each id (from 1), when ties share a rank (see :func:`tied_ranks`);
+            ``None`` ranks by position.
     """
 
     label: str
     ids: tuple[str, ...]
     weight: float = 1.0
     channel: str = ""
+    ranks: tuple[int, ...] | None = None
+
+
+def tied_ranks(scores: Sequence[float]) -> tuple[int, ...]:
+    """Competition ranks ("1224") of scores sorted best first: equal scores share the best rank.
+
+    A channel that cannot tell memories apart (every memory matches a BM25 query only on the
+    user's name, say) then adds the same amount to each instead of an arbitrary order.
+
+    >>> tied_ranks([9.0, 7.5, 7.5, 3.0])
+    (1, 2, 2, 4)
+    """
+    ranks: list[int] = []
+    for i, score in enumerate(scores):
+        ranks.append(ranks[-1] if i and score == scores[i - 1] else i + 1)
+    return tuple(ranks)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +106,15 @@ def weighted_rrf(
     for lst in lists:
         if lst.weight < 0:
             raise ValueError(f"list {lst.label!r} has a negative weight {lst.weight}")
+        if lst.ranks is not None and len(lst.ranks) != len(lst.ids):
+            raise ValueError(f"list {lst.label!r} has {len(lst.ids)} ids but {len(lst.ranks)} ranks")
         seen: set[str] = set()
         rank = 0
-        for id_ in lst.ids:
+        for position, id_ in enumerate(lst.ids):
             if id_ in seen:
                 continue
             seen.add(id_)
-            rank += 1
+            rank = lst.ranks[position] if lst.ranks is not None else rank + 1
             value = lst.weight / (k_rrf + rank)
             contributions.setdefault(id_, []).append(Contribution(lst.label, lst.channel, rank, lst.weight, value))
     hits = []

@@ -27,7 +27,7 @@ from ._view import NamespaceView
 from .config import validated
 from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from .filters import MemoryFilter, build_where, coerce_filter
-from .fusion import FusedHit, RankedList, weighted_rrf
+from .fusion import FusedHit, RankedList, tied_ranks, weighted_rrf
 from .llm import LLM, as_llm, expansion_prompt, hyde_prompt, parse_rewrites
 from .models import FtsField, Memory
 from .query import QueryFeatures, analyze, feedback_terms
@@ -54,6 +54,8 @@ __all__ = ["MAX_QUERY_CHARS", "MemoryRetriever"]
 MAX_QUERY_CHARS = 4_000
 _MAX_BUDGET = 1_000_000
 _FILTER_KEYS = frozenset(MemoryFilter.model_fields)
+# What a channel found: ids best first, and their ranks when ties share one (None: by position).
+Found = tuple[tuple[str, ...], tuple[int, ...] | None]
 
 
 class LLMFallbackWarning(RuntimeWarning):
@@ -319,9 +321,9 @@ class MemoryRetriever:
         where = build_where(self._namespace, flt)
         bm25_query = " ".join(features.keywords) or query
         pool = _Pool()
-        jobs: list[tuple[RankedList, asyncio.Task[tuple[str, ...]]]] = []
+        jobs: list[tuple[RankedList, asyncio.Task[Found]]] = []
 
-        def launch(label: str, channel: str, weight: float, coro: Coroutine[Any, Any, tuple[str, ...]]) -> None:
+        def launch(label: str, channel: str, weight: float, coro: Coroutine[Any, Any, Found]) -> None:
             jobs.append((RankedList(label, (), weight, channel), asyncio.ensure_future(coro)))
 
         # Phase A: the embedding (the slowest step) and the LLM calls start at once; the namespace
@@ -341,28 +343,35 @@ class MemoryRetriever:
         mask = _view_mask(view, flt) if view is not None else None
         plan.notes.append(f"namespace view: {len(view)} memories in memory" if view is not None else "no view")
 
-        async def fts(text: str, field: FtsField) -> tuple[str, ...]:
+        async def fts(text: str, field: FtsField) -> Found:
+            # BM25 ties are common (a query matching only the user's name): they share a rank.
             if view is not None:
-                ids = (await store._afts_table(text, where, depth, field, ["id"])).column("id").to_pylist()
-                return pool.take(view, [view.index[i] for i in ids if i in view.index])
-            return pool.add(await store._afts_table(text, where, depth, field, _COLUMNS))
+                table = await store._afts_table(text, where, depth, field, ["id"])
+                pairs = [
+                    (view.index[i], s)
+                    for i, s in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=True)
+                    if i in view.index
+                ]
+                return pool.take(view, [i for i, _ in pairs]), tied_ranks([s for _, s in pairs])
+            table = await store._afts_table(text, where, depth, field, _COLUMNS)
+            return pool.add(table), tied_ranks(table.column("_score").to_pylist())
 
-        async def nearest(vec: np.ndarray) -> tuple[str, ...]:
+        async def nearest(vec: np.ndarray) -> Found:
             if view is not None and mask is not None:
-                return pool.take(view, view.top_by_vector(vec, mask, depth))
-            return pool.add(await store._avector_table(vec, where, depth, _COLUMNS))
+                return pool.take(view, view.top_by_vector(vec, mask, depth)), None
+            return pool.add(await store._avector_table(vec, where, depth, _COLUMNS)), None
 
-        async def by_entity() -> tuple[str, ...]:
+        async def by_entity() -> Found:
             if view is not None and mask is not None:
-                return pool.take(view, view.top_by_entities(features.entities, mask, depth))
-            return pool.add(await store._aentity_table(features.entities, where, depth, _COLUMNS))
+                return pool.take(view, view.top_by_entities(features.entities, mask, depth)), None
+            return pool.add(await store._aentity_table(features.entities, where, depth, _COLUMNS)), None
 
-        async def by_recency() -> tuple[str, ...]:
+        async def by_recency() -> Found:
             if view is not None and mask is not None:
-                return pool.take(view, view.top_by_recency(mask, depth))
-            return pool.add(await store._arecency_table(where, depth, _COLUMNS))
+                return pool.take(view, view.top_by_recency(mask, depth)), None
+            return pool.add(await store._arecency_table(where, depth, _COLUMNS)), None
 
-        async def nearest_text(text: str) -> tuple[str, ...]:
+        async def nearest_text(text: str) -> Found:
             return await nearest(await store.aembed_query(text))
 
         if "bm25" in plan.channels:
@@ -401,13 +410,13 @@ class MemoryRetriever:
             else:
                 plan.hyde = "off"
                 plan.notes.append("LLM HyDE gave nothing usable; skipped")
-        lists = [replace(spec, ids=await task) for spec, task in jobs]
+        lists = [_filled(spec, await task) for spec, task in jobs]
         mark("searched")
         fused = self._fuse(lists, cfg)
         mark("fused")
 
         # Phase C: LLM-free feedback stages, from the first pass's top hits (already in the pool).
-        second: list[tuple[RankedList, Coroutine[Any, Any, tuple[str, ...]]]] = []
+        second: list[tuple[RankedList, Coroutine[Any, Any, Found]]] = []
         top = [h.id for h in fused[: cfg.feedback_docs]]
         if plan.expansion == "feedback" and top:
             extra = feedback_terms(features.keywords, [pool.rows[i]["text"] for i in top], cfg.feedback_terms)
@@ -423,7 +432,7 @@ class MemoryRetriever:
                 second.append((RankedList("hyde:rocchio", (), w.hyde, "hyde"), nearest(vec / norm)))
         if second:
             found = await asyncio.gather(*(coro for _, coro in second))
-            lists += [replace(spec, ids=ids) for (spec, _), ids in zip(second, found, strict=True)]
+            lists += [_filled(spec, got) for (spec, _), got in zip(second, found, strict=True)]
             fused = self._fuse(lists, cfg)
 
         # Link spreading: activation flows from the top hits along `links`, decaying per hop.
@@ -675,6 +684,11 @@ class _Pool:
         if mem is None:
             mem = self._memories[id_] = row_to_memory(self.rows[id_])
         return mem
+
+
+def _filled(spec: RankedList, found: Found) -> RankedList:
+    ids, ranks = found
+    return replace(spec, ids=ids, ranks=ranks)
 
 
 def _view_mask(view: NamespaceView, flt: MemoryFilter) -> np.ndarray:

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from memory_retrievers.fusion import RankedList, weighted_rrf
+from memory_retrievers.fusion import RankedList, tied_ranks, weighted_rrf
 
 
 def test_fusion_arithmetic_by_hand() -> None:
@@ -72,3 +72,25 @@ def test_negative_weight_rejected() -> None:
 
 def test_empty() -> None:
     assert weighted_rrf([]) == [] and weighted_rrf([RankedList("x", ())]) == []
+
+
+def test_tied_ranks_are_competition_ranks() -> None:
+    assert tied_ranks([]) == ()
+    assert tied_ranks([5.0]) == (1,)
+    assert tied_ranks([9.0, 7.5, 7.5, 3.0, 3.0, 3.0, 1.0]) == (1, 2, 2, 4, 4, 4, 7)
+
+
+def test_tied_ids_share_a_contribution() -> None:
+    # bm25 cannot tell a, b, c apart (ranks 1, 1, 1); the vector list can (a, b, c).
+    bm25 = RankedList("bm25", ("c", "a", "b"), 1.0, "bm25", ranks=(1, 1, 1))
+    vector = RankedList("vector", ("b", "a", "c"), 1.0, "vector")
+    hits = weighted_rrf([bm25, vector], rank1_bonus=0.0, top3_bonus=0.0)
+    # each gets 1/61 from bm25; the vector list alone decides the order: b (1/61), a (1/62), c (1/63)
+    assert [h.id for h in hits] == ["b", "a", "c"]
+    assert hits[0].score == pytest.approx(1 / 61 + 1 / 61)
+    assert hits[2].score == pytest.approx(1 / 61 + 1 / 63)
+
+
+def test_ranks_must_match_ids() -> None:
+    with pytest.raises(ValueError, match="2 ids but 1 ranks"):
+        weighted_rrf([RankedList("x", ("a", "b"), ranks=(1,))])

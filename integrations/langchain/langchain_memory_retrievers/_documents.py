@@ -1,0 +1,31 @@
+"""Core records -> LangChain ``Document``s (the one place the conversion happens)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langchain_core.documents import Document
+
+from memory_retrievers import Memory, RecallResult, ScoredMemory
+
+__all__ = ["memory_metadata", "to_documents"]
+
+
+def memory_metadata(memory: Memory) -> dict[str, Any]:
+    """Every field of a memory but its text (the page content) and vector, JSON-friendly."""
+    meta = memory.to_dict()
+    meta.pop("text", None)
+    meta.pop("vector", None)
+    return meta
+
+
+def _document(scored: ScoredMemory) -> Document:
+    meta = memory_metadata(scored.memory)
+    meta["score"] = scored.score
+    meta["explanation"] = scored.explanation.to_dict()
+    return Document(id=scored.id, page_content=scored.text, metadata=meta)
+
+
+def to_documents(result: RecallResult) -> list[Document]:
+    """One ``Document`` per recalled memory, best first; ``id`` is the memory id."""
+    return [_document(m) for m in result.memories]

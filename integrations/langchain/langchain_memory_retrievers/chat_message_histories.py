@@ -1,0 +1,102 @@
+"""``MemoryChatMessageHistory``: a LangChain chat history whose turns become recallable memories."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from langchain_core.chat_history import BaseChatMessageHistory
+from langchain_core.messages import BaseMessage
+
+from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
+from memory_retrievers._loop import run_sync
+from memory_retrievers.validation import check_key
+
+from ._messages import from_memories, message_record
+
+__all__ = ["MemoryChatMessageHistory"]
+
+_PAGE = 1000
+
+
+class MemoryChatMessageHistory(BaseChatMessageHistory):
+    """Chat history of one session, persisted in a :class:`~memory_retrievers.MemoryStore`.
+
+    Each message is stored as a ``message`` memory of ``namespace`` with ``session_id``, so a
+    :class:`~langchain_memory_retrievers.RecallRetriever` over the same namespace recalls past turns
+    (neighbouring turns become their context). The exact message, tool calls and ids included, is
+    kept and returned in the order it was added. Works with ``RunnableWithMessageHistory``.
+
+    Args:
+        store: The memory store.
+        namespace: The user or tenant.
+        session_id: The conversation.
+
+    Raises:
+        InvalidInputError: Empty or invalid ``namespace`` / ``session_id``.
+
+    Example:
+        .. code-block:: python
+
+            history = MemoryChatMessageHistory(store, namespace="alice", session_id="chat-1")
+            history.add_messages([HumanMessage("I moved to Berlin"), AIMessage("Noted!")])
+            history.messages  # -> the two messages, also recallable as memories
+    """
+
+    def __init__(self, store: MemoryStore, *, namespace: str, session_id: str) -> None:
+        if not isinstance(store, MemoryStore):
+            raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
+        keys = store.config.max_key_chars
+        self.store = store
+        self.namespace = check_key(namespace, field="namespace", max_chars=keys)
+        self.session_id = check_key(session_id, field="session_id", max_chars=keys)
+        self._filter = {"session_ids": [self.session_id], "kinds": [MemoryKind.MESSAGE], "include_superseded": True}
+
+    def __repr__(self) -> str:
+        return f"MemoryChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"
+
+    async def _amemories(self) -> list[Memory]:
+        out: list[Memory] = []
+        while True:
+            page = await self.store.alist(
+                self.namespace, filter=self._filter, limit=_PAGE, offset=len(out), newest_first=False
+            )
+            out.extend(page)
+            if len(page) < _PAGE:
+                return out
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """All messages of the session, oldest first."""
+        return run_sync(self.aget_messages())
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        """Async twin of :attr:`messages` (natively async)."""
+        return from_memories(await self._amemories())
+
+    def _records(self, messages: Sequence[BaseMessage]) -> list[dict[str, object]]:
+        if isinstance(messages, BaseMessage):
+            messages = [messages]
+        max_chars = self.store.config.max_text_chars
+        return [message_record(m, session_id=self.session_id, max_chars=max_chars) for m in messages]
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Store messages in one commit; all are validated first, so a bad one writes nothing."""
+        records = self._records(messages)
+        if records:
+            self.store.add_many(records, namespace=self.namespace, dedup=False)
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Async twin of :meth:`add_messages` (natively async)."""
+        records = self._records(messages)
+        if records:
+            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+
+    def clear(self) -> None:
+        """Delete the session's messages (other sessions and memories are untouched)."""
+        run_sync(self.aclear())
+
+    async def aclear(self) -> None:
+        """Async twin of :meth:`clear`."""
+        ids = [m.id for m in await self._amemories()]
+        for start in range(0, len(ids), _PAGE):
+            await self.store.adelete(ids[start : start + _PAGE], namespace=self.namespace, missing_ok=True)

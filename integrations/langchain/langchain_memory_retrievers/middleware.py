@@ -1,0 +1,211 @@
+"""``MemoryMiddleware``: long-term memory for ``langchain.agents.create_agent``.
+
+Before each model call it recalls the memories that matter for the latest user message and adds
+them, within a token budget, to the system message (the agent state is not changed, so the block
+never piles up in the conversation). After the agent finishes a turn it stores the user message
+and the final answer as memories, so later conversations can recall them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Any
+
+from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
+from langgraph.runtime import Runtime
+
+from memory_retrievers import (
+    ConfigError,
+    InvalidInputError,
+    MemoryRetriever,
+    MemoryStore,
+    RecallConfig,
+    RecallResult,
+)
+from memory_retrievers.config import validated
+
+from ._messages import message_record
+from .llms import to_memory_llm
+
+__all__ = ["MemoryMiddleware"]
+
+Resolver = Callable[[Runtime[Any]], str | None]
+
+
+def _thread_id(_runtime: Runtime[Any]) -> str | None:
+    """The LangGraph ``thread_id`` of the current run, if any."""
+    from langgraph.config import get_config
+
+    try:
+        configurable = get_config().get("configurable") or {}
+    except RuntimeError:  # called outside a graph run
+        return None
+    value = configurable.get("thread_id")
+    return None if value is None else str(value)
+
+
+def _resolver(value: str | Resolver | None, what: str) -> Resolver:
+    if value is None or isinstance(value, str):
+        return lambda _runtime: value
+    if callable(value):
+        return value
+    raise ConfigError(f"{what} must be a str or a callable(runtime) -> str, got {type(value).__name__}")
+
+
+def _latest_user_turn(messages: Sequence[BaseMessage]) -> int | None:
+    for i in range(len(messages) - 1, -1, -1):
+        if isinstance(messages[i], HumanMessage):
+            return i
+    return None
+
+
+class MemoryMiddleware(AgentMiddleware):
+    """Recall before the model call, remember after the turn.
+
+    Args:
+        store: The memory store.
+        namespace: Whose memories: a str, or a callable ``runtime -> str`` (e.g.
+            ``lambda rt: rt.context.user_id`` with ``create_agent(..., context_schema=...)``).
+        session_id: The conversation a stored turn belongs to: a str, a callable ``runtime -> str``,
+            or by default the LangGraph ``thread_id`` of the run.
+        k: Maximum memories injected.
+        token_budget: Maximum tokens of the injected block (``None``: unlimited).
+        recall_config: :class:`~memory_retrievers.RecallConfig` (or a dict of overrides).
+        llm: Optional LangChain model for query expansion / HyDE during recall.
+        remember: Store each finished turn (user message and final answer).
+        header: Text placed before the recalled memories in the system message.
+
+    Raises:
+        ConfigError: Bad arguments.
+
+    Example:
+        .. code-block:: python
+
+            agent = create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice")])
+            agent.invoke({"messages": [HumanMessage("What theme do I like?")]})
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        namespace: str | Resolver,
+        session_id: str | Resolver | None = None,
+        k: int = 5,
+        token_budget: int | None = 1000,
+        recall_config: RecallConfig | Mapping[str, Any] | None = None,
+        llm: Any = None,
+        remember: bool = True,
+        header: str = "Long-term memory about the user (recalled; may be outdated):",
+    ) -> None:
+        super().__init__()
+        if not isinstance(store, MemoryStore):
+            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
+        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+            raise ConfigError(f"k must be an int >= 1, got {k!r}")
+        if token_budget is not None and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+        ):
+            raise ConfigError(f"token_budget must be an int >= 0 or None, got {token_budget!r}")
+        self.store = store
+        self.k = k
+        self.token_budget = token_budget
+        self.remember = bool(remember)
+        self.header = header
+        self._namespace = _resolver(namespace, "namespace")
+        self._session = _resolver(session_id, "session_id") if session_id is not None else _thread_id
+        self._config: RecallConfig = validated(RecallConfig, recall_config, "RecallConfig")
+        self._llm = to_memory_llm(llm)
+        self._recallers: dict[str, MemoryRetriever] = {}
+
+    # ------------------------------------------------------------------ shared logic
+    def _resolve_namespace(self, runtime: Runtime[Any]) -> str:
+        ns = self._namespace(runtime)
+        if not isinstance(ns, str) or not ns.strip():
+            raise InvalidInputError(
+                f"the namespace resolver returned {ns!r}; it must return the user's namespace as a non-empty str"
+            )
+        return ns
+
+    def _recaller(self, namespace: str) -> MemoryRetriever:
+        recaller = self._recallers.get(namespace)
+        if recaller is None:
+            recaller = MemoryRetriever(self.store, namespace=namespace, config=self._config, llm=self._llm)
+            if len(self._recallers) < 10_000:
+                self._recallers[namespace] = recaller
+        return recaller
+
+    def _query(self, request: ModelRequest[Any]) -> str | None:
+        i = _latest_user_turn(request.messages)
+        text = str(request.messages[i].text) if i is not None else ""
+        return text[:2000] if text.strip() else None
+
+    def _with_memories(self, request: ModelRequest[Any], result: RecallResult) -> ModelRequest[Any]:
+        block = result.to_context()
+        if not block:
+            return request
+        base = str(request.system_message.text) if request.system_message is not None else ""
+        content = f"{base}\n\n{self.header}\n{block}" if base else f"{self.header}\n{block}"
+        return request.override(system_message=SystemMessage(content=content))
+
+    def _turn_records(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> list[dict[str, Any]]:
+        messages: list[BaseMessage] = list(state.get("messages") or [])
+        start = _latest_user_turn(messages)
+        if start is None:
+            return []
+        final = messages[-1]
+        turn = [messages[start]]
+        if isinstance(final, AIMessage) and final is not messages[start] and final.text.strip():
+            turn.append(final)
+        session = self._session(runtime)
+        max_chars = self.store.config.max_text_chars
+        records = []
+        for message in turn:
+            record = message_record(message, session_id=session, max_chars=max_chars)
+            if message.id:  # re-storing the same message (e.g. a replayed turn) upserts it
+                record["id"] = message.id
+            records.append(record)
+        return records
+
+    # ------------------------------------------------------------------ hooks
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any]:
+        """Add recalled memories to the system message, then call the model."""
+        query = self._query(request)
+        if query is not None:
+            recaller = self._recaller(self._resolve_namespace(request.runtime))
+            request = self._with_memories(request, recaller.recall(query, k=self.k, token_budget=self.token_budget))
+        return handler(request)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any]:
+        """Async twin of :meth:`wrap_model_call` (natively async recall)."""
+        query = self._query(request)
+        if query is not None:
+            recaller = self._recaller(self._resolve_namespace(request.runtime))
+            result = await recaller.arecall(query, k=self.k, token_budget=self.token_budget)
+            request = self._with_memories(request, result)
+        return await handler(request)
+
+    def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Store the finished turn (user message and final answer)."""
+        if self.remember:
+            records = self._turn_records(state, runtime)
+            if records:
+                self.store.add_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+        return None
+
+    async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
+        """Async twin of :meth:`after_agent`."""
+        if self.remember:
+            records = self._turn_records(state, runtime)
+            if records:
+                await self.store.aadd_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+        return None

@@ -1,0 +1,125 @@
+"""MemoryMiddleware inside a real create_agent loop, driven by a LangChain fake chat model."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from langchain.agents import create_agent
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_memory_retrievers import MemoryMiddleware
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
+
+
+class SpyModel(FakeMessagesListChatModel):
+    """A fake chat model that records the messages of every call."""
+
+    seen: list[list[BaseMessage]]
+
+    def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
+        self.seen.append(list(messages))
+        return super()._generate(messages, stop, run_manager, **kw)
+
+
+def spy(*answers: str) -> SpyModel:
+    return SpyModel(responses=[AIMessage(a) for a in answers], seen=[])
+
+
+def system_text(messages: list[BaseMessage]) -> str:
+    return str(messages[0].text) if messages and messages[0].type == "system" else ""
+
+
+def test_recalls_before_the_model_and_remembers_the_turn(store: MemoryStore) -> None:
+    store.add("Alice prefers the dark theme", namespace="alice", kind="preference")
+    store.add("Bob prefers the light theme", namespace="bob", kind="preference")
+    model = spy("You like the dark theme.")
+    agent = create_agent(
+        model, tools=[], system_prompt="Be brief.", middleware=[MemoryMiddleware(store, namespace="alice")]
+    )
+    out = agent.invoke({"messages": [HumanMessage("Which theme do I like?")]}, {"configurable": {"thread_id": "t1"}})
+
+    assert out["messages"][-1].text == "You like the dark theme."
+    system = system_text(model.seen[0])
+    assert system.startswith("Be brief.\n\nLong-term memory about the user")
+    assert "Alice prefers the dark theme" in system and "Bob" not in system
+    # The block goes to the model only; the agent state keeps the plain conversation.
+    assert [m.type for m in out["messages"]] == ["human", "ai"]
+    stored = {m.text: m for m in store.list("alice", filter={"kinds": ["message"]})}
+    assert set(stored) == {"user: Which theme do I like?", "assistant: You like the dark theme."}
+    assert {m.session_id for m in stored.values()} == {"t1"}
+
+
+def test_a_later_conversation_recalls_an_earlier_one(store: MemoryStore) -> None:
+    middleware = MemoryMiddleware(store, namespace="alice")
+    first = spy("Noted: your sister Carla lives in Lisbon.")
+    create_agent(first, tools=[], middleware=[middleware]).invoke(
+        {"messages": [HumanMessage("My sister Carla lives in Lisbon")]}, {"configurable": {"thread_id": "day1"}}
+    )
+    second = spy("Carla lives in Lisbon.")
+    create_agent(second, tools=[], middleware=[middleware]).invoke(
+        {"messages": [HumanMessage("Where does my sister Carla live?")]}, {"configurable": {"thread_id": "day2"}}
+    )
+    assert "user: My sister Carla lives in Lisbon" in system_text(second.seen[0])
+
+
+def test_turns_are_stored_once_with_a_checkpointer(store: MemoryStore) -> None:
+    model = spy("one", "two")
+    agent = create_agent(
+        model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice")], checkpointer=InMemorySaver()
+    )
+    config = {"configurable": {"thread_id": "t"}}
+    agent.invoke({"messages": [HumanMessage("first question")]}, config)
+    agent.invoke({"messages": [HumanMessage("second question")]}, config)
+    texts = sorted(m.text for m in store.list("alice"))
+    assert texts == ["assistant: one", "assistant: two", "user: first question", "user: second question"]
+
+
+async def test_async_agent(store: MemoryStore) -> None:
+    store.add("Alice's dog is called Rex", namespace="alice")
+    model = spy("Rex.")
+    agent = create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice", session_id="s9")])
+    out = await agent.ainvoke({"messages": [HumanMessage("What is my dog called?")]})
+    assert out["messages"][-1].text == "Rex."
+    assert "Alice's dog is called Rex" in system_text(model.seen[0])
+    assert {m.session_id for m in store.list("alice", filter={"kinds": ["message"]})} == {"s9"}
+
+
+@dataclass
+class UserContext:
+    user_id: str
+
+
+def test_namespace_from_runtime_context_and_remember_off(store: MemoryStore) -> None:
+    store.add("Carol collects stamps", namespace="carol")
+    model = spy("Stamps.")
+    middleware = MemoryMiddleware(store, namespace=lambda rt: rt.context.user_id, remember=False)
+    agent = create_agent(model, tools=[], middleware=[middleware], context_schema=UserContext)
+    agent.invoke({"messages": [HumanMessage("What do I collect?")]}, context=UserContext(user_id="carol"))
+    assert "Carol collects stamps" in system_text(model.seen[0])
+    assert store.count("carol") == 1  # nothing stored
+
+
+def test_no_memories_leaves_the_request_alone(store: MemoryStore) -> None:
+    model = spy("Hello.")
+    create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="nobody", remember=False)]).invoke(
+        {"messages": [HumanMessage("hi")]}
+    )
+    assert model.seen[0][0].type == "human"
+
+
+def test_bad_configuration_and_bad_resolver(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match="k must"):
+        MemoryMiddleware(store, namespace="a", k=0)
+    with pytest.raises(ConfigError, match="token_budget"):
+        MemoryMiddleware(store, namespace="a", token_budget=-5)
+    with pytest.raises(ConfigError, match="namespace must"):
+        MemoryMiddleware(store, namespace=42)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="RecallConfig"):
+        MemoryMiddleware(store, namespace="a", recall_config={"nope": 1})
+    agent = create_agent(spy("x"), tools=[], middleware=[MemoryMiddleware(store, namespace=lambda rt: None)])
+    with pytest.raises(InvalidInputError, match="namespace resolver"):
+        agent.invoke({"messages": [HumanMessage("hi")]})
