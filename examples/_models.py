@@ -24,3 +24,18 @@ def langchain_chat_model(offline_answers: list[str]) -> tuple[Any, str]:
 
     fake = FakeMessagesListChatModel(responses=[AIMessage(a) for a in offline_answers])
     return fake, "LangChain FakeMessagesListChatModel (offline; set MEMORY_RETRIEVERS_CHAT_MODEL for a real one)"
+
+
+def llama_index_llm() -> tuple[Any, str]:
+    """A real LlamaIndex LLM if configured, else ``MockLLM`` (which echoes part of its prompt)."""
+    spec = os.environ.get("MEMORY_RETRIEVERS_LLAMA_LLM")
+    if spec:
+        provider, _, model = spec.partition(":")
+        if provider != "openai":
+            raise SystemExit(f"MEMORY_RETRIEVERS_LLAMA_LLM: only 'openai:<model>' is wired here, got {spec!r}")
+        from llama_index.llms.openai import OpenAI  # pip install llama-index-llms-openai
+
+        return OpenAI(model=model), spec
+    from llama_index.core.llms.mock import MockLLM
+
+    return MockLLM(max_tokens=24), "LlamaIndex MockLLM (offline; set MEMORY_RETRIEVERS_LLAMA_LLM for a real one)"

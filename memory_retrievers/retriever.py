@@ -25,6 +25,7 @@ import pyarrow as pa
 from . import _loop
 from ._view import NamespaceView
 from .config import validated
+from .embeddings import check_vectors
 from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from .filters import MemoryFilter, build_where, coerce_filter
 from .fusion import FusedHit, RankedList, tied_ranks, weighted_rrf
@@ -163,6 +164,7 @@ class MemoryRetriever:
         topic: str | None = None,
         explain: bool = False,
         config: RecallConfig | Mapping[str, Any] | None = None,
+        query_vector: Sequence[float] | np.ndarray | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Recall the memories that matter for ``query``.
@@ -177,6 +179,9 @@ class MemoryRetriever:
             topic: The caller's topic; memories of another topic are penalised.
             explain: Also return every cut candidate and why (``result.cut``).
             config: Overrides for this call only (a :class:`RecallConfig` or a dict of fields).
+            query_vector: The query's embedding, when the caller already has it (e.g. a
+                LlamaIndex ``QueryBundle.embedding`` or a HyDE vector); it must come from the
+                store's embedding model. Full-text channels still use ``query``.
             **filters: Metadata prefilter fields (``kinds``, ``tags_any``, ``session_ids``,
                 ``created_after``...; see :class:`~memory_retrievers.MemoryFilter`).
 
@@ -194,6 +199,7 @@ class MemoryRetriever:
                 topic=topic,
                 explain=explain,
                 config=config,
+                query_vector=query_vector,
                 **filters,
             )
         )
@@ -209,6 +215,7 @@ class MemoryRetriever:
         topic: str | None = None,
         explain: bool = False,
         config: RecallConfig | Mapping[str, Any] | None = None,
+        query_vector: Sequence[float] | np.ndarray | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Async twin of :meth:`recall`."""
@@ -237,7 +244,15 @@ class MemoryRetriever:
             project=None if project is None else check_key(project, field="project", max_chars=keys),
             topic=None if topic is None else check_key(topic, field="topic", max_chars=keys),
         )
-        return await self._run(text, cfg, k_, budget, flt, ctx, explain)
+        qvec = None
+        if query_vector is not None:
+            dim = self._store.embedder.dimension
+            qvec = check_vectors(query_vector, rows=1, dimension=dim, source="query_vector")[0]
+            norm = float(np.linalg.norm(qvec))
+            if norm == 0:
+                raise InvalidInputError("query_vector is all zeros; pass a real embedding or leave it out")
+            qvec = qvec / norm
+        return await self._run(text, cfg, k_, budget, flt, ctx, explain, qvec)
 
     # ------------------------------------------------------------------ pipeline
     def _effective_config(self, override: RecallConfig | Mapping[str, Any] | None) -> RecallConfig:
@@ -305,6 +320,7 @@ class MemoryRetriever:
         flt: MemoryFilter,
         ctx: ScoringContext,
         explain: bool,
+        query_vector: np.ndarray | None = None,
     ) -> RecallResult:
         started = time.perf_counter()
         marks: dict[str, float] = {}
@@ -328,7 +344,7 @@ class MemoryRetriever:
 
         # Phase A: the embedding (the slowest step) and the LLM calls start at once; the namespace
         # view (rows and vectors in memory, when the namespace is small enough) is checked meanwhile.
-        embed_task = asyncio.ensure_future(store.aembed_query(query))
+        embed_task = asyncio.ensure_future(store.aembed_query(query) if query_vector is None else _given(query_vector))
         llm_tasks: dict[str, asyncio.Task[str | None]] = {}
         if plan.expansion == "llm":
             prompt = expansion_prompt(query, features.intent, cfg.llm_rewrites)
@@ -684,6 +700,10 @@ class _Pool:
         if mem is None:
             mem = self._memories[id_] = row_to_memory(self.rows[id_])
         return mem
+
+
+async def _given(vector: np.ndarray) -> np.ndarray:
+    return vector
 
 
 def _filled(spec: RankedList, found: Found) -> RankedList:

@@ -16,6 +16,8 @@ import pytest
 from memory_retrievers import (
     ConfigError,
     CutReason,
+    DimensionMismatchError,
+    EmbeddingError,
     FilterError,
     InvalidInputError,
     LLMFallbackWarning,
@@ -493,3 +495,17 @@ def test_tied_channel_scores_give_the_same_result_every_time(store: MemoryStore,
     first = [(m.id, m.score) for m in r.recall("Where does Alice live?").memories]
     for _ in range(5):
         assert [(m.id, m.score) for m in r.recall("Where does Alice live?").memories] == first
+
+
+def test_query_vector_replaces_the_query_embedding(filled: MemoryStore) -> None:
+    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "mode": "vector", "pinned_first": False})
+    tea = filled.embedder.embed_query("green tea every morning")
+    by_vector = r.recall("zzz unrelated words", query_vector=tea * 3.0, k=1)  # scale does not matter
+    assert by_vector.memories[0].text == "Bob drinks green tea every morning"
+    assert r.recall("zzz unrelated words", k=1).memories[0].text != by_vector.memories[0].text
+    with pytest.raises(DimensionMismatchError, match="query_vector"):
+        r.recall("tea", query_vector=[0.1] * 7)
+    with pytest.raises(EmbeddingError, match="NaN"):
+        r.recall("tea", query_vector=[float("nan")] * filled.embedder.dimension)
+    with pytest.raises(InvalidInputError, match="zeros"):
+        r.recall("tea", query_vector=[0.0] * filled.embedder.dimension)

@@ -1,0 +1,121 @@
+"""Any LlamaIndex ``LLM`` or ``BaseEmbedding`` inside the memory-retrievers core."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.llms import LLM
+
+from memory_retrievers import LLM as MemoryLLM
+from memory_retrievers import ConfigError, EmbeddingError
+from memory_retrievers.llm import as_llm
+
+__all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "to_memory_llm"]
+
+
+class LlamaIndexLLM:
+    """Wrap a LlamaIndex ``LLM`` (OpenAI, Ollama, ``MockLLM``...) for query expansion and HyDE.
+
+    Raises:
+        ConfigError: ``llm`` is not a LlamaIndex ``LLM``.
+    """
+
+    def __init__(self, llm: LLM) -> None:
+        if not isinstance(llm, LLM):
+            raise ConfigError(f"llm must be a LlamaIndex LLM, got {type(llm).__name__}")
+        self._llm = llm
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexLLM({type(self._llm).__name__})"
+
+    def complete(self, prompt: str) -> str:
+        """``llm.complete(prompt).text``."""
+        return str(self._llm.complete(prompt).text)
+
+    async def acomplete(self, prompt: str) -> str:
+        """Natively async: ``await llm.acomplete(prompt)``."""
+        return str((await self._llm.acomplete(prompt)).text)
+
+
+def to_memory_llm(llm: Any) -> MemoryLLM | None:
+    """Accept ``None``, a LlamaIndex ``LLM`` (wrapped), or anything the core accepts."""
+    if isinstance(llm, LLM):
+        return LlamaIndexLLM(llm)
+    return as_llm(llm)
+
+
+def _unit_rows(vectors: Any, source: str) -> np.ndarray:
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{source} returned something that is not a list of float vectors: {exc}") from None
+    if array.ndim == 1:
+        array = array.reshape(1, -1)
+    # Recall compares vectors by dot product; unit rows make that the cosine similarity.
+    norms = np.linalg.norm(array, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: np.ndarray = (array / norms).astype(np.float32, copy=False)
+    return out
+
+
+class LlamaIndexEmbedder:
+    """Wrap a LlamaIndex ``BaseEmbedding`` as the store's embedder (rows L2-normalised).
+
+    The store records ``name`` and ``dimension`` in the table and refuses to reopen it with another
+    model, so keep ``name`` stable.
+
+    Args:
+        embed_model: The LlamaIndex embedding model.
+        name: Recorded in the table; default ``llama-index:<class>:<model_name>``.
+        dimension: Vector width; probed with one text on first use when omitted.
+    """
+
+    def __init__(self, embed_model: BaseEmbedding, *, name: str | None = None, dimension: int | None = None) -> None:
+        if not isinstance(embed_model, BaseEmbedding):
+            raise ConfigError(f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}")
+        if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1):
+            raise ConfigError(f"dimension must be a positive int, got {dimension!r}")
+        self._model = embed_model
+        self._name = name or f"llama-index:{type(embed_model).__name__}:{embed_model.model_name}"
+        self._dimension = dimension
+
+    def __repr__(self) -> str:
+        return f"LlamaIndexEmbedder(name={self._name!r})"
+
+    @property
+    def embed_model(self) -> BaseEmbedding:
+        """The wrapped model."""
+        return self._model
+
+    @property
+    def name(self) -> str:
+        """The model name recorded in the table."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """Vector width (probed once if it was not given)."""
+        if self._dimension is None:
+            self._dimension = int(_unit_rows(self._model.get_query_embedding("dimension probe"), self._name).shape[1])
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """``get_text_embedding_batch``."""
+        return _unit_rows(self._model.get_text_embedding_batch(list(texts)), self._name)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """``get_query_embedding``."""
+        row: np.ndarray = _unit_rows(self._model.get_query_embedding(text), self._name)[0]
+        return row
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """``aget_text_embedding_batch`` (natively async where the model is)."""
+        return _unit_rows(await self._model.aget_text_embedding_batch(list(texts)), self._name)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """``aget_query_embedding``."""
+        row: np.ndarray = _unit_rows(await self._model.aget_query_embedding(text), self._name)[0]
+        return row

@@ -1,0 +1,184 @@
+"""``RecallRetriever``: the memory-retrievers recall pipeline as a LlamaIndex ``BaseRetriever``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal
+
+import numpy as np
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+
+from memory_retrievers import (
+    ConfigError,
+    MemoryFilter,
+    MemoryRetriever,
+    MemoryStore,
+    RecallConfig,
+    RecallResult,
+    Reranker,
+    ScoredMemory,
+)
+from memory_retrievers.filters import coerce_filter
+
+from .bridges import to_memory_llm
+
+__all__ = ["RecallRetriever", "to_nodes"]
+
+# Shown to the LLM with the text; the rest (ids, hashes, the explanation) stays out of prompts.
+_LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities"})
+
+
+def _node(scored: ScoredMemory) -> NodeWithScore:
+    meta = scored.memory.to_dict()
+    meta.pop("text", None)
+    meta.pop("vector", None)
+    meta["explanation"] = scored.explanation.to_dict()
+    node = TextNode(
+        id_=scored.id,
+        text=scored.text,
+        metadata=meta,
+        excluded_llm_metadata_keys=[k for k in meta if k not in _LLM_METADATA],
+        excluded_embed_metadata_keys=list(meta),
+    )
+    return NodeWithScore(node=node, score=scored.score)
+
+
+def to_nodes(result: RecallResult) -> list[NodeWithScore]:
+    """One ``NodeWithScore`` per recalled memory, best first; ``node.id_`` is the memory id."""
+    return [_node(m) for m in result.memories]
+
+
+class RecallRetriever(BaseRetriever):
+    """Recall a user's long-term memories with the full memory-retrievers pipeline.
+
+    Fused vector/BM25/entity/recency/link channels, decay and priority scoring, token-budgeted MMR.
+    Honours ``QueryBundle.embedding`` and ``custom_embedding_strs`` (so LlamaIndex's
+    ``HyDEQueryTransform`` works through it): the vector channel uses that embedding, BM25 the
+    query text. Works in ``RetrieverQueryEngine`` and ``QueryFusionRetriever``.
+
+    Args:
+        store: The memory store.
+        namespace: Whose memories. Recall never returns another namespace's memories.
+        similarity_top_k: Maximum nodes (``None``: ``recall_config.k``, 10 by default).
+        token_budget: Maximum tokens of the recalled memories (``"config"``: the config's; ``None``:
+            unlimited).
+        recall_config: :class:`~memory_retrievers.RecallConfig` or a dict of its fields.
+        filters: Metadata prefilter for every call (``{"kinds": ["fact"]}``...).
+        project: The caller's project (boosts same-project memories).
+        topic: The caller's topic (penalises other topics).
+        llm: A LlamaIndex ``LLM`` (or core LLM) for query expansion and HyDE.
+        reranker: Optional core reranker.
+        callback_manager: LlamaIndex callbacks.
+
+    Example:
+        .. code-block:: python
+
+            retriever = RecallRetriever(MemoryStore("./memories"), namespace="alice", similarity_top_k=5)
+            engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        *,
+        namespace: str,
+        similarity_top_k: int | None = None,
+        token_budget: int | Literal["config"] | None = "config",
+        recall_config: RecallConfig | Mapping[str, Any] | None = None,
+        filters: MemoryFilter | Mapping[str, Any] | None = None,
+        project: str | None = None,
+        topic: str | None = None,
+        llm: Any = None,
+        reranker: Reranker | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        if similarity_top_k is not None and (
+            isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
+        ):
+            raise ConfigError(f"similarity_top_k must be an int >= 1 or None, got {similarity_top_k!r}")
+        self._recaller = MemoryRetriever(
+            store, namespace=namespace, config=recall_config, llm=to_memory_llm(llm), reranker=reranker
+        )
+        self._filter = coerce_filter(filters)
+        self.similarity_top_k = similarity_top_k
+        self.token_budget = token_budget
+        self.project = project
+        self.topic = topic
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    def __repr__(self) -> str:
+        return f"RecallRetriever(namespace={self._recaller.namespace!r}, store={self._recaller.store!r})"
+
+    @property
+    def memory_retriever(self) -> MemoryRetriever:
+        """The core retriever doing the work."""
+        return self._recaller
+
+    @property
+    def store(self) -> MemoryStore:
+        """The underlying store."""
+        return self._recaller.store
+
+    # ------------------------------------------------------------------ shared logic
+    def _args(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        args: dict[str, Any] = {
+            "k": self.similarity_top_k,
+            "token_budget": self.token_budget,
+            "project": self.project,
+            "topic": self.topic,
+            **self._filter.model_dump(exclude_unset=True),
+        }
+        extra = dict(overrides)
+        if "similarity_top_k" in extra:
+            extra["k"] = extra.pop("similarity_top_k")
+        if "recall_config" in extra:
+            extra["config"] = extra.pop("recall_config")
+        args.update(extra)
+        return args
+
+    async def _aquery_vector(self, bundle: QueryBundle) -> np.ndarray | None:
+        if bundle.embedding is not None:
+            return np.asarray(bundle.embedding, dtype=np.float32)
+        strs = [s for s in (bundle.custom_embedding_strs or []) if s and s.strip()]
+        if not strs or strs == [bundle.query_str]:
+            return None
+        # LlamaIndex's own aggregation for several embedding strings: their mean.
+        vectors = await self.store.embedder.aembed_documents(strs)
+        mean: np.ndarray = np.asarray(vectors, dtype=np.float32).mean(axis=0)
+        return mean
+
+    async def arecall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
+        """The full :class:`~memory_retrievers.RecallResult` (``to_context()``, plan, cut list).
+
+        Args:
+            query: Text or a ``QueryBundle``.
+            **overrides: ``similarity_top_k``, ``token_budget``, ``recall_config`` (a dict of
+                overrides), ``project``, ``topic``, ``explain``, ``now`` and any filter field.
+        """
+        bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
+        vector = await self._aquery_vector(bundle)
+        return await self._recaller.arecall(bundle.query_str, query_vector=vector, **self._args(overrides))
+
+    def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
+        """Sync twin of :meth:`arecall`."""
+        from memory_retrievers._loop import run_sync
+
+        return run_sync(self.arecall(query, **overrides))
+
+    async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
+        """``aretrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""
+        return to_nodes(await self.arecall(query, **overrides))
+
+    def retrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
+        """``retrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""
+        return to_nodes(self.recall(query, **overrides))
+
+    # ------------------------------------------------------------------ LlamaIndex hooks
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self.retrieve_with(query_bundle)
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return await self.aretrieve_with(query_bundle)

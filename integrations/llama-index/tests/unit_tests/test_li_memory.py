@@ -1,0 +1,159 @@
+"""RecallMemoryBlock inside LlamaIndex's Memory, RecallMemory, and MemoryChatStore."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import pytest
+from llama_index.core.base.llms.types import ChatMessage, MessageRole
+from llama_index.core.memory import Memory
+
+from llama_index.memory_retrievers import MemoryChatStore, RecallMemory, RecallMemoryBlock
+from memory_retrievers import InvalidInputError, MemoryStore
+from memory_retrievers.testing import ManualClock
+
+
+def user(text: str) -> ChatMessage:
+    return ChatMessage(role=MessageRole.USER, content=text)
+
+
+def bot(text: str) -> ChatMessage:
+    return ChatMessage(role=MessageRole.ASSISTANT, content=text)
+
+
+# ---------------------------------------------------------------- memory block
+async def test_block_recalls_for_the_latest_user_message_inside_memory(filled: MemoryStore) -> None:
+    block = RecallMemoryBlock(store=filled, namespace="alice", token_budget=200)
+    memory = Memory.from_defaults(session_id="chat", token_limit=4000, memory_blocks=[block])
+    await memory.aput_messages([user("What is my dog's name?")])
+    messages = await memory.aget()
+    system = messages[0]
+    assert system.role == MessageRole.SYSTEM
+    assert "<recalled_memories>" in system.content and "Alice's dog is called Rex" in system.content
+    assert "Bob" not in system.content
+    # LlamaIndex's Memory keeps an in-memory SQLite engine it never closes; close it here so its
+    # connection is not garbage-collected open (a ResourceWarning).
+    await memory.sql_store._async_engine.dispose()
+
+
+async def test_block_stores_flushed_messages_and_truncates_by_selection(store: MemoryStore) -> None:
+    block = RecallMemoryBlock(store=store, namespace="alice", k=6, token_budget=500)
+    await block.aput(
+        [user("I adopted a cat named Miso"), bot("Lovely!"), user("Miso likes tuna"), bot("")],
+        from_short_term_memory=True,
+        session_id="old",
+    )
+    stored = store.list("alice")
+    assert {m.text for m in stored} == {
+        "user: I adopted a cat named Miso",
+        "assistant: Lovely!",
+        "user: Miso likes tuna",
+    }
+    assert {m.session_id for m in stored} == {"old"}
+
+    content = await block.aget([user("what is the cat called, Miso?")])
+    assert content.count("\n- [") >= 2
+    tokens = block._recaller.token_counter.count(content)
+    smaller = await block.atruncate(content, tokens_to_truncate=tokens // 3)
+    assert smaller is not None and smaller != content
+    assert block._recaller.token_counter.count(smaller) <= tokens - tokens // 3
+    assert "Miso" in smaller  # the best memory survives truncation
+    assert await block.atruncate(content, tokens_to_truncate=tokens) is None
+    assert await block.aget([]) == ""
+
+
+# ---------------------------------------------------------------- agent memory
+async def test_agent_memory_put_get_recalls_other_sessions_not_the_window(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    old = RecallMemory.from_defaults(store=store, namespace="alice", session_id="monday")
+    await old.aput_messages([user("My sister Carla lives in Lisbon"), bot("Noted!")])
+    clock.advance(days=2)
+    memory = RecallMemory.from_defaults(store=store, namespace="alice", session_id="friday", token_limit=500)
+    await memory.aput(user("Where does my sister Carla live?"))
+    got = await memory.aget()
+    assert got[0].role == MessageRole.SYSTEM and "user: My sister Carla lives in Lisbon" in got[0].content
+    assert "Where does my sister Carla live?" not in got[0].content  # already in the window below
+    assert [m.content for m in got[1:]] == ["Where does my sister Carla live?"]
+    assert [m.content for m in await memory.aget_all()] == ["Where does my sister Carla live?"]
+
+
+def test_agent_memory_sync_api_token_limit_set_and_reset(store: MemoryStore) -> None:
+    memory = RecallMemory.from_defaults(store=store, namespace="alice", session_id="s", token_limit=30)
+    for i in range(6):
+        memory.put(user(f"question number {i}"))
+        memory.put(bot(f"answer number {i}"))
+    recent = [m for m in memory.get() if m.role != MessageRole.SYSTEM]
+    assert 1 <= len(recent) < 12 and recent[-1].content == "answer number 5"
+    assert recent[0].role == MessageRole.USER  # never starts with an answer cut from its question
+    assert len(memory.get_all()) == 12
+    memory.set([user("fresh start")])
+    assert [m.content for m in memory.get_all()] == ["fresh start"]
+    store.add("Alice likes tea", namespace="alice")
+    memory.reset()
+    assert memory.get_all() == [] and store.count("alice") == 1  # long-term memory stays
+
+
+def test_agent_memory_survives_reopen(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    RecallMemory.from_defaults(store=store, namespace="alice", session_id="s").put_messages([user("hi"), bot("hello")])
+    store.close()
+    again = RecallMemory.from_defaults(store=make_store(), namespace="alice", session_id="s")
+    assert [m.content for m in again.get_all()] == ["hi", "hello"]
+
+
+def test_agent_memory_invalid_input(store: MemoryStore) -> None:
+    from memory_retrievers import ConfigError
+
+    with pytest.raises(ConfigError, match="store= and namespace="):
+        RecallMemory.from_defaults(namespace="alice")
+    with pytest.raises(ValueError, match="namespace"):
+        RecallMemory.from_defaults(store=store, namespace="")
+    memory = RecallMemory.from_defaults(store=store, namespace="alice", session_id="s")
+    with pytest.raises(InvalidInputError, match="ChatMessage"):
+        memory.put_messages([user("ok"), "not a message"])  # type: ignore[list-item]
+    assert memory.get_all() == []
+
+
+# ---------------------------------------------------------------- chat store
+def test_chat_store_persists_in_order_across_reopen(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    chats = MemoryChatStore(store=store, namespace="alice")
+    chats.set_messages("a", [user("one"), bot("two")])
+    for i in range(5):  # the store clock is frozen: order must not depend on it
+        chats.add_message("a", user(f"more {i}"))
+    chats.add_message("b", ChatMessage(role=MessageRole.USER, content="nul\x00 and tools", additional_kwargs={"x": 1}))
+    store.close()
+
+    reopened = MemoryChatStore(store=make_store(), namespace="alice")
+    assert [m.content for m in reopened.get_messages("a")] == ["one", "two", *[f"more {i}" for i in range(5)]]
+    assert reopened.get_messages("b")[0] == ChatMessage(
+        role=MessageRole.USER, content="nul\x00 and tools", additional_kwargs={"x": 1}
+    )
+    assert reopened.get_keys() == ["a", "b"]
+
+
+def test_chat_store_deletes_and_inserts(store: MemoryStore) -> None:
+    chats = MemoryChatStore(store=store, namespace="alice")
+    chats.set_messages("a", [user("m0"), user("m1"), user("m2")])
+    assert chats.delete_message("a", 1).content == "m1"  # type: ignore[union-attr]
+    assert chats.delete_message("a", 7) is None
+    assert chats.delete_last_message("a").content == "m2"  # type: ignore[union-attr]
+    chats.add_message("a", user("first"), idx=0)
+    assert [m.content for m in chats.get_messages("a")] == ["first", "m0"]
+    assert [m.content for m in chats.delete_messages("a")] == ["first", "m0"]  # type: ignore[union-attr]
+    assert chats.delete_messages("a") is None and chats.get_keys() == []
+
+
+async def test_chat_store_async_and_isolation(store: MemoryStore) -> None:
+    alice = MemoryChatStore(store=store, namespace="alice")
+    bob = MemoryChatStore(store=store, namespace="bob")
+    await alice.aset_messages("s", [user("alice secret")])
+    await bob.async_add_message("s", user("bob secret"))
+    assert [m.content for m in await alice.aget_messages("s")] == ["alice secret"]
+    assert [m.content for m in await bob.aget_messages("s")] == ["bob secret"]
+    assert await alice.aget_keys() == ["s"]
+    await alice.adelete_messages("s")
+    assert [m.content for m in await bob.aget_messages("s")] == ["bob secret"]
+    with pytest.raises(InvalidInputError, match="key"):
+        await alice.aget_messages("")
