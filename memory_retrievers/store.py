@@ -6,14 +6,16 @@ that runs its async twin on a private loop thread (see ``_loop``), so both behav
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import json
 import logging
 import os
+import random
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any, overload
@@ -110,6 +112,27 @@ def _ranked(table: pa.Table) -> pa.Table:
     if table.num_rows < 2 or "id" not in table.column_names:
         return table
     return table.sort_by([("_score", "descending"), ("id", "ascending")])
+
+
+_CONFLICT_ATTEMPTS = 10
+
+
+async def _retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]]) -> Any:
+    """Run maintenance, retrying LanceDB's *retryable* commit conflicts.
+
+    Index builds and compaction commit a new table version; when another thread or process
+    committed first, Lance reports a retryable conflict. Retrying (with a short, growing pause)
+    is what it asks for; any other error, or conflicts that persist, raise StorageError.
+    """
+    for n in range(_CONFLICT_ATTEMPTS):
+        try:
+            return await attempt()
+        except Exception as exc:
+            if "retryable commit conflict" not in str(exc).lower() or n == _CONFLICT_ATTEMPTS - 1:
+                raise _storage(action, exc) from exc
+            # Jittered, growing pauses (20 ms .. ~1 s) so racing maintainers do not retry in lockstep.
+            await asyncio.sleep(min(1.0, 0.02 * 2**n) * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _storage(action: str, exc: Exception) -> StorageError:
@@ -270,7 +293,13 @@ class MemoryStore:
     # ------------------------------------------------------------------ open / close
     async def _aopen(self) -> None:
         if not _is_uri(self._uri):
-            Path(self._uri).mkdir(parents=True, exist_ok=True)
+            try:
+                Path(self._uri).mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StorageError(
+                    f"cannot use {self._uri!r} as the store folder ({exc.strerror or exc}); pass a folder path "
+                    "that can be created or already is a folder"
+                ) from exc
         try:
             db = await lancedb.connect_async(
                 self._uri,
@@ -788,36 +817,42 @@ class MemoryStore:
                 self._rows_since_optimize >= self._config.optimize_after_rows
                 or self._commits_since_optimize >= self._config.optimize_after_commits
             )
-        if not self._has_base_indexes():
-            await self._aensure_indexes()  # the first build covers every row written so far
-            with self._counter_lock:
-                self._rows_since_optimize = 0
-                self._commits_since_optimize = 0
-        elif due:
-            await self.aoptimize()
+        # The write is committed: a maintenance failure now must not make it look failed (the
+        # caller would retry or report a loss). Log it; the next commit tries again.
+        try:
+            if not self._has_base_indexes():
+                await self._aensure_indexes()  # the first build covers every row written so far
+                with self._counter_lock:
+                    self._rows_since_optimize = 0
+                    self._commits_since_optimize = 0
+            elif due:
+                await self.aoptimize()
+        except StorageError as exc:
+            logger.warning("maintenance after a write failed and will be retried: %s", exc)
 
     def _has_base_indexes(self) -> bool:
         return "FTS:text" in self._indexed and "Bitmap:namespace" in self._indexed
 
     async def _aensure_indexes(self) -> None:
         """Create any missing FTS/scalar index (and the ANN index once the table is large)."""
-        try:
-            rows = int(await self._table.count_rows())
-            if rows == 0:
-                return
-            self._indexed = await self._index_columns()
-            for column in _FTS_COLUMNS.values():
-                if f"FTS:{column}" not in self._indexed:
-                    await self._table.create_index(column, config=FTS(with_position=False), replace=True)
-            for column, factory in _SCALAR_INDEXES.items():
-                cfg = factory()
-                if f"{type(cfg).__name__}:{column}" not in self._indexed:
-                    await self._table.create_index(column, config=cfg, replace=True)
-            if rows >= self._config.ann_index_min_rows and not any(k.endswith(":vector") for k in self._indexed):
-                await self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
-            self._indexed = await self._index_columns()
-        except Exception as exc:
-            raise _storage("build indexes", exc) from exc
+        await _retry_conflicts("build indexes", self._abuild_missing_indexes)
+
+    async def _abuild_missing_indexes(self) -> None:
+        rows = int(await self._table.count_rows())
+        if rows == 0:
+            return
+        # Re-read on every attempt: after a conflict, the other writer may have built the index.
+        self._indexed = await self._index_columns()
+        for column in _FTS_COLUMNS.values():
+            if f"FTS:{column}" not in self._indexed:
+                await self._table.create_index(column, config=FTS(with_position=False), replace=True)
+        for column, factory in _SCALAR_INDEXES.items():
+            cfg = factory()
+            if f"{type(cfg).__name__}:{column}" not in self._indexed:
+                await self._table.create_index(column, config=cfg, replace=True)
+        if rows >= self._config.ann_index_min_rows and not any(k.endswith(":vector") for k in self._indexed):
+            await self._table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+        self._indexed = await self._index_columns()
 
     def optimize(self) -> None:
         """Fold new rows into the indexes, compact small fragments, prune old versions.
@@ -835,10 +870,36 @@ class MemoryStore:
             self._commits_since_optimize = 0
         await self.aflush_access()
         await self._aensure_indexes()
-        try:
-            await self._table.optimize(cleanup_older_than=self._config.version_retention)
-        except Exception as exc:
-            raise _storage("optimize the table", exc) from exc
+        await _retry_conflicts(
+            "optimize the table", lambda: self._table.optimize(cleanup_older_than=self._config.version_retention)
+        )
+        removed = await asyncio.to_thread(self._remove_stale_temp_files)
+        if removed:
+            logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
+
+    def _remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
+        """Delete temporary files that a killed writer left in a local table folder.
+
+        A write in progress has its temporary files for well under a second, so only files older
+        than ``min_age_s`` are removed: a concurrent writer's in-flight files are never touched.
+        Object stores need no cleanup here (their uploads are atomic).
+        """
+        if _is_uri(self._uri):
+            return 0
+        folder = Path(self._uri) / f"{self._table_name}.lance"
+        cutoff = time.time() - min_age_s
+        removed = 0
+        for path in folder.rglob("*"):
+            name = path.name
+            if not (name.startswith(".tmp") or name.endswith(".tmp") or name.startswith("_tmp")):
+                continue
+            try:
+                if path.is_file() and path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except OSError:  # raced with its owner or already gone: not ours to fail on
+                continue
+        return removed
 
     def update(self, id: str, /, *, namespace: str, **fields: Any) -> Memory:
         """Change fields of one memory; text changes are re-embedded.
