@@ -25,6 +25,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "check_vectors",
     "resolve_model_path",
+    "unit_rows",
 ]
 
 DEFAULT_MODEL = "sentence-transformers/all-MiniLM-L6-v2"
@@ -113,6 +114,22 @@ def _normalise(array: np.ndarray) -> np.ndarray:
     norms[norms == 0] = 1.0
     out: np.ndarray = (array / norms).astype(np.float32, copy=False)
     return out
+
+
+def unit_rows(vectors: Any, *, source: str) -> np.ndarray:
+    """A framework model's output as L2-normalised float32 rows (one vector becomes one row).
+
+    Recall compares vectors by dot product; unit rows make that the cosine similarity. Used by the
+    adapters' embedding bridges; shape and finiteness are checked later by :func:`check_vectors`.
+
+    Raises:
+        EmbeddingError: The output is not numeric.
+    """
+    try:
+        array = np.asarray(vectors, dtype=np.float32)
+    except (TypeError, ValueError) as exc:
+        raise EmbeddingError(f"{source} returned something that is not a list of float vectors: {exc}") from None
+    return _normalise(array.reshape(1, -1) if array.ndim == 1 else array)
 
 
 # Loaded models, shared by every embedder of the process that names the same model and device:

@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 from memory_retrievers import Memory, MemoryKind
+from memory_retrievers._sequence import next_stamp
 
 __all__ = ["from_memories", "message_record", "searchable_text"]
 
 MESSAGE_KEY = "langchain_message"
 SEQ_KEY = "langchain_seq"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
-
-_seq_lock = threading.Lock()
-_last_seq = 0
-
-
-def _next_seq() -> int:
-    """A strictly increasing stamp (wall-clock ns), so order survives a frozen or coarse clock."""
-    global _last_seq
-    with _seq_lock:
-        _last_seq = max(time.time_ns(), _last_seq + 1)
-        return _last_seq
 
 
 def searchable_text(message: BaseMessage, max_chars: int) -> str:
@@ -62,7 +50,7 @@ def message_record(
         "metadata": {
             **(extra or {}),
             "role": message.type,
-            SEQ_KEY: _next_seq(),
+            SEQ_KEY: next_stamp(),
             MESSAGE_KEY: message_to_dict(message),
         },
     }

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 from langchain_core.embeddings import Embeddings
 
-from memory_retrievers import ConfigError, EmbeddingError
+from memory_retrievers import ConfigError
+from memory_retrievers.embeddings import unit_rows
 
 __all__ = ["LangChainEmbedder"]
 
@@ -21,20 +21,6 @@ def _model_id(embeddings: Embeddings) -> str | None:
         if isinstance(value, str) and value:
             return value
     return None
-
-
-def _unit_rows(vectors: Any, source: str) -> np.ndarray:
-    try:
-        array = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"{source} returned something that is not a list of float vectors: {exc}") from None
-    if array.ndim == 1:
-        array = array.reshape(1, -1)
-    # Recall compares vectors by dot product; unit rows make that the cosine similarity.
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: np.ndarray = (array / norms).astype(np.float32, copy=False)
-    return out
 
 
 class LangChainEmbedder:
@@ -81,23 +67,23 @@ class LangChainEmbedder:
     def dimension(self) -> int:
         """Vector width (probed once if it was not given)."""
         if self._dimension is None:
-            self._dimension = int(_unit_rows(self._embeddings.embed_query(_PROBE), self._name).shape[1])
+            self._dimension = int(unit_rows(self._embeddings.embed_query(_PROBE), source=self._name).shape[1])
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Embed stored texts with ``Embeddings.embed_documents``."""
-        return _unit_rows(self._embeddings.embed_documents(list(texts)), self._name)
+        return unit_rows(self._embeddings.embed_documents(list(texts)), source=self._name)
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed a query with ``Embeddings.embed_query``."""
-        row: np.ndarray = _unit_rows(self._embeddings.embed_query(text), self._name)[0]
+        row: np.ndarray = unit_rows(self._embeddings.embed_query(text), source=self._name)[0]
         return row
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """Natively async when the embeddings implement ``aembed_documents``."""
-        return _unit_rows(await self._embeddings.aembed_documents(list(texts)), self._name)
+        return unit_rows(await self._embeddings.aembed_documents(list(texts)), source=self._name)
 
     async def aembed_query(self, text: str) -> np.ndarray:
         """Natively async when the embeddings implement ``aembed_query``."""
-        row: np.ndarray = _unit_rows(await self._embeddings.aembed_query(text), self._name)[0]
+        row: np.ndarray = unit_rows(await self._embeddings.aembed_query(text), source=self._name)[0]
         return row

@@ -2,30 +2,18 @@
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 
 from memory_retrievers import InvalidInputError, Memory, MemoryKind
+from memory_retrievers._sequence import next_stamp
 
 __all__ = ["MESSAGE_KEY", "from_memories", "message_record", "message_text"]
 
 MESSAGE_KEY = "llama_index_message"
 SEQ_KEY = "llama_index_seq"
-
-_seq_lock = threading.Lock()
-_last_seq = 0
-
-
-def _next_seq() -> int:
-    """A strictly increasing stamp (wall-clock ns), so order survives a frozen or coarse clock."""
-    global _last_seq
-    with _seq_lock:
-        _last_seq = max(time.time_ns(), _last_seq + 1)
-        return _last_seq
 
 
 def message_text(message: ChatMessage) -> str:
@@ -51,7 +39,7 @@ def message_record(message: ChatMessage, *, session_id: str | None, max_chars: i
         "text": _searchable(message, max_chars),
         "kind": MemoryKind.MESSAGE,
         "session_id": session_id,
-        "metadata": {"role": message.role.value, SEQ_KEY: _next_seq(), MESSAGE_KEY: message.model_dump(mode="json")},
+        "metadata": {"role": message.role.value, SEQ_KEY: next_stamp(), MESSAGE_KEY: message.model_dump(mode="json")},
     }
 
 

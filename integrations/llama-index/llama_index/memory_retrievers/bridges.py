@@ -10,7 +10,8 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 
 from memory_retrievers import LLM as MemoryLLM
-from memory_retrievers import ConfigError, EmbeddingError
+from memory_retrievers import ConfigError
+from memory_retrievers.embeddings import unit_rows
 from memory_retrievers.llm import as_llm
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "to_memory_llm"]
@@ -45,20 +46,6 @@ def to_memory_llm(llm: Any) -> MemoryLLM | None:
     if isinstance(llm, LLM):
         return LlamaIndexLLM(llm)
     return as_llm(llm)
-
-
-def _unit_rows(vectors: Any, source: str) -> np.ndarray:
-    try:
-        array = np.asarray(vectors, dtype=np.float32)
-    except (TypeError, ValueError) as exc:
-        raise EmbeddingError(f"{source} returned something that is not a list of float vectors: {exc}") from None
-    if array.ndim == 1:
-        array = array.reshape(1, -1)
-    # Recall compares vectors by dot product; unit rows make that the cosine similarity.
-    norms = np.linalg.norm(array, axis=1, keepdims=True)
-    norms[norms == 0] = 1.0
-    out: np.ndarray = (array / norms).astype(np.float32, copy=False)
-    return out
 
 
 class LlamaIndexEmbedder:
@@ -99,23 +86,25 @@ class LlamaIndexEmbedder:
     def dimension(self) -> int:
         """Vector width (probed once if it was not given)."""
         if self._dimension is None:
-            self._dimension = int(_unit_rows(self._model.get_query_embedding("dimension probe"), self._name).shape[1])
+            self._dimension = int(
+                unit_rows(self._model.get_query_embedding("dimension probe"), source=self._name).shape[1]
+            )
         return self._dimension
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """``get_text_embedding_batch``."""
-        return _unit_rows(self._model.get_text_embedding_batch(list(texts)), self._name)
+        return unit_rows(self._model.get_text_embedding_batch(list(texts)), source=self._name)
 
     def embed_query(self, text: str) -> np.ndarray:
         """``get_query_embedding``."""
-        row: np.ndarray = _unit_rows(self._model.get_query_embedding(text), self._name)[0]
+        row: np.ndarray = unit_rows(self._model.get_query_embedding(text), source=self._name)[0]
         return row
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
         """``aget_text_embedding_batch`` (natively async where the model is)."""
-        return _unit_rows(await self._model.aget_text_embedding_batch(list(texts)), self._name)
+        return unit_rows(await self._model.aget_text_embedding_batch(list(texts)), source=self._name)
 
     async def aembed_query(self, text: str) -> np.ndarray:
         """``aget_query_embedding``."""
-        row: np.ndarray = _unit_rows(await self._model.aget_query_embedding(text), self._name)[0]
+        row: np.ndarray = unit_rows(await self._model.aget_query_embedding(text), source=self._name)[0]
         return row
