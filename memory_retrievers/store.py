@@ -117,18 +117,24 @@ def _ranked(table: pa.Table) -> pa.Table:
 _CONFLICT_ATTEMPTS = 10
 
 
-async def _retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]]) -> Any:
+async def _retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *, defer_ok: bool = False) -> Any:
     """Run maintenance, retrying LanceDB's *retryable* commit conflicts.
 
     Index builds and compaction commit a new table version; when another thread or process
     committed first, Lance reports a retryable conflict. Retrying (with a short, growing pause)
-    is what it asks for; any other error, or conflicts that persist, raise StorageError.
+    is what it asks for; any other error raises StorageError. Conflicts that persist raise too,
+    unless ``defer_ok``: compaction that concurrent deletes and updates keep preempting is only
+    deferred (the data is intact), so it is logged and left to the next optimize.
     """
     for n in range(_CONFLICT_ATTEMPTS):
         try:
             return await attempt()
         except Exception as exc:
-            if "retryable commit conflict" not in str(exc).lower() or n == _CONFLICT_ATTEMPTS - 1:
+            conflict = "retryable commit conflict" in str(exc).lower()
+            if conflict and defer_ok and n == _CONFLICT_ATTEMPTS - 1:
+                logger.warning("%s deferred: concurrent writes kept preempting it (%s)", action, exc)
+                return None
+            if not conflict or n == _CONFLICT_ATTEMPTS - 1:
                 raise _storage(action, exc) from exc
             # Jittered, growing pauses (20 ms .. ~1 s) so racing maintainers do not retry in lockstep.
             await asyncio.sleep(min(1.0, 0.02 * 2**n) * (0.5 + random.random()))
@@ -238,6 +244,7 @@ class MemoryStore:
         self._views: dict[str, NamespaceView] = {}
         self._own_versions: set[int] = set()
         self._epochs: dict[str, int] = {}
+        self._maintenance = threading.Lock()
         self._closed = False
         if _open:
             _loop.run_sync(self._aopen())
@@ -821,21 +828,38 @@ class MemoryStore:
         # caller would retry or report a loss). Log it; the next commit tries again.
         try:
             if not self._has_base_indexes():
-                await self._aensure_indexes()  # the first build covers every row written so far
+                await self._aensure_indexes(wait=False)  # the first build covers every row written so far
                 with self._counter_lock:
                     self._rows_since_optimize = 0
                     self._commits_since_optimize = 0
             elif due:
-                await self.aoptimize()
+                await self._aoptimize(wait=False)
         except StorageError as exc:
             logger.warning("maintenance after a write failed and will be retried: %s", exc)
 
     def _has_base_indexes(self) -> bool:
         return "FTS:text" in self._indexed and "Bitmap:namespace" in self._indexed
 
-    async def _aensure_indexes(self) -> None:
+    async def _aensure_indexes(self, *, wait: bool = True) -> None:
         """Create any missing FTS/scalar index (and the ANN index once the table is large)."""
-        await _retry_conflicts("build indexes", self._abuild_missing_indexes)
+        await self._amaintain(lambda: _retry_conflicts("build indexes", self._abuild_missing_indexes), wait=wait)
+
+    async def _amaintain(self, work: Callable[[], Awaitable[Any]], *, wait: bool) -> bool:
+        """Run maintenance of this store one at a time; returns False when skipped.
+
+        Two maintenance runs of one store would only conflict with each other's commits. A lock
+        shared across event loops needs a thread lock, taken off the loop. Automatic maintenance
+        (``wait=False``) skips when another run is in progress: that run covers the new rows.
+        """
+        if wait:
+            await asyncio.to_thread(self._maintenance.acquire)
+        elif not self._maintenance.acquire(blocking=False):
+            return False
+        try:
+            await work()
+        finally:
+            self._maintenance.release()
+        return True
 
     async def _abuild_missing_indexes(self) -> None:
         rows = int(await self._table.count_rows())
@@ -864,15 +888,25 @@ class MemoryStore:
 
     async def aoptimize(self) -> None:
         """Async twin of :meth:`optimize`."""
+        await self._aoptimize(wait=True)
+
+    async def _aoptimize(self, *, wait: bool) -> None:
         self._ensure_open()
         with self._counter_lock:
             self._rows_since_optimize = 0
             self._commits_since_optimize = 0
         await self.aflush_access()
-        await self._aensure_indexes()
-        await _retry_conflicts(
-            "optimize the table", lambda: self._table.optimize(cleanup_older_than=self._config.version_retention)
-        )
+
+        async def work() -> None:
+            await _retry_conflicts("build indexes", self._abuild_missing_indexes)
+            await _retry_conflicts(
+                "optimize the table",
+                lambda: self._table.optimize(cleanup_older_than=self._config.version_retention),
+                defer_ok=True,
+            )
+
+        if not await self._amaintain(work, wait=wait):
+            return
         removed = await asyncio.to_thread(self._remove_stale_temp_files)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
