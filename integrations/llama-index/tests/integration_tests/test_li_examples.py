@@ -2,35 +2,23 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-from pathlib import Path
+from collections.abc import Callable
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[4] / "examples"
-
-
-def run(script: str) -> str:
-    env = {k: v for k, v in os.environ.items() if k != "MEMORY_RETRIEVERS_LLAMA_LLM"}
-    done = subprocess.run(
-        [sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=300, env=env, check=False
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    return done.stdout
+OFFLINE = ("MEMORY_RETRIEVERS_LLAMA_LLM",)
 
 
 @pytest.mark.integration
-def test_query_engine_example() -> None:
-    out = run("llama_index_query_engine.py")
+def test_query_engine_example(run_example: Callable[..., str]) -> None:
+    out = run_example("llama_index_query_engine.py", unset=OFFLINE)
     sources = out[out.index("sources:") : out.index("answer:")]
     assert "Alice moved from Paris to Berlin in March 2024." in sources
 
 
 @pytest.mark.integration
-def test_chat_memory_example_recalls_across_sessions() -> None:
-    out = run("llama_index_chat_memory.py")
+def test_chat_memory_example_recalls_across_sessions(run_example: Callable[..., str]) -> None:
+    out = run_example("llama_index_chat_memory.py", unset=OFFLINE)
     friday = out[out.index("[friday] memory recalled") :]
     assert "user: My sister Carla lives in Lisbon." in friday
     assert "stored messages: 4" in out

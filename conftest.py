@@ -1,0 +1,84 @@
+"""Fixtures shared by the core's tests and both adapter packages' tests (pytest's rootdir conftest)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import HashEmbedder, MemoryStore
+from memory_retrievers.testing import ManualClock
+
+EXAMPLES = Path(__file__).resolve().parent / "examples"
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def embedder() -> HashEmbedder:
+    return HashEmbedder(32)
+
+
+@pytest.fixture
+def make_store(tmp_path: Path, embedder: HashEmbedder, clock: ManualClock) -> Iterator[Callable[..., MemoryStore]]:
+    """Open (or reopen) a store in this test's tmp dir with the hash embedder."""
+    opened: list[MemoryStore] = []
+
+    def make(**kwargs: object) -> MemoryStore:
+        kwargs.setdefault("embedder", embedder)
+        kwargs.setdefault("clock", clock)
+        store = MemoryStore(tmp_path / "db", **kwargs)  # type: ignore[arg-type]
+        opened.append(store)
+        return store
+
+    yield make
+    for store in opened:
+        store.close()
+
+
+@pytest.fixture
+def store(make_store: Callable[..., MemoryStore]) -> MemoryStore:
+    return make_store()
+
+
+# Alice's memories, shared by both adapter packages' tests (the core's tests define their own).
+ALICE = [
+    ("Alice prefers the dark theme in every editor", "preference"),
+    ("Alice's dog is called Rex", "fact"),
+    ("Alice moved to Berlin in March", "event"),
+    ("Alice drinks green tea every morning", "preference"),
+    ("Alice is learning to play jazz piano", "fact"),
+    ("Alice works as a data engineer at Acme", "fact"),
+]
+
+
+@pytest.fixture
+def filled(store: MemoryStore, clock: ManualClock) -> MemoryStore:
+    """Alice's six memories, a day apart, and one memory of Bob's."""
+    for text, kind in ALICE:
+        store.add(text, namespace="alice", kind=kind)
+        clock.advance(days=1)
+    store.add("Bob prefers the light theme", namespace="bob", kind="preference")
+    return store
+
+
+@pytest.fixture
+def run_example() -> Callable[..., str]:
+    """Run ``examples/<script>`` offline (without the given env vars) and return its stdout."""
+
+    def run(script: str, *, unset: tuple[str, ...] = ()) -> str:
+        env = {k: v for k, v in os.environ.items() if k not in unset}
+        done = subprocess.run(
+            [sys.executable, str(EXAMPLES / script)], capture_output=True, text=True, timeout=300, env=env, check=False
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        return done.stdout
+
+    return run
