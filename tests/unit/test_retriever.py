@@ -26,6 +26,7 @@ from memory_retrievers import (
     RecallConfig,
     TiktokenCounter,
 )
+from memory_retrievers.llm import hyde_prompt
 
 QUIET = {"weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0}, "expansion": False}
 
@@ -392,9 +393,17 @@ def test_no_warnings_on_the_happy_path(filled: MemoryStore) -> None:
 
 def test_langchain_fake_llm_drives_expansion_and_hyde(filled: MemoryStore) -> None:
     fake = pytest.importorskip("langchain_core.language_models.fake")
-    llm = fake.FakeListLLM(responses=["Bob green tea\nmorning drink habits", "I drink green tea daily."])
-    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "pinned_first": False}, llm=llm.invoke)
-    res = r.recall("What does Bob have for breakfast?")
+    query = "What does Bob have for breakfast?"
+    # Expansion and HyDE call the LLM concurrently, so one FakeListLLM cycling through both answers
+    # would hand them out in a racy order: each stage gets its own fake, chosen by its prompt.
+    rewriter = fake.FakeListLLM(responses=["Bob green tea\nmorning drink habits"])
+    hyde = fake.FakeListLLM(responses=["I drink green tea daily."])
+
+    def llm(prompt: str) -> str:
+        return (hyde if prompt == hyde_prompt(query) else rewriter).invoke(prompt)
+
+    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "pinned_first": False}, llm=llm)
+    res = r.recall(query)
     assert res.plan["expansion"] == "llm" and res.plan["hyde"] == "llm"
     assert {"context:rewrite 1", "context:rewrite 2", "hyde"} <= set(res.plan["lists"])
     assert res.memories[0].text == "Bob drinks green tea every morning"

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from langchain_memory_retrievers import LangChainLLM, RecallRetriever
 from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
+from memory_retrievers.llm import hyde_prompt
 
 QUIET = {"record_access": False}
 
@@ -150,17 +151,32 @@ class Recorder(BaseCallbackHandler):
         self.model_parents.append(kwargs.get("parent_run_id"))
 
 
+class StageFakeChatModel(FakeListChatModel):
+    """``FakeListChatModel`` whose answer depends on the prompt, not on call order.
+
+    Expansion and HyDE call the model concurrently (each in an executor thread for a
+    ``SimpleChatModel``), so cycling through a list would hand the answers out in a racy order.
+    """
+
+    hyde_for: str
+    hyde_answer: str
+
+    def _call(self, messages: list[Any], *args: Any, **kwargs: Any) -> str:
+        if messages[-1].content == hyde_prompt(self.hyde_for):
+            return self.hyde_answer
+        return super()._call(messages, *args, **kwargs)
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 def test_fake_chat_model_drives_expansion_and_hyde_nested_in_the_run(filled: MemoryStore, use_async: bool) -> None:
-    model = FakeListChatModel(
-        responses=[
-            "1. city Alice moved to\n2. Alice moved in March\n3. Alice relocation",
-            "I moved to Berlin in March.",
-        ]
+    query = "Which city does Alice live in now?"
+    model = StageFakeChatModel(
+        responses=["1. city Alice moved to\n2. Alice moved in March\n3. Alice relocation"],
+        hyde_for=query,
+        hyde_answer="I moved to Berlin in March.",
     )
     retriever = RecallRetriever(store=filled, namespace="alice", llm=model, recall_config=QUIET)
     recorder = Recorder()
-    query = "Which city does Alice live in now?"
     without_llm = RecallRetriever(store=filled, namespace="alice", recall_config=QUIET).invoke(query)
     assert without_llm[0].page_content != "Alice moved to Berlin in March"  # so the model's rewrites matter
     config = {"callbacks": [recorder]}
