@@ -14,7 +14,7 @@ import asyncio
 import math
 import time
 import warnings
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Collection, Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timezone
 from typing import Any
@@ -165,6 +165,7 @@ class MemoryRetriever:
         explain: bool = False,
         config: RecallConfig | Mapping[str, Any] | None = None,
         query_vector: Sequence[float] | np.ndarray | None = None,
+        exclude_ids: Collection[str] | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Recall the memories that matter for ``query``.
@@ -182,6 +183,8 @@ class MemoryRetriever:
             query_vector: The query's embedding, when the caller already has it (e.g. a
                 LlamaIndex ``QueryBundle.embedding`` or a HyDE vector); it must come from the
                 store's embedding model. Full-text channels still use ``query``.
+            exclude_ids: Memory ids the caller already shows (e.g. the chat turns in the prompt);
+                they compete for no place, so ``k`` and the token budget go to other memories.
             **filters: Metadata prefilter fields (``kinds``, ``tags_any``, ``session_ids``,
                 ``created_after``...; see :class:`~memory_retrievers.MemoryFilter`).
 
@@ -200,6 +203,7 @@ class MemoryRetriever:
                 explain=explain,
                 config=config,
                 query_vector=query_vector,
+                exclude_ids=exclude_ids,
                 **filters,
             )
         )
@@ -216,6 +220,7 @@ class MemoryRetriever:
         explain: bool = False,
         config: RecallConfig | Mapping[str, Any] | None = None,
         query_vector: Sequence[float] | np.ndarray | None = None,
+        exclude_ids: Collection[str] | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Async twin of :meth:`recall`."""
@@ -252,7 +257,8 @@ class MemoryRetriever:
             if norm == 0:
                 raise InvalidInputError("query_vector is all zeros; pass a real embedding or leave it out")
             qvec = qvec / norm
-        return await self._run(text, cfg, k_, budget, flt, ctx, explain, qvec)
+        excluded = _id_set(exclude_ids)
+        return await self._run(text, cfg, k_, budget, flt, ctx, explain, qvec, excluded)
 
     # ------------------------------------------------------------------ pipeline
     def _effective_config(self, override: RecallConfig | Mapping[str, Any] | None) -> RecallConfig:
@@ -321,6 +327,7 @@ class MemoryRetriever:
         ctx: ScoringContext,
         explain: bool,
         query_vector: np.ndarray | None = None,
+        excluded: frozenset[str] = frozenset(),
     ) -> RecallResult:
         started = time.perf_counter()
         marks: dict[str, float] = {}
@@ -457,6 +464,14 @@ class MemoryRetriever:
             if link_list is not None:
                 lists.append(link_list)
                 fused = self._fuse(lists, cfg)
+
+        # Memories the caller already shows are dropped after fusion and link spreading, so they
+        # still seed feedback and links (they are on topic) but take no place in the result.
+        if excluded:
+            remaining = [h for h in fused if h.id not in excluded]
+            if len(remaining) < len(fused):
+                plan.notes.append(f"{len(fused) - len(remaining)} candidate(s) excluded by the caller")
+            fused = remaining
 
         # Scores: semantic blend, reranker, multipliers.
         memories = {h.id: pool.memory(h.id) for h in fused}
@@ -704,6 +719,18 @@ class _Pool:
 
 async def _given(vector: np.ndarray) -> np.ndarray:
     return vector
+
+
+def _id_set(ids: Collection[str] | None) -> frozenset[str]:
+    """``exclude_ids`` as a set; a lone str would silently exclude its characters, so it is refused."""
+    if ids is None:
+        return frozenset()
+    if isinstance(ids, (str, bytes)) or not isinstance(ids, Collection):
+        raise InvalidInputError(f"exclude_ids must be a list or set of memory ids, got {type(ids).__name__}")
+    bad = next((i for i in ids if not isinstance(i, str)), None)
+    if bad is not None:
+        raise InvalidInputError(f"exclude_ids must hold str memory ids, got {type(bad).__name__} {bad!r}")
+    return frozenset(ids)
 
 
 def _filled(spec: RankedList, found: Found) -> RankedList:

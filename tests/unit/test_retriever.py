@@ -518,3 +518,29 @@ def test_query_vector_replaces_the_query_embedding(filled: MemoryStore) -> None:
         r.recall("tea", query_vector=[float("nan")] * filled.embedder.dimension)
     with pytest.raises(InvalidInputError, match="zeros"):
         r.recall("tea", query_vector=[0.0] * filled.embedder.dimension)
+
+
+def test_excluded_ids_take_no_place_and_the_budget_goes_to_others(filled: MemoryStore) -> None:
+    r = MemoryRetriever(filled, namespace="u", config=cfg(pinned_first=False))
+    query = "What theme does Alice like?"
+    full = r.recall(query, k=2, explain=True)
+    first, second = (m.id for m in full.memories)
+    res = r.recall(query, k=2, exclude_ids={first}, explain=True)
+    ids = [m.id for m in res.memories]
+    assert first not in ids and first not in {c.id for c in res.cut}
+    assert ids[0] == second and len(ids) == 2  # k still filled
+    assert "1 candidate(s) excluded by the caller" in res.plan["notes"]
+    # Within a budget, the excluded memory's tokens are not counted against the others.
+    budget = full.tokens_used
+    tight = r.recall(query, k=2, exclude_ids=[first], token_budget=budget)
+    assert tight.memories[0].id == second and first not in [m.id for m in tight.memories]
+    assert tight.tokens_used <= budget
+    unknown = r.recall(query, k=2, exclude_ids=["no-such-id"])
+    assert [m.id for m in unknown.memories] == [first, second]
+
+
+@pytest.mark.parametrize("bad", ["one-id", b"one-id", 7, [1, 2], {"a": None, 3: None}])
+def test_exclude_ids_must_be_a_collection_of_str(filled: MemoryStore, bad: object) -> None:
+    r = MemoryRetriever(filled, namespace="u")
+    with pytest.raises(InvalidInputError, match="exclude_ids"):
+        r.recall("theme", exclude_ids=bad)  # type: ignore[arg-type]

@@ -28,8 +28,9 @@ class RecallRetriever(BaseRetriever):
     (higher is better) and an ``explanation`` of how the score was made.
 
     Per call, ``invoke``/``ainvoke`` accept ``k``, ``token_budget``, ``recall_config`` (a dict of
-    :class:`~memory_retrievers.RecallConfig` overrides), ``project``, ``topic``, ``explain``, ``now``
-    and any :class:`~memory_retrievers.MemoryFilter` field (``kinds``, ``tags_any``, ``session_ids``,
+    :class:`~memory_retrievers.RecallConfig` overrides), ``project``, ``topic``, ``explain``, ``now``,
+    ``exclude_ids`` (memory ids already in the prompt, e.g. the chat turns) and any
+    :class:`~memory_retrievers.MemoryFilter` field (``kinds``, ``tags_any``, ``session_ids``,
     ``created_after``...); per-call filters are combined with :attr:`filters` (per-call wins).
 
     Example:

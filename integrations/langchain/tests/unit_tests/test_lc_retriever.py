@@ -195,3 +195,11 @@ def test_langchain_llm_bridge_contract() -> None:
     assert asyncio.run(llm.acomplete("hi")) == "b"
     with pytest.raises(ConfigError, match="Runnable"):
         LangChainLLM(lambda p: p)  # type: ignore[arg-type]
+
+
+def test_exclude_ids_per_call(filled: MemoryStore) -> None:
+    retriever = RecallRetriever(store=filled, namespace="alice", k=2, recall_config=QUIET)
+    query = "What is the name of Alice's dog?"
+    top, second = retriever.invoke(query)
+    docs = retriever.invoke(query, exclude_ids=[top.id])
+    assert [d.id for d in docs] == [second.id, docs[1].id] and top.id not in {d.id for d in docs}

@@ -102,11 +102,13 @@ class RecallMemory(BaseMemory):
         if query is None:
             return recent
         # This session's recent turns are already in the prompt: recall past them, not them.
-        shown = {m.id for m in recent_memories}
         result = await self._recaller.arecall(
-            query[:2000], k=self.k + len(shown), token_budget=self.recall_token_budget
+            query[:2000],
+            k=self.k,
+            token_budget=self.recall_token_budget,
+            exclude_ids={m.id for m in recent_memories},
         )
-        lines = [render_line(m.memory) for m in result.memories if m.id not in shown][: self.k]
+        lines = [render_line(m.memory) for m in result.memories]
         if not lines:
             return recent
         system = ChatMessage(role=MessageRole.SYSTEM, content="\n".join([self.header, *lines]))
