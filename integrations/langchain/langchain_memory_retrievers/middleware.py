@@ -2,12 +2,16 @@
 
 Before each model call it recalls the memories that matter for the latest user message and adds
 them, within a token budget, to the system message (the agent state is not changed, so the block
-never piles up in the conversation). After the agent finishes a turn it stores the user message
-and the final answer as memories, so later conversations can recall them.
+never piles up in the conversation). Memories that are messages already in the conversation are
+left out, and the recall of a user turn is reused by the later model calls of its tool loop. After
+the agent finishes a turn it stores the user message and the final answer as memories, so later
+conversations can recall them.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
@@ -31,6 +35,9 @@ from .llms import to_memory_llm
 __all__ = ["MemoryMiddleware"]
 
 Resolver = Callable[[Runtime[Any]], str | None]
+
+# Recalls kept for reuse by later model calls of the same user turn (one entry per live turn).
+_TURN_CACHE_SIZE = 1024
 
 
 def _thread_id(_runtime: Runtime[Any]) -> str | None:
@@ -75,6 +82,10 @@ class MemoryMiddleware(AgentMiddleware):
         llm: Optional LangChain model for query expansion / HyDE during recall.
         remember: Store each finished turn (user message and final answer).
         header: Text placed before the recalled memories in the system message.
+        recall_once_per_turn: Recall for the first model call of a user turn and reuse the result
+            for the later calls of its tool loop (the query is the same user message). Saves a
+            recall, and the LLM calls of expansion/HyDE if ``llm`` is set, per tool step. Set
+            ``False`` when tools write memories that the same turn should already see.
 
     Raises:
         ConfigError: Bad arguments.
@@ -98,6 +109,7 @@ class MemoryMiddleware(AgentMiddleware):
         llm: Any = None,
         remember: bool = True,
         header: str = "Long-term memory about the user (recalled; may be outdated):",
+        recall_once_per_turn: bool = True,
     ) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
@@ -118,6 +130,9 @@ class MemoryMiddleware(AgentMiddleware):
         self._config: RecallConfig = validated(RecallConfig, recall_config, "RecallConfig")
         self._llm = to_memory_llm(llm)
         self._recallers: dict[str, MemoryRetriever] = {}
+        self.recall_once_per_turn = bool(recall_once_per_turn)
+        self._turns: OrderedDict[tuple[str, str, str], RecallResult] = OrderedDict()
+        self._turns_lock = threading.Lock()
 
     # ------------------------------------------------------------------ shared logic
     def _resolve_namespace(self, runtime: Runtime[Any]) -> str:
@@ -136,10 +151,43 @@ class MemoryMiddleware(AgentMiddleware):
                 self._recallers[namespace] = recaller
         return recaller
 
-    def _query(self, request: ModelRequest[Any]) -> str | None:
+    def _query(self, request: ModelRequest[Any]) -> tuple[str, str | None] | None:
+        """The latest user message's text (the recall query) and its id (the turn's key)."""
         i = _latest_user_turn(request.messages)
-        text = str(request.messages[i].text) if i is not None else ""
-        return text[:2000] if text.strip() else None
+        if i is None:
+            return None
+        message = request.messages[i]
+        text = str(message.text)
+        return (text[:2000], message.id) if text.strip() else None
+
+    def _turn_key(self, namespace: str, query: str, message_id: str | None) -> tuple[str, str, str] | None:
+        # Without a message id two turns asking the same words could not be told apart.
+        if not self.recall_once_per_turn or not message_id:
+            return None
+        return (namespace, message_id, query)
+
+    def _cached(self, key: tuple[str, str, str] | None) -> RecallResult | None:
+        if key is None:
+            return None
+        with self._turns_lock:
+            result = self._turns.get(key)
+            if result is not None:
+                self._turns.move_to_end(key)
+            return result
+
+    def _keep(self, key: tuple[str, str, str] | None, result: RecallResult) -> None:
+        if key is None:
+            return
+        with self._turns_lock:
+            self._turns[key] = result
+            while len(self._turns) > _TURN_CACHE_SIZE:
+                self._turns.popitem(last=False)
+
+    def _recall_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
+        # A stored turn keeps its message id as memory id: those already in the prompt are left out,
+        # so k and the budget go to memories the model has not seen.
+        shown = {m.id for m in request.messages if m.id}
+        return {"k": self.k, "token_budget": self.token_budget, "exclude_ids": shown}
 
     def _with_memories(self, request: ModelRequest[Any], result: RecallResult) -> ModelRequest[Any]:
         block = result.to_context()
@@ -175,10 +223,16 @@ class MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Add recalled memories to the system message, then call the model."""
-        query = self._query(request)
-        if query is not None:
-            recaller = self._recaller(self._resolve_namespace(request.runtime))
-            request = self._with_memories(request, recaller.recall(query, k=self.k, token_budget=self.token_budget))
+        found = self._query(request)
+        if found is not None:
+            query, message_id = found
+            namespace = self._resolve_namespace(request.runtime)
+            key = self._turn_key(namespace, query, message_id)
+            result = self._cached(key)
+            if result is None:
+                result = self._recaller(namespace).recall(query, **self._recall_args(request))
+                self._keep(key, result)
+            request = self._with_memories(request, result)
         return handler(request)
 
     async def awrap_model_call(
@@ -187,10 +241,15 @@ class MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call` (natively async recall)."""
-        query = self._query(request)
-        if query is not None:
-            recaller = self._recaller(self._resolve_namespace(request.runtime))
-            result = await recaller.arecall(query, k=self.k, token_budget=self.token_budget)
+        found = self._query(request)
+        if found is not None:
+            query, message_id = found
+            namespace = self._resolve_namespace(request.runtime)
+            key = self._turn_key(namespace, query, message_id)
+            result = self._cached(key)
+            if result is None:
+                result = await self._recaller(namespace).arecall(query, **self._recall_args(request))
+                self._keep(key, result)
             request = self._with_memories(request, result)
         return await handler(request)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 from typing import Any
 
@@ -9,6 +10,7 @@ import pytest
 from langchain.agents import create_agent
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_memory_retrievers import MemoryMiddleware
@@ -16,17 +18,53 @@ from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
 
 
 class SpyModel(FakeMessagesListChatModel):
-    """A fake chat model that records the messages of every call."""
+    """A fake chat model that records the messages of every call (tools bound are ignored)."""
 
     seen: list[list[BaseMessage]]
+
+    def bind_tools(self, tools: Any, **kwargs: Any) -> SpyModel:  # type: ignore[override]
+        return self
 
     def _generate(self, messages: list[BaseMessage], stop: Any = None, run_manager: Any = None, **kw: Any) -> Any:
         self.seen.append(list(messages))
         return super()._generate(messages, stop, run_manager, **kw)
 
 
-def spy(*answers: str) -> SpyModel:
-    return SpyModel(responses=[AIMessage(a) for a in answers], seen=[])
+def spy(*answers: str | AIMessage) -> SpyModel:
+    return SpyModel(responses=[a if isinstance(a, AIMessage) else AIMessage(a) for a in answers], seen=[])
+
+
+@tool
+def weather(city: str) -> str:
+    """Today's weather in a city."""
+    return f"Sunny in {city}"
+
+
+def weather_call(city: str) -> AIMessage:
+    return AIMessage("", tool_calls=[{"name": "weather", "args": {"city": city}, "id": f"call-{city}"}])
+
+
+class CountingMiddleware(MemoryMiddleware):
+    """Counts the recalls the middleware runs (by wrapping each namespace's core retriever)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.recalls = 0
+
+    def _recaller(self, namespace: str) -> Any:
+        real = super()._recaller(namespace)
+        outer = self
+
+        class Counted:
+            def recall(self, *a: Any, **kw: Any) -> Any:
+                outer.recalls += 1
+                return real.recall(*a, **kw)
+
+            async def arecall(self, *a: Any, **kw: Any) -> Any:
+                outer.recalls += 1
+                return await real.arecall(*a, **kw)
+
+        return Counted()
 
 
 def system_text(messages: list[BaseMessage]) -> str:
@@ -123,3 +161,54 @@ def test_bad_configuration_and_bad_resolver(store: MemoryStore) -> None:
     agent = create_agent(spy("x"), tools=[], middleware=[MemoryMiddleware(store, namespace=lambda rt: None)])
     with pytest.raises(InvalidInputError, match="namespace resolver"):
         agent.invoke({"messages": [HumanMessage("hi")]})
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_tool_loop_recalls_once_per_user_turn(store: MemoryStore, use_async: bool) -> None:
+    store.add("Alice lives in Lisbon", namespace="alice")
+    model = spy(weather_call("Lisbon"), "Sunny in Lisbon today.", weather_call("Lisbon"), "Still sunny.")
+    middleware = CountingMiddleware(store, namespace="alice", remember=False)
+    agent = create_agent(model, tools=[weather], middleware=[middleware], checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "t"}}
+
+    def ask(text: str) -> dict[str, Any]:
+        request = {"messages": [HumanMessage(text)]}
+        return asyncio.run(agent.ainvoke(request, config)) if use_async else agent.invoke(request, config)
+
+    out = ask("What's the weather where I live?")
+    assert out["messages"][-1].text == "Sunny in Lisbon today."
+    assert [m.type for m in out["messages"]] == ["human", "ai", "tool", "ai"]
+    assert len(model.seen) == 2 and middleware.recalls == 1
+    # both model calls of the loop got the same memory block
+    assert system_text(model.seen[0]) == system_text(model.seen[1])
+    assert "Alice lives in Lisbon" in system_text(model.seen[1])
+    ask("And now?")  # a new user turn recalls again, once
+    assert len(model.seen) == 4 and middleware.recalls == 2
+
+
+def test_recall_once_per_turn_can_be_turned_off(store: MemoryStore) -> None:
+    store.add("Alice lives in Lisbon", namespace="alice")
+    model = spy(weather_call("Lisbon"), "Sunny.")
+    middleware = CountingMiddleware(store, namespace="alice", remember=False, recall_once_per_turn=False)
+    create_agent(model, tools=[weather], middleware=[middleware]).invoke({"messages": [HumanMessage("Weather?")]})
+    assert len(model.seen) == 2 and middleware.recalls == 2
+
+
+def test_turns_already_in_the_conversation_are_not_recalled_again(store: MemoryStore) -> None:
+    middleware = MemoryMiddleware(store, namespace="alice", k=3)
+    config = {"configurable": {"thread_id": "t"}}
+    # another conversation, earlier: recallable in this one
+    create_agent(spy("Noted."), tools=[], middleware=[middleware]).invoke(
+        {"messages": [HumanMessage("My sister Carla lives in Lisbon")]}, {"configurable": {"thread_id": "old"}}
+    )
+    model = spy("Noted: Carla plays the cello.", "Carla lives in Lisbon and plays the cello.")
+    agent = create_agent(model, tools=[], middleware=[middleware], checkpointer=InMemorySaver())
+    agent.invoke({"messages": [HumanMessage("My sister Carla plays the cello")]}, config)
+    agent.invoke({"messages": [HumanMessage("What do you know about my sister Carla?")]}, config)
+    second_call = model.seen[1]
+    system = system_text(second_call)
+    in_conversation = {m.text for m in second_call[1:]}
+    assert "My sister Carla plays the cello" in in_conversation  # the checkpointer replays the turn
+    assert "user: My sister Carla lives in Lisbon" in system  # the other conversation is recalled
+    assert "Carla plays the cello" not in system  # this one is already in the prompt: not repeated
+    assert store.count("alice", filter={"session_ids": ["t"]}) == 4  # but it is stored
