@@ -240,9 +240,9 @@ class SentenceTransformerEmbedder:
         """Embed one query (with ``query_threads`` torch threads)."""
         if self._query_threads is None:
             return np.asarray(self.embed_documents([text])[0])
+        self._load()  # first: a missing sentence-transformers/torch is an EmbeddingError saying what to install
         import torch
 
-        self._load()
         with _TORCH_THREADS:
             previous = torch.get_num_threads()
             torch.set_num_threads(self._query_threads)
