@@ -11,6 +11,7 @@ import asyncio
 import hashlib
 import re
 import threading
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
 
@@ -23,6 +24,7 @@ __all__ = [
     "Embedder",
     "HashEmbedder",
     "SentenceTransformerEmbedder",
+    "WrappedEmbedder",
     "check_vectors",
     "resolve_model_path",
     "unit_rows",
@@ -130,6 +132,81 @@ def unit_rows(vectors: Any, *, source: str) -> np.ndarray:
     except (TypeError, ValueError) as exc:
         raise EmbeddingError(f"{source} returned something that is not a list of float vectors: {exc}") from None
     return _normalise(array.reshape(1, -1) if array.ndim == 1 else array)
+
+
+class WrappedEmbedder(ABC):
+    """Base of the embedders that wrap another library's model (the framework adapters' bridges).
+
+    A subclass gives the model's four raw calls; this class checks ``name`` and ``dimension``,
+    L2-normalises every output with :func:`unit_rows`, and probes the dimension once when it was
+    not given.
+
+    Args:
+        name: Recorded in the table; the store refuses to reopen it with another name.
+        dimension: Vector width; when ``None``, one probe text is embedded on first use to learn it.
+
+    Raises:
+        ConfigError: ``name`` empty or ``dimension`` not a positive int.
+    """
+
+    _PROBE = "dimension probe"
+
+    def __init__(self, *, name: str, dimension: int | None) -> None:
+        if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1):
+            raise ConfigError(f"dimension must be a positive int, got {dimension!r}")
+        if not isinstance(name, str) or not name.strip():
+            raise ConfigError(f"name must be a non-empty str, got {name!r}")
+        self._name = name
+        self._dimension = dimension
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self._name!r})"
+
+    @abstractmethod
+    def _raw_documents(self, texts: list[str]) -> Any:
+        """The wrapped model's vectors for ``texts``."""
+
+    @abstractmethod
+    def _raw_query(self, text: str) -> Any:
+        """The wrapped model's query vector for ``text``."""
+
+    @abstractmethod
+    async def _araw_documents(self, texts: list[str]) -> Any:
+        """Async twin of :meth:`_raw_documents`."""
+
+    @abstractmethod
+    async def _araw_query(self, text: str) -> Any:
+        """Async twin of :meth:`_raw_query`."""
+
+    @property
+    def name(self) -> str:
+        """The model name recorded in the table."""
+        return self._name
+
+    @property
+    def dimension(self) -> int:
+        """Vector width (probed once if it was not given)."""
+        if self._dimension is None:
+            self._dimension = int(unit_rows(self._raw_query(self._PROBE), source=self._name).shape[1])
+        return self._dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit rows of the wrapped model's document vectors."""
+        return unit_rows(self._raw_documents(list(texts)), source=self._name)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        """The unit vector of the wrapped model's query embedding."""
+        row: np.ndarray = unit_rows(self._raw_query(text), source=self._name)[0]
+        return row
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed_documents` (natively async where the wrapped model is)."""
+        return unit_rows(await self._araw_documents(list(texts)), source=self._name)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        """Async twin of :meth:`embed_query`."""
+        row: np.ndarray = unit_rows(await self._araw_query(text), source=self._name)[0]
+        return row
 
 
 # Loaded models, shared by every embedder of the process that names the same model and device:

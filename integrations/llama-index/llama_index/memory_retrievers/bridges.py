@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms import LLM
 
 from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import ConfigError
-from memory_retrievers.embeddings import unit_rows
+from memory_retrievers.embeddings import WrappedEmbedder
 from memory_retrievers.llm import as_llm
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "to_memory_llm"]
@@ -48,7 +46,7 @@ def to_memory_llm(llm: Any) -> MemoryLLM | None:
     return as_llm(llm)
 
 
-class LlamaIndexEmbedder:
+class LlamaIndexEmbedder(WrappedEmbedder):
     """Wrap a LlamaIndex ``BaseEmbedding`` as the store's embedder (rows L2-normalised).
 
     The store records ``name`` and ``dimension`` in the table and refuses to reopen it with another
@@ -63,48 +61,24 @@ class LlamaIndexEmbedder:
     def __init__(self, embed_model: BaseEmbedding, *, name: str | None = None, dimension: int | None = None) -> None:
         if not isinstance(embed_model, BaseEmbedding):
             raise ConfigError(f"embed_model must be a LlamaIndex BaseEmbedding, got {type(embed_model).__name__}")
-        if dimension is not None and (isinstance(dimension, bool) or not isinstance(dimension, int) or dimension < 1):
-            raise ConfigError(f"dimension must be a positive int, got {dimension!r}")
         self._model = embed_model
-        self._name = name or f"llama-index:{type(embed_model).__name__}:{embed_model.model_name}"
-        self._dimension = dimension
-
-    def __repr__(self) -> str:
-        return f"LlamaIndexEmbedder(name={self._name!r})"
+        super().__init__(
+            name=name or f"llama-index:{type(embed_model).__name__}:{embed_model.model_name}", dimension=dimension
+        )
 
     @property
     def embed_model(self) -> BaseEmbedding:
         """The wrapped model."""
         return self._model
 
-    @property
-    def name(self) -> str:
-        """The model name recorded in the table."""
-        return self._name
+    def _raw_documents(self, texts: list[str]) -> list[list[float]]:
+        return self._model.get_text_embedding_batch(texts)
 
-    @property
-    def dimension(self) -> int:
-        """Vector width (probed once if it was not given)."""
-        if self._dimension is None:
-            self._dimension = int(
-                unit_rows(self._model.get_query_embedding("dimension probe"), source=self._name).shape[1]
-            )
-        return self._dimension
+    def _raw_query(self, text: str) -> list[float]:
+        return self._model.get_query_embedding(text)
 
-    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """``get_text_embedding_batch``."""
-        return unit_rows(self._model.get_text_embedding_batch(list(texts)), source=self._name)
+    async def _araw_documents(self, texts: list[str]) -> list[list[float]]:
+        return await self._model.aget_text_embedding_batch(texts)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        """``get_query_embedding``."""
-        row: np.ndarray = unit_rows(self._model.get_query_embedding(text), source=self._name)[0]
-        return row
-
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """``aget_text_embedding_batch`` (natively async where the model is)."""
-        return unit_rows(await self._model.aget_text_embedding_batch(list(texts)), source=self._name)
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        """``aget_query_embedding``."""
-        row: np.ndarray = unit_rows(await self._model.aget_query_embedding(text), source=self._name)[0]
-        return row
+    async def _araw_query(self, text: str) -> list[float]:
+        return await self._model.aget_query_embedding(text)
