@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -27,10 +27,9 @@ from memory_retrievers import (
     RecallConfig,
     RecallResult,
 )
-from memory_retrievers.config import validated
 
 from ._messages import message_record
-from .llms import to_memory_llm
+from ._recallers import Recallers
 
 __all__ = ["MemoryMiddleware"]
 
@@ -38,6 +37,14 @@ Resolver = Callable[[Runtime[Any]], str | None]
 
 # Recalls kept for reuse by later model calls of the same user turn (one entry per live turn).
 _TURN_CACHE_SIZE = 1024
+_TurnKey = tuple[str, str, str]  # namespace, user message id, query
+
+
+class _Turn(NamedTuple):
+    namespace: str
+    query: str
+    key: _TurnKey | None  # None: not cached (option off, or the message has no id)
+    cached: RecallResult | None
 
 
 def _thread_id(_runtime: Runtime[Any]) -> str | None:
@@ -127,11 +134,9 @@ class MemoryMiddleware(AgentMiddleware):
         self.header = header
         self._namespace = _resolver(namespace, "namespace")
         self._session = _resolver(session_id, "session_id") if session_id is not None else _thread_id
-        self._config: RecallConfig = validated(RecallConfig, recall_config, "RecallConfig")
-        self._llm = to_memory_llm(llm)
-        self._recallers: dict[str, MemoryRetriever] = {}
+        self._recallers = Recallers(store, recall_config, llm)
         self.recall_once_per_turn = bool(recall_once_per_turn)
-        self._turns: OrderedDict[tuple[str, str, str], RecallResult] = OrderedDict()
+        self._turns: OrderedDict[_TurnKey, RecallResult] = OrderedDict()
         self._turns_lock = threading.Lock()
 
     # ------------------------------------------------------------------ shared logic
@@ -144,42 +149,38 @@ class MemoryMiddleware(AgentMiddleware):
         return ns
 
     def _recaller(self, namespace: str) -> MemoryRetriever:
-        recaller = self._recallers.get(namespace)
-        if recaller is None:
-            recaller = MemoryRetriever(self.store, namespace=namespace, config=self._config, llm=self._llm)
-            if len(self._recallers) < 10_000:
-                self._recallers[namespace] = recaller
-        return recaller
+        return self._recallers.get(namespace)
 
-    def _query(self, request: ModelRequest[Any]) -> tuple[str, str | None] | None:
-        """The latest user message's text (the recall query) and its id (the turn's key)."""
+    def _turn(self, request: ModelRequest[Any]) -> _Turn | None:
+        """What recall needs for this model call (``None``: no user message to recall for).
+
+        The recall query is the latest user message; with ``recall_once_per_turn`` and a message
+        id, the turn's earlier recall is reused.
+        """
         i = _latest_user_turn(request.messages)
         if i is None:
             return None
         message = request.messages[i]
         text = str(message.text)
-        return (text[:2000], message.id) if text.strip() else None
-
-    def _turn_key(self, namespace: str, query: str, message_id: str | None) -> tuple[str, str, str] | None:
+        if not text.strip():
+            return None
+        query = text[:2000]
+        namespace = self._resolve_namespace(request.runtime)
         # Without a message id two turns asking the same words could not be told apart.
-        if not self.recall_once_per_turn or not message_id:
-            return None
-        return (namespace, message_id, query)
+        key = (namespace, message.id, query) if self.recall_once_per_turn and message.id else None
+        cached = None
+        if key is not None:
+            with self._turns_lock:
+                cached = self._turns.get(key)
+                if cached is not None:
+                    self._turns.move_to_end(key)
+        return _Turn(namespace, query, key, cached)
 
-    def _cached(self, key: tuple[str, str, str] | None) -> RecallResult | None:
-        if key is None:
-            return None
-        with self._turns_lock:
-            result = self._turns.get(key)
-            if result is not None:
-                self._turns.move_to_end(key)
-            return result
-
-    def _keep(self, key: tuple[str, str, str] | None, result: RecallResult) -> None:
-        if key is None:
+    def _keep(self, turn: _Turn, result: RecallResult) -> None:
+        if turn.key is None:
             return
         with self._turns_lock:
-            self._turns[key] = result
+            self._turns[turn.key] = result
             while len(self._turns) > _TURN_CACHE_SIZE:
                 self._turns.popitem(last=False)
 
@@ -223,15 +224,12 @@ class MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any]:
         """Add recalled memories to the system message, then call the model."""
-        found = self._query(request)
-        if found is not None:
-            query, message_id = found
-            namespace = self._resolve_namespace(request.runtime)
-            key = self._turn_key(namespace, query, message_id)
-            result = self._cached(key)
+        turn = self._turn(request)
+        if turn is not None:
+            result = turn.cached
             if result is None:
-                result = self._recaller(namespace).recall(query, **self._recall_args(request))
-                self._keep(key, result)
+                result = self._recaller(turn.namespace).recall(turn.query, **self._recall_args(request))
+                self._keep(turn, result)
             request = self._with_memories(request, result)
         return handler(request)
 
@@ -241,15 +239,12 @@ class MemoryMiddleware(AgentMiddleware):
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any]:
         """Async twin of :meth:`wrap_model_call` (natively async recall)."""
-        found = self._query(request)
-        if found is not None:
-            query, message_id = found
-            namespace = self._resolve_namespace(request.runtime)
-            key = self._turn_key(namespace, query, message_id)
-            result = self._cached(key)
+        turn = self._turn(request)
+        if turn is not None:
+            result = turn.cached
             if result is None:
-                result = await self._recaller(namespace).arecall(query, **self._recall_args(request))
-                self._keep(key, result)
+                result = await self._recaller(turn.namespace).arecall(turn.query, **self._recall_args(request))
+                self._keep(turn, result)
             request = self._with_memories(request, result)
         return await handler(request)
 

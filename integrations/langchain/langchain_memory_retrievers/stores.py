@@ -33,15 +33,13 @@ from memory_retrievers import (
     InvalidInputError,
     Memory,
     MemoryKind,
-    MemoryRetriever,
     MemoryStore,
     NotFoundError,
     RecallConfig,
 )
 from memory_retrievers._loop import run_sync
-from memory_retrievers.config import validated
 
-from .llms import to_memory_llm
+from ._recallers import Recallers
 
 __all__ = ["MemoryStoreLangGraph"]
 
@@ -149,21 +147,10 @@ class MemoryStoreLangGraph(BaseStore):
         self.store = store
         self.index_fields = tuple(index_fields) if index_fields is not None else None
         self.kind = MemoryKind(kind)
-        # Validated now, so a bad config fails here and not on the first search.
-        self._recall_config: RecallConfig = validated(RecallConfig, recall_config, "RecallConfig")
-        self._llm = to_memory_llm(llm)
-        self._recallers: dict[str, MemoryRetriever] = {}
+        self._recallers = Recallers(store, recall_config, llm)
 
     def __repr__(self) -> str:
         return f"MemoryStoreLangGraph({self.store!r})"
-
-    def _recaller(self, namespace: str) -> MemoryRetriever:
-        recaller = self._recallers.get(namespace)
-        if recaller is None:
-            recaller = MemoryRetriever(self.store, namespace=namespace, config=self._recall_config, llm=self._llm)
-            if len(self._recallers) < 10_000:
-                self._recallers[namespace] = recaller
-        return recaller
 
     # ------------------------------------------------------------------ conversions
     def _text(self, value: Mapping[str, Any], index: Sequence[str] | None) -> str:
@@ -290,7 +277,7 @@ class MemoryStoreLangGraph(BaseStore):
     ) -> list[tuple[float, Memory]]:
         # A value filter applies after recall, so over-fetch when there is one.
         k = min(1000, wanted * (4 if flt else 1))
-        result = await self._recaller(ns).arecall(query, k=k, token_budget=None)
+        result = await self._recallers.get(ns).arecall(query, k=k, token_budget=None)
         return [(m.score, m.memory) for m in result.memories if _matches(self._value(m.memory), flt)][:wanted]
 
     async def _alist(self, ns: str, flt: Mapping[str, Any] | None, wanted: int) -> list[tuple[float, Memory]]:
