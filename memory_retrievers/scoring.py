@@ -28,20 +28,24 @@ class DecayKind(str, enum.Enum):
     """No decay."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, kw_only=True)
 class ScoringParams:
-    """The constants of :func:`multipliers` (mirrored by ``RecallConfig`` fields)."""
+    """The constants of :func:`multipliers`, all required.
 
-    decay_kind: DecayKind = DecayKind.HYPERBOLIC
-    decay_scale_days: float = 60.0
-    half_life_days: float = 60.0
-    decay_weight: float = 1.0
-    pinned_boost: float = 1.1
-    kind_boosts: Mapping[MemoryKind, float] | None = None
-    same_project_boost: float = 1.3
-    other_project_penalty: float = 0.8
-    no_project_penalty: float = 0.9
-    cross_topic_penalty: float = 0.4
+    Build them with :meth:`RecallConfig.scoring_params() <memory_retrievers.RecallConfig.scoring_params>`
+    (the defaults live there, once), and vary one with ``dataclasses.replace``.
+    """
+
+    decay_kind: DecayKind
+    decay_scale_days: float
+    half_life_days: float
+    decay_weight: float
+    pinned_boost: float
+    kind_boosts: Mapping[MemoryKind, float]
+    same_project_boost: float
+    other_project_penalty: float
+    no_project_penalty: float
+    cross_topic_penalty: float
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +80,7 @@ def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringParams) -> d
         "decay": decay(days, params),
         "priority": memory.priority,
         "pinned": params.pinned_boost if memory.pinned else 1.0,
-        "kind": (params.kind_boosts or {}).get(memory.kind, 1.0),
+        "kind": params.kind_boosts.get(memory.kind, 1.0),
     }
     if ctx.project is not None:
         if memory.project is None:

@@ -28,9 +28,11 @@ class CutReason(str, enum.Enum):
     """Why a candidate is not in the result."""
 
     OVER_BUDGET = "over_budget"
+    """It did not fit in what was left of the token budget."""
     K_CAP = "k_cap"
+    """``k`` memories were already chosen."""
     BELOW_FLOOR = "below_floor"
-    SUPERSEDED = "superseded"
+    """Its final score was below ``relevance_floor`` times the best one's."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +100,7 @@ def select(
     pinned_first: bool = True,
     session_diverse: bool = False,
     token_cost: Callable[[Candidate], int] | None = None,
-    mmr_similarity_floor: float = 0.0,
+    mmr_similarity_floor: float,
 ) -> tuple[list[Selected], list[Rejected]]:
     """Pick up to ``k`` candidates within ``token_budget`` tokens.
 
@@ -110,7 +112,8 @@ def select(
             Candidates without vectors pay no MMR penalty.
         pinned_first: Take pinned candidates before anything else.
         session_diverse: Take the best candidate of each session first (up to ``ceil(k/2)``).
-        mmr_similarity_floor: Similarity below which MMR applies no penalty (0 = classic MMR).
+        mmr_similarity_floor: Similarity below which MMR applies no penalty (0 = classic MMR;
+            ``RecallConfig.mmr_similarity_floor`` is 0.9).
             Related-but-distinct memories (two turns of one conversation) are then not pushed
             down; only near-duplicates are.
         token_cost: Computes a candidate's cost when selection first needs it (default: its

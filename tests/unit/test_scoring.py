@@ -1,11 +1,18 @@
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memory_retrievers import Memory, MemoryKind
-from memory_retrievers.scoring import DecayKind, ScoringContext, ScoringParams, decay, multipliers
+from memory_retrievers import Memory, MemoryKind, RecallConfig
+from memory_retrievers.scoring import DecayKind, ScoringContext, decay, multipliers
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
+# The pure curves (decay weight 1) with the config's other constants; each test varies one field.
+PURE = RecallConfig(decay_weight=1.0, kind_boosts={}).scoring_params()
+
+
+def ScoringParams(**changes: object):  # reads like the constructor it stands in for
+    return replace(PURE, **changes)
 
 
 def mem(**kw: object) -> Memory:
