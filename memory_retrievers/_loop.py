@@ -37,8 +37,18 @@ def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:
     return asyncio.run_coroutine_threadsafe(coro, _get_loop())
 
 
+#: How long an interrupted sync call waits for its cancelled work to stop before re-raising.
+_CANCEL_WAIT_S = 10.0
+_POLL_S = 0.1
+
+
 def run_sync(coro: Coroutine[Any, Any, T]) -> T:
-    """Run ``coro`` on the private loop and block the calling thread until it finishes."""
+    """Run ``coro`` on the private loop and block the calling thread until it finishes.
+
+    If the calling thread is interrupted (Ctrl-C is a ``KeyboardInterrupt`` raised in the main
+    thread while it waits), the work is cancelled and awaited before the interrupt propagates: a
+    write the user stopped must not commit later behind their back.
+    """
     loop = _get_loop()
     try:
         running = asyncio.get_running_loop()
@@ -47,4 +57,26 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     if running is loop:  # pragma: no cover - a programming error inside this package
         coro.close()
         raise RuntimeError("sync MemoryStore methods cannot be called from the store's own loop")
-    return asyncio.run_coroutine_threadsafe(coro, loop).result()
+    # The task is created by a callback scheduled from this thread: the callback runs in a copy of
+    # this thread's context, so context variables (e.g. tracing callbacks) reach the work.
+    done = threading.Event()
+    box: list[asyncio.Task[T]] = []
+
+    def start() -> None:
+        task = loop.create_task(coro)
+        task.add_done_callback(lambda _: done.set())
+        box.append(task)
+
+    loop.call_soon_threadsafe(start)
+    try:
+        # A timed wait returns to Python now and then, so an interrupt is raised promptly even when
+        # no signal wakes the wait (``_thread.interrupt_main``, a signal taken by another thread).
+        while not done.wait(_POLL_S):
+            pass
+    except BaseException:
+        # Scheduled after start() (the loop runs callbacks in order), so the task exists by then;
+        # a task cancelled before its first step still finishes (cancelled) and sets `done`.
+        loop.call_soon_threadsafe(lambda: box[0].cancel())
+        done.wait(_CANCEL_WAIT_S)
+        raise
+    return box[0].result()
