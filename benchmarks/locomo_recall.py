@@ -31,8 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from _data import DEFAULT_LOCOMO, Turn, load_turns
 
-from memory_retrievers import MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.retriever import MemoryRetriever
+from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
 
 K = 10
 

@@ -13,6 +13,7 @@ from .embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransform
 from .errors import (
     ConfigError,
     DimensionMismatchError,
+    EmbedderMismatchError,
     EmbeddingError,
     FilterError,
     InvalidInputError,
@@ -69,6 +70,7 @@ __all__ = [
     "DedupPolicy",
     "DimensionMismatchError",
     "Embedder",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "FilterError",
     "FtsField",

@@ -13,6 +13,7 @@ subclass also inherits the built-in exception a caller would naturally catch, so
     │   └── DimensionMismatchError (ValueError)  vector width differs from the table's
     └── StorageError (RuntimeError)          the LanceDB table could not be read or written
         └── SchemaMismatchError              the table was written by another schema/embedder
+            └── EmbedderMismatchError        ...by another embedding model (also a DimensionMismatchError)
 
 Messages always say how to fix the problem.
 """
@@ -22,6 +23,7 @@ from __future__ import annotations
 __all__ = [
     "ConfigError",
     "DimensionMismatchError",
+    "EmbedderMismatchError",
     "EmbeddingError",
     "FilterError",
     "InvalidInputError",
@@ -78,3 +80,11 @@ class StorageError(MemoryRetrieversError, RuntimeError):
 
 class SchemaMismatchError(StorageError):
     """The table was created by another schema version or another embedding model."""
+
+
+class EmbedderMismatchError(SchemaMismatchError, DimensionMismatchError):
+    """The table was written with another embedding model (another name, dimension, or both).
+
+    Raised on open whichever detail differs; it is both a :class:`SchemaMismatchError` and a
+    :class:`DimensionMismatchError`, so code that catches either keeps working.
+    """

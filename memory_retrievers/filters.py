@@ -15,8 +15,8 @@ matches *every* row (see ``tests/unit/test_filters.py::test_backslash_quote_cann
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime
-from typing import Any
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
 
@@ -25,7 +25,10 @@ from .errors import FilterError, InvalidInputError
 from .models import MemoryKind
 from .validation import check_key, to_utc
 
-__all__ = ["MemoryFilter", "build_where", "coerce_filter", "sql_literal", "sql_list"]
+if TYPE_CHECKING:
+    from .models import Memory
+
+__all__ = ["MemoryFilter", "build_where", "coerce_filter", "matches", "sql_in", "sql_list", "sql_literal"]
 
 _MAX_FILTER_CHARS = 512
 
@@ -48,7 +51,10 @@ def sql_list(values: Iterable[str]) -> str:
     return "[" + ", ".join(sql_literal(v) for v in values) + "]"
 
 
-def _in(column: str, values: Sequence[str]) -> str:
+def sql_in(column: str, values: Sequence[str]) -> str:
+    """``column IN (...)`` over escaped literals; ``values`` must not be empty (``IN ()`` is a SQL error)."""
+    if not values:
+        raise InvalidInputError(f"an empty list for {column} matches nothing; pass at least one value")
     return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
 
 
@@ -121,6 +127,11 @@ def coerce_filter(value: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilte
     return validated(MemoryFilter, value, "filter", error=FilterError, key="filter key")  # type: ignore[no-any-return]
 
 
+def is_unconstrained(flt: MemoryFilter) -> bool:
+    """True when ``flt`` sets nothing but ``include_superseded`` (every live memory passes)."""
+    return not flt.model_dump(exclude_defaults=True, exclude={"include_superseded"})
+
+
 def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:
     """The SQL predicate for one namespace plus a filter; the namespace clause is always first.
 
@@ -134,15 +145,15 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
     if ids is not None:
         if not ids:
             raise InvalidInputError("ids is empty; pass at least one id")
-        clauses.append(_in("id", ids))
+        clauses.append(sql_in("id", ids))
     flt = flt or MemoryFilter()
     if not flt.include_superseded:
         clauses.append("superseded_by IS NULL")
     if flt.kinds:
-        clauses.append(_in("kind", [k.value for k in flt.kinds]))
+        clauses.append(sql_in("kind", [k.value for k in flt.kinds]))
     for column, values in (("session_id", flt.session_ids), ("project", flt.projects), ("topic", flt.topics)):
         if values:
-            clauses.append(_in(column, values))
+            clauses.append(sql_in(column, values))
     if flt.tags_any:
         clauses.append(f"array_has_any(tags, {sql_list(flt.tags_any)})")
     if flt.tags_all:
@@ -156,3 +167,35 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
     if flt.created_before is not None:
         clauses.append(f"created_at < {sql_literal(flt.created_before)}")
     return " AND ".join(f"({c})" for c in clauses)
+
+
+def matches(memory: Memory, flt: MemoryFilter) -> bool:
+    """The same predicate as :func:`build_where` (namespace aside), evaluated in Python.
+
+    Used where memories are already in hand: recall's in-memory namespace views and memories
+    reached through links. Keep the two side by side: a clause added to one belongs in the other
+    (``tests/unit/test_filters.py`` checks they agree).
+    """
+    if not flt.include_superseded and memory.superseded_by is not None:
+        return False
+    if flt.kinds is not None and memory.kind not in flt.kinds:
+        return False
+    for values, value in (
+        (flt.session_ids, memory.session_id),
+        (flt.projects, memory.project),
+        (flt.topics, memory.topic),
+    ):
+        if values is not None and value not in values:
+            return False
+    if flt.tags_any is not None and not set(flt.tags_any) & set(memory.tags):
+        return False
+    if flt.tags_all is not None and not set(flt.tags_all) <= set(memory.tags):
+        return False
+    if flt.entities_any is not None and not {e.strip().casefold() for e in flt.entities_any} & set(memory.entities):
+        return False
+    if flt.pinned is not None and memory.pinned != flt.pinned:
+        return False
+    created = memory.created_at or datetime.min.replace(tzinfo=timezone.utc)
+    if flt.created_after is not None and created < flt.created_after:
+        return False
+    return not (flt.created_before is not None and created >= flt.created_before)

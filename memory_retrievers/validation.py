@@ -17,9 +17,11 @@ from typing import Any
 
 from .config import StoreConfig
 from .errors import InvalidInputError
+from .fields import WRITABLE_FIELDS
 from .models import MemoryKind
 
 __all__ = [
+    "MAX_QUERY_CHARS",
     "WRITABLE_FIELDS",
     "check_key",
     "check_text",
@@ -30,33 +32,13 @@ __all__ = [
     "validate_record",
 ]
 
+#: Longest query any search or recall accepts, in characters (one limit everywhere; adapters cut a
+#: chat message to it before recalling for it). Long BM25 queries are slow, and the default model
+#: reads only its first 256 word pieces.
+MAX_QUERY_CHARS = 4_000
+
 PRIORITY_RANGE = (0.0, 10.0)
 IMPORTANCE_RANGE = (0.0, 1.0)
-
-#: Fields a caller may set on a write. ``superseded_by``, ``content_hash`` and access statistics
-#: are maintained by the store itself.
-WRITABLE_FIELDS = frozenset(
-    {
-        "id",
-        "namespace",
-        "text",
-        "vector",
-        "kind",
-        "session_id",
-        "project",
-        "topic",
-        "tags",
-        "entities",
-        "priority",
-        "pinned",
-        "importance",
-        "created_at",
-        "context",
-        "metadata",
-        "links",
-        "supersedes",
-    }
-)
 
 _WS = re.compile(r"\s+")
 

@@ -92,7 +92,7 @@ def test_optimize_removes_only_stale_temporary_files(tmp_path: Path) -> None:
 
 
 async def test_maintenance_retries_commit_conflicts_and_defers_compaction(caplog: pytest.LogCaptureFixture) -> None:
-    from memory_retrievers import store as store_module
+    from memory_retrievers.storage import maintenance as store_module
 
     calls = {"n": 0}
 
@@ -102,19 +102,19 @@ async def test_maintenance_retries_commit_conflicts_and_defers_compaction(caplog
             raise RuntimeError("lance error: Retryable commit conflict for version 7")
         return "done"
 
-    assert await store_module._retry_conflicts("build indexes", conflicted_twice) == "done" and calls["n"] == 3
+    assert await store_module.retry_conflicts("build indexes", conflicted_twice) == "done" and calls["n"] == 3
 
     async def always_conflicted() -> None:
         raise RuntimeError("Retryable commit conflict for version 9")
 
     with pytest.raises(StorageError, match="build indexes"):
-        await store_module._retry_conflicts("build indexes", always_conflicted)
+        await store_module.retry_conflicts("build indexes", always_conflicted)
     with caplog.at_level("WARNING"):
-        assert await store_module._retry_conflicts("optimize the table", always_conflicted, defer_ok=True) is None
+        assert await store_module.retry_conflicts("optimize the table", always_conflicted, defer_ok=True) is None
     assert "optimize the table deferred" in caplog.text
 
     async def broken() -> None:
         raise RuntimeError("disk I/O error")
 
     with pytest.raises(StorageError, match="disk I/O error"):
-        await store_module._retry_conflicts("optimize the table", broken, defer_ok=True)
+        await store_module.retry_conflicts("optimize the table", broken, defer_ok=True)

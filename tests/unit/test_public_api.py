@@ -38,6 +38,7 @@ def test_all_is_pinned() -> None:
             "DedupPolicy",
             "DimensionMismatchError",
             "Embedder",
+            "EmbedderMismatchError",
             "EmbeddingError",
             "FilterError",
             "FtsField",

@@ -436,7 +436,7 @@ def test_namespace_view_gives_the_same_results_as_lancedb_queries(make_store, fi
     with_view = make_store()
     with_view.add_many(records, namespace="u")
     without = MemoryStore(
-        Path(with_view.uri), embedder=with_view.embedder, config={"recall_view_max_rows": 0}, clock=with_view._clock
+        Path(with_view.uri), embedder=with_view.embedder, config={"recall_view_max_rows": 0}, clock=with_view.clock
     )
     config = {"record_access": False, "mode": "hybrid", "weights": {"entity": 1.0, "recency": 0.5}}
     a = MemoryRetriever(with_view, namespace="u", config=config)
@@ -452,10 +452,10 @@ def test_namespace_view_follows_writes(store: MemoryStore) -> None:
     r = MemoryRetriever(store, namespace="u", config=cfg(weights={"vector": 1.0, "bm25": 1.0}))
     first = store.add("the kettle is in the kitchen", namespace="u")
     assert [m.id for m in r.recall("kettle").memories] == [first.id]
-    view = store._views["u"]
+    view = store._views.cached("u")
     store.add("unrelated note in another namespace", namespace="other")
     r.recall("kettle")
-    assert store._views["u"] is view  # another namespace's write keeps this view
+    assert store._views.cached("u") is view  # another namespace's write keeps this view
     second = store.add("a second kettle sits in the garage", namespace="u")
     assert {m.id for m in r.recall("kettle").memories} == {first.id, second.id}
     newer = store.supersede(first.id, "the kettle moved to the office", namespace="u")
@@ -479,12 +479,12 @@ def test_own_version_bookkeeping_stays_bounded(store: MemoryStore) -> None:
     r = MemoryRetriever(store, namespace="u", config=cfg())
     store.add("watched memory", namespace="u")
     r.recall("watched")
-    view = store._views["u"]
+    view = store._views.cached("u")
     for i in range(12):
         store.add(f"other namespace memory {i}", namespace=f"o{i}")
-    assert len(store._own_versions) <= 1  # the view moved along with every version we wrote
+    assert len(store._views.own_versions) <= 1  # the view moved along with every version we wrote
     assert [m.text for m in r.recall("watched").memories] == ["watched memory"]
-    assert store._views["u"] is view  # still valid: the kept versions cover everything after it
+    assert store._views.cached("u") is view  # still valid: the kept versions cover everything after it
 
 
 def test_tied_channel_scores_give_the_same_result_every_time(store: MemoryStore, clock) -> None:

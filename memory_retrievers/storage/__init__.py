@@ -1,0 +1,16 @@
+"""The storage components behind :class:`~memory_retrievers.MemoryStore`, one job per module.
+
+- ``table``: :class:`MemoryTable`, the one owner of the LanceDB table. Every read goes through it,
+  and every commit, which then tells its subscribers what changed (:class:`CommitEvent`).
+- ``vectors``: embedding and the checks every vector passes before it is stored or searched with.
+- ``writes``: ``add``/``add_many``: dedup, upserts, context fill, one commit per batch.
+- ``edits``: ``update``, ``supersede``, ``delete``, ``forget``.
+- ``duplicates``, ``context_fill``: the table side of duplicate detection and chat-turn context.
+- ``search``: the search primitives and plain reads (get, list, count).
+- ``views``: in-memory namespace views for recall (a commit subscriber).
+- ``sources``: the :class:`~memory_retrievers.recall.RecallSource` implementations (view or table).
+- ``maintenance``: index builds, optimize, conflict retries (a commit subscriber).
+- ``access``: access statistics, batched.
+
+The facade wires them together; nothing here is public API except what the facade returns.
+"""

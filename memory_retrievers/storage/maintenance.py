@@ -1,0 +1,206 @@
+"""Index builds, ``optimize()`` and the cleanup of killed writers' temp files, run one at a time.
+
+Maintenance subscribes to the table's commits: it counts rows and commits, builds the base indexes
+after the first write, and optimizes once a threshold of :class:`~memory_retrievers.StoreConfig`
+is reached, never per write.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lancedb.index import FTS, Bitmap, BTree, HnswSq, LabelList
+
+from ..config import StoreConfig
+from ..errors import StorageError
+from ..models import FtsField
+from .table import CommitEvent, MemoryTable, is_uri, storage_error
+
+__all__ = ["FTS_COLUMNS", "Maintainer", "retry_conflicts"]
+
+logger = logging.getLogger(__name__)
+
+#: Scalar indexes the store keeps: column -> index config factory.
+SCALAR_INDEXES: dict[str, Callable[[], Any]] = {
+    "namespace": Bitmap,
+    "id": BTree,
+    "kind": Bitmap,
+    "session_id": BTree,
+    "project": Bitmap,
+    "topic": Bitmap,
+    "pinned": Bitmap,
+    "created_at": BTree,
+    "content_hash": BTree,
+    "tags": LabelList,
+    "entities": LabelList,
+}
+#: Full-text (BM25) indexes. Positions stay off: phrase positions crash optimize() (lance#7653).
+FTS_COLUMNS = {FtsField.TEXT: "text", FtsField.CONTEXT: "search_text", FtsField.ENTITIES: "entities"}
+
+_CONFLICT_ATTEMPTS = 10
+_LOCK_POLL_S = 0.01
+
+
+async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *, defer_ok: bool = False) -> Any:
+    """Run maintenance, retrying LanceDB's *retryable* commit conflicts.
+
+    Index builds and compaction commit a new table version; when another thread or process
+    committed first, Lance reports a retryable conflict. Retrying (with a short, growing pause)
+    is what it asks for; any other error raises StorageError. Conflicts that persist raise too,
+    unless ``defer_ok``: compaction that concurrent deletes and updates keep preempting is only
+    deferred (the data is intact), so it is logged and left to the next optimize.
+    """
+    for n in range(_CONFLICT_ATTEMPTS):
+        try:
+            return await attempt()
+        except Exception as exc:
+            conflict = "retryable commit conflict" in str(exc).lower()
+            if conflict and defer_ok and n == _CONFLICT_ATTEMPTS - 1:
+                logger.warning("%s deferred: concurrent writes kept preempting it (%s)", action, exc)
+                return None
+            if not conflict or n == _CONFLICT_ATTEMPTS - 1:
+                raise storage_error(action, exc) from exc
+            # Jittered, growing pauses (20 ms .. ~1 s) so racing maintainers do not retry in lockstep.
+            await asyncio.sleep(min(1.0, 0.02 * 2**n) * (0.5 + random.random()))
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+class Maintainer:
+    """Keeps one store's indexes built and its table compact.
+
+    Args:
+        table: The table layer (this subscribes to its commits).
+        config: Thresholds and retention.
+        flush_access: Writes pending access statistics; runs before every optimize so they are
+            folded in with the rest.
+    """
+
+    def __init__(self, table: MemoryTable, config: StoreConfig, flush_access: Callable[[], Awaitable[int]]) -> None:
+        self._table = table
+        self._config = config
+        self._flush_access = flush_access
+        self._counter_lock = threading.Lock()
+        self._rows = 0
+        self._commits = 0
+        # A thread lock, not an asyncio one: the sync and async APIs run on different loops.
+        self._lock = threading.Lock()
+        table.subscribe(self._on_commit)
+
+    def _reset(self) -> None:
+        with self._counter_lock:
+            self._rows = 0
+            self._commits = 0
+
+    async def _on_commit(self, event: CommitEvent) -> None:
+        if event.failed:
+            return
+        with self._counter_lock:
+            self._rows += event.row_count
+            self._commits += 1
+            due = self._rows >= self._config.optimize_after_rows or self._commits >= self._config.optimize_after_commits
+        # The write is committed: a maintenance failure now must not make it look failed (the
+        # caller would retry or report a loss). Log it; the next commit tries again.
+        try:
+            if not self.has_base_indexes():
+                await self.ensure_indexes(wait=False)  # the first build covers every row written so far
+                self._reset()
+            elif due:
+                await self.optimize(wait=False)
+        except StorageError as exc:
+            logger.warning("maintenance after a write failed and will be retried: %s", exc)
+
+    def has_base_indexes(self) -> bool:
+        """Whether the text FTS and namespace indexes exist (built after the first write)."""
+        return "FTS:text" in self._table.indexed and "Bitmap:namespace" in self._table.indexed
+
+    async def _exclusive(self, work: Callable[[], Awaitable[Any]], *, wait: bool) -> bool:
+        """Run maintenance of this store one at a time; returns False when skipped.
+
+        Two maintenance runs of one store would only conflict with each other's commits.
+        Automatic maintenance (``wait=False``) skips when another run is in progress: that run
+        covers the new rows. The lock is taken by polling, never by a thread blocked in
+        ``acquire``: a waiter cancelled while a thread waits for it would leave the lock taken
+        when that thread finally gets it, and every later maintenance would hang.
+        """
+        if wait:
+            while not self._lock.acquire(blocking=False):
+                await asyncio.sleep(_LOCK_POLL_S)
+        elif not self._lock.acquire(blocking=False):
+            return False
+        try:
+            await work()
+        finally:
+            self._lock.release()
+        return True
+
+    async def ensure_indexes(self, *, wait: bool = True) -> None:
+        """Create any missing FTS/scalar index (and the ANN index once the table is large)."""
+        await self._exclusive(lambda: retry_conflicts("build indexes", self._build_missing), wait=wait)
+
+    async def _build_missing(self) -> None:
+        rows = await self._table.count()
+        if rows == 0:
+            return
+        table = self._table.handle
+        # Re-read on every attempt: after a conflict, the other writer may have built the index.
+        indexed = await self._table.refresh_indexes()
+        for column in FTS_COLUMNS.values():
+            if f"FTS:{column}" not in indexed:
+                await table.create_index(column, config=FTS(with_position=False), replace=True)
+        for column, factory in SCALAR_INDEXES.items():
+            cfg = factory()
+            if f"{type(cfg).__name__}:{column}" not in indexed:
+                await table.create_index(column, config=cfg, replace=True)
+        if rows >= self._config.ann_index_min_rows and not any(k.endswith(":vector") for k in indexed):
+            await table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+        await self._table.refresh_indexes()
+
+    async def optimize(self, *, wait: bool) -> None:
+        """Flush access statistics, build missing indexes, fold new rows in, compact, prune versions."""
+        self._reset()
+        await self._flush_access()
+
+        async def work() -> None:
+            await retry_conflicts("build indexes", self._build_missing)
+            await retry_conflicts(
+                "optimize the table",
+                lambda: self._table.handle.optimize(cleanup_older_than=self._config.version_retention),
+                defer_ok=True,
+            )
+
+        if not await self._exclusive(work, wait=wait):
+            return
+        removed = await asyncio.to_thread(self.remove_stale_temp_files)
+        if removed:
+            logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
+
+    def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
+        """Delete temporary files that a killed writer left in a local table folder.
+
+        A write in progress has its temporary files for well under a second, so only files older
+        than ``min_age_s`` are removed: a concurrent writer's in-flight files are never touched.
+        Object stores need no cleanup here (their uploads are atomic).
+        """
+        if is_uri(self._table.uri):
+            return 0
+        folder = Path(self._table.uri) / f"{self._table.table_name}.lance"
+        cutoff = time.time() - min_age_s
+        removed = 0
+        for path in folder.rglob("*"):
+            name = path.name
+            if not (name.startswith(".tmp") or name.endswith(".tmp") or name.startswith("_tmp")):
+                continue
+            try:
+                if path.is_file() and path.stat().st_mtime < cutoff:
+                    path.unlink()
+                    removed += 1
+            except OSError:  # raced with its owner or already gone: not ours to fail on
+                continue
+        return removed

@@ -1,0 +1,161 @@
+"""Search primitives over the table: BM25, vector, entity overlap, recency; and plain reads.
+
+Each search returns an Arrow table of the asked columns plus ``_score`` (higher is better), ranked,
+ties by id: LanceDB returns equal scores in arbitrary (parallel) order, and rank fusion would turn
+that into different results for the same query.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..filters import MemoryFilter, build_where, sql_list
+from ..models import FtsField, Hit, Memory
+from ..schema import SCALAR_COLUMNS, rows_to_memories
+from .access import AccessLog
+from .maintenance import FTS_COLUMNS
+from .table import CommitEvent, MemoryTable
+
+__all__ = ["Searcher", "hits"]
+
+
+def ranked(table: pa.Table) -> pa.Table:
+    """Rows by ``_score`` descending, ties by id."""
+    if table.num_rows < 2 or "id" not in table.column_names:
+        return table
+    return table.sort_by([("_score", "descending"), ("id", "ascending")])
+
+
+def hits(table: pa.Table) -> list[Hit]:
+    """Ranked ``Hit``s from a search table with ``id`` and ``_score`` columns."""
+    return [
+        Hit(id_, float(score))
+        for id_, score in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=True)
+    ]
+
+
+class Searcher:
+    """The store's reads: search primitives, get/list/count, and the entity cue cache.
+
+    Args:
+        table: The table layer (this subscribes to its commits for the entity cache).
+        access: Pending access statistics, counted into every memory read returns.
+    """
+
+    def __init__(self, table: MemoryTable, access: AccessLog) -> None:
+        self._table = table
+        self._access = access
+        # namespace -> (has entity-tagged memories, monotonic time checked); see has_entities()
+        self._entity_cache: dict[str, tuple[bool, float]] = {}
+        table.subscribe(self._on_commit)
+
+    def _on_commit(self, event: CommitEvent) -> None:
+        if event.rows is None or event.failed or "entities" not in event.rows.column_names:
+            return
+        lengths = pc.list_value_length(event.rows.column("entities")).fill_null(0)
+        tagged = pc.filter(event.rows.column("namespace"), pc.greater(lengths, 0))
+        now = time.monotonic()
+        for ns in set(tagged.to_pylist()):
+            self._entity_cache[ns] = (True, now)
+
+    def _empty(self, columns: Sequence[str]) -> pa.Table:
+        schema = self._table.schema
+        return pa.table(
+            {c: pa.array([], schema.field(c).type) for c in columns} | {"_score": pa.array([], pa.float32())}
+        )
+
+    async def fts(self, text: str, where: str, k: int, field: FtsField, columns: Sequence[str]) -> pa.Table:
+        """BM25 rows with ``columns`` and ``_score``; empty when nothing was ever indexed."""
+        column = FTS_COLUMNS[field]
+        if f"FTS:{column}" not in self._table.indexed:
+            return self._empty(columns)
+        query = self._table.query().nearest_to_text(text, columns=column).where(where).select([*columns, "_score"])
+        return ranked(await self._table.read(query.limit(k), "run a full-text search"))
+
+    async def nearest(self, vector: np.ndarray, where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Nearest rows with ``columns`` and ``_score`` (cosine similarity)."""
+        q = self._table.query().nearest_to(vector).distance_type("cosine").where(where).select([*columns, "_distance"])
+        if any(key.endswith(":vector") for key in self._table.indexed):
+            q = q.refine_factor(5)  # re-rank quantized candidates with full vectors
+        table = await self._table.read(q.limit(k), "run a vector search")
+        # The one place a distance becomes a score: cosine similarity = 1 - cosine distance.
+        similarity = pc.subtract(pa.scalar(1.0, pa.float32()), table.column("_distance").cast(pa.float32()))
+        return ranked(table.drop_columns(["_distance"]).append_column("_score", similarity))
+
+    async def by_entities(self, entities: Sequence[str], where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Rows sharing entities, most shared first (ties: newer first, then by id), ``_score`` = count."""
+        wanted = sorted({e.strip().casefold() for e in entities})
+        if not wanted:
+            return self._empty(columns)
+        cols = list(dict.fromkeys([*columns, "id", "entities", "created_at"]))
+        table = await self._table.rows(where + f" AND array_has_any(entities, {sql_list(wanted)})", cols)
+        want = set(wanted)
+        overlap = [float(len(want.intersection(e or []))) for e in table.column("entities").to_pylist()]
+        created = [ts.timestamp() for ts in table.column("created_at").to_pylist()]
+        ids = table.column("id").to_pylist()
+        order = sorted(range(table.num_rows), key=lambda i: (-overlap[i], -created[i], ids[i]))[:k]
+        out = table.take(pa.array(order, pa.int64())).select(list(columns))
+        return out.append_column("_score", pa.array([overlap[i] for i in order], pa.float32()))
+
+    async def newest(self, where: str, k: int, columns: Sequence[str]) -> pa.Table:
+        """Newest rows (ties by id) with ``_score`` = ``created_at`` in POSIX seconds."""
+        cols = list(dict.fromkeys([*columns, "created_at"]))
+        table = await self._table.rows(where, cols, limit=k, newest_first=True, action="run a recency search")
+        seconds = [ts.timestamp() for ts in table.column("created_at").to_pylist()]
+        return table.select(list(columns)).append_column("_score", pa.array(seconds, pa.float64()))
+
+    async def has_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
+        """Whether any memory of the namespace has entities (lets recall skip a useless query).
+
+        Cached per namespace: a write through this store with entities sets it at once; writes by
+        other processes are seen after at most ``max_age_s`` seconds.
+        """
+        cached = self._entity_cache.get(namespace)
+        now = time.monotonic()
+        if cached is not None and (cached[0] or now - cached[1] < max_age_s):
+            return cached[0]
+        where = build_where(namespace, MemoryFilter(include_superseded=True)) + " AND array_length(entities) > 0"
+        found = await self._table.count(where, action="count entity-tagged memories") > 0
+        self._entity_cache[namespace] = (found, now)
+        return found
+
+    # ------------------------------------------------------------------ plain reads
+    async def rows(self, where: str, columns: Sequence[str]) -> pa.Table:
+        """Rows matching ``where`` (no order, no limit)."""
+        return await self._table.rows(where, columns)
+
+    async def memories(
+        self, namespace: str, ids: Sequence[str], *, include_vector: bool = False
+    ) -> tuple[list[Memory], list[str]]:
+        """The memories of ``ids`` in the order asked (repeats once), and the ids not found."""
+        columns = [*SCALAR_COLUMNS, "vector"] if include_vector else list(SCALAR_COLUMNS)
+        rows = await self._table.rows_by_id(namespace, ids, columns=columns)
+        missing = [i for i in ids if i not in rows]
+        ordered = [rows[i] for i in dict.fromkeys(ids) if i in rows]
+        if not ordered:
+            return [], missing
+        return [self._access.overlay(m) for m in rows_to_memories(pa.Table.from_pylist(ordered))], missing
+
+    async def page(
+        self, namespace: str, flt: MemoryFilter, *, limit: int, offset: int, newest_first: bool
+    ) -> list[Memory]:
+        """Memories of a namespace ordered by ``created_at``, filtered and paged."""
+        table = await self._table.rows(
+            build_where(namespace, flt),
+            SCALAR_COLUMNS,
+            limit=limit,
+            offset=offset,
+            newest_first=newest_first,
+            action="list memories",
+        )
+        return [self._access.overlay(m) for m in rows_to_memories(table)]
+
+    async def namespaces(self) -> list[str]:
+        """Every namespace with at least one memory, sorted (scans the ``namespace`` column only)."""
+        table = await self._table.read(self._table.query().select(["namespace"]), "list namespaces")
+        return sorted(str(v) for v in pc.unique(table.column("namespace")).to_pylist())

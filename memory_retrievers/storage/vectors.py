@@ -1,0 +1,121 @@
+"""Vectors in: every embedding and caller-given vector is checked and made unit length here, once.
+
+Duplicate detection and the in-memory views compare vectors by dot product, LanceDB by cosine
+distance; both agree only for unit vectors. A caller's vector of length 3 (or an embedder that does
+not normalise) would otherwise make near-duplicate detection swallow distinct memories, and rank
+differently depending on namespace size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from ..embeddings import Embedder, check_vectors
+from ..errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
+from ..validation import MAX_QUERY_CHARS, check_text
+
+__all__ = ["VectorMaker", "unit"]
+
+# Rows already within this of length 1 keep their exact bits (every normal embedder's output).
+_UNIT_TOLERANCE = 1e-4
+
+
+def unit(vectors: np.ndarray, *, source: str) -> np.ndarray:
+    """Rows scaled to length 1 (rows already unit length are returned unchanged).
+
+    Raises:
+        InvalidInputError: A row is all zeros (it has no direction to compare).
+    """
+    norms = np.linalg.norm(vectors, axis=1)
+    if (norms == 0).any():
+        row = int(np.flatnonzero(norms == 0)[0])
+        where = f" (row {row})" if len(vectors) > 1 else ""
+        raise InvalidInputError(f"{source} is all zeros{where}; pass a real embedding or leave it out")
+    off = np.abs(norms - 1.0) > _UNIT_TOLERANCE
+    if not off.any():
+        return vectors
+    out = vectors.copy()
+    out[off] = vectors[off] / norms[off, None]
+    return out.astype(np.float32, copy=False)
+
+
+class VectorMaker:
+    """Embeds with the store's embedder and validates every vector that enters the store.
+
+    Args:
+        embedder: The store's embedder.
+        dimension: The table's vector width.
+        batch_size: Texts per embedder call (``StoreConfig.embed_batch_size``).
+    """
+
+    def __init__(self, embedder: Embedder, dimension: int, batch_size: int) -> None:
+        self.embedder = embedder
+        self.dimension = dimension
+        self.batch_size = batch_size
+
+    def _check(self, raw: Any, rows: int, source: str) -> np.ndarray:
+        return unit(check_vectors(raw, rows=rows, dimension=self.dimension, source=source), source=source)
+
+    async def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of ``texts``, embedded ``batch_size`` at a time.
+
+        Raises:
+            EmbeddingError: The embedder failed or returned unusable vectors.
+        """
+        name = f"embedder {self.embedder.name!r}"
+        parts = []
+        for start in range(0, len(texts), self.batch_size):
+            chunk = list(texts[start : start + self.batch_size])
+            try:
+                raw = await self.embedder.aembed_documents(chunk)
+            except MemoryRetrieversError:
+                raise
+            except Exception as exc:
+                raise EmbeddingError(f"{name} failed: {exc}") from exc
+            try:
+                parts.append(self._check(raw, len(chunk), name))
+            except InvalidInputError as exc:  # a zero vector from the model is the model's fault
+                raise EmbeddingError(str(exc)) from None
+        if not parts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+
+    def given(self, vector: Any, *, source: str) -> np.ndarray:
+        """A caller's vector, checked (shape, finite, not zero) and scaled to unit length."""
+        row: np.ndarray = self._check(vector, 1, source)[0]
+        return row
+
+    async def for_records(self, recs: Sequence[Mapping[str, Any]], *, first_index: int = 0) -> np.ndarray:
+        """One unit vector per record: the caller's (checked) or embedded in batches."""
+        vectors = np.empty((len(recs), self.dimension), dtype=np.float32)
+        need = [i for i, r in enumerate(recs) if r.get("vector") is None]
+        for i, r in enumerate(recs):
+            if r.get("vector") is not None:
+                vectors[i] = self.given(r["vector"], source=f"the vector of record {first_index + i}")
+        if need:
+            vectors[need] = await self.embed([recs[i]["text"] for i in need])
+        return vectors
+
+    async def query(self, text: str) -> np.ndarray:
+        """The unit vector of a search query.
+
+        Raises:
+            InvalidInputError: Empty or over-long query.
+            EmbeddingError: The embedder failed.
+        """
+        query = check_text(text, field="query", max_chars=MAX_QUERY_CHARS)
+        name = f"embedder {self.embedder.name!r}"
+        try:
+            raw = await self.embedder.aembed_query(query)
+        except MemoryRetrieversError:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"{name} failed on the query: {exc}") from exc
+        try:
+            row: np.ndarray = self._check(raw, 1, name)[0]
+        except InvalidInputError as exc:
+            raise EmbeddingError(str(exc)) from None
+        return row
