@@ -7,8 +7,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
-from memory_retrievers import Memory, MemoryKind
-from memory_retrievers._sequence import next_stamp
+from memory_retrievers import InvalidInputError, Memory
+from memory_retrievers.integration import chat_record, chat_text, ordered_messages
 
 __all__ = ["from_memories", "message_record", "searchable_text"]
 
@@ -27,12 +27,7 @@ def searchable_text(message: BaseMessage, max_chars: int) -> str:
     calls = getattr(message, "tool_calls", None) or []
     if calls:
         body = (body + " " if body else "") + " ".join(f"[calls {c['name']}({c.get('args', {})})]" for c in calls)
-    if not body.strip():
-        body = f"[{message.type} message without text]"
-    role = _ROLES.get(message.type, message.type)
-    text = f"{role}: {body}".replace("\x00", "\ufffd")
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    return text[:max_chars]
+    return chat_text(_ROLES.get(message.type, message.type), body, max_chars=max_chars, kind=message.type)
 
 
 def message_record(
@@ -40,20 +35,16 @@ def message_record(
 ) -> dict[str, Any]:
     """A store record for one message (kind ``message``: exempt from dedup, gets turn context)."""
     if not isinstance(message, BaseMessage):
-        from memory_retrievers import InvalidInputError
-
         raise InvalidInputError(f"messages must be LangChain BaseMessage objects, got {type(message).__name__}")
-    record: dict[str, Any] = {
-        "text": searchable_text(message, max_chars),
-        "kind": MemoryKind.MESSAGE,
-        "session_id": session_id,
-        "metadata": {
-            **(extra or {}),
-            "role": message.type,
-            SEQ_KEY: next_stamp(),
-            MESSAGE_KEY: message_to_dict(message),
-        },
-    }
+    record = chat_record(
+        text=searchable_text(message, max_chars),
+        role=message.type,
+        session_id=session_id,
+        payload_key=MESSAGE_KEY,
+        payload=message_to_dict(message),
+        seq_key=SEQ_KEY,
+        extra=extra,
+    )
     if message.id:
         record["metadata"]["message_id"] = message.id
     return record
@@ -61,6 +52,5 @@ def message_record(
 
 def from_memories(memories: Sequence[Memory]) -> list[BaseMessage]:
     """The messages stored in ``memories``, in the order they were added."""
-    stored = [m for m in memories if MESSAGE_KEY in m.metadata]
-    stored.sort(key=lambda m: (m.metadata.get(SEQ_KEY, 0), m.created_at))
+    stored = ordered_messages(memories, payload_key=MESSAGE_KEY, seq_key=SEQ_KEY)
     return messages_from_dict([m.metadata[MESSAGE_KEY] for m in stored])

@@ -6,7 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from memory_retrievers import MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.config import validated
+from memory_retrievers.integration import validated
 
 from .llms import to_memory_llm
 

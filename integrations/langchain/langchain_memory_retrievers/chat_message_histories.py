@@ -8,14 +8,11 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
-from memory_retrievers._loop import run_sync
-from memory_retrievers.validation import check_key
+from memory_retrievers.integration import aall_memories, adelete_ids, check_key, run_sync
 
 from ._messages import from_memories, message_record
 
 __all__ = ["MemoryChatMessageHistory"]
-
-_PAGE = 1000
 
 
 class MemoryChatMessageHistory(BaseChatMessageHistory):
@@ -55,14 +52,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         return f"MemoryChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"
 
     async def _amemories(self) -> list[Memory]:
-        out: list[Memory] = []
-        while True:
-            page = await self.store.alist(
-                self.namespace, filter=self._filter, limit=_PAGE, offset=len(out), newest_first=False
-            )
-            out.extend(page)
-            if len(page) < _PAGE:
-                return out
+        return await aall_memories(self.store, self.namespace, filter=self._filter)
 
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
@@ -97,6 +87,4 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     async def aclear(self) -> None:
         """Async twin of :meth:`clear`."""
-        ids = [m.id for m in await self._amemories()]
-        for start in range(0, len(ids), _PAGE):
-            await self.store.adelete(ids[start : start + _PAGE], namespace=self.namespace, missing_ok=True)
+        await adelete_ids(self.store, self.namespace, [m.id for m in await self._amemories()])

@@ -5,7 +5,7 @@ from __future__ import annotations
 from langchain_core.embeddings import Embeddings
 
 from memory_retrievers import ConfigError
-from memory_retrievers.embeddings import WrappedEmbedder
+from memory_retrievers.integration import WrappedEmbedder
 
 __all__ = ["LangChainEmbedder"]
 

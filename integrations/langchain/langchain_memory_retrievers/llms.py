@@ -19,7 +19,7 @@ from langchain_core.runnables import Runnable, RunnableConfig, ensure_config
 from langchain_core.runnables.config import patch_config
 
 from memory_retrievers import LLM, ConfigError
-from memory_retrievers.llm import as_llm
+from memory_retrievers.integration import as_llm
 
 __all__ = ["LangChainLLM", "to_memory_llm"]
 

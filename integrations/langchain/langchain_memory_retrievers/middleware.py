@@ -27,6 +27,7 @@ from memory_retrievers import (
     RecallConfig,
     RecallResult,
 )
+from memory_retrievers.integration import query_text
 
 from ._messages import message_record
 from ._recallers import Recallers
@@ -164,7 +165,7 @@ class MemoryMiddleware(AgentMiddleware):
         text = str(message.text)
         if not text.strip():
             return None
-        query = text[:2000]
+        query = query_text(text)
         namespace = self._resolve_namespace(request.runtime)
         # Without a message id two turns asking the same words could not be told apart.
         key = (namespace, message.id, query) if self.recall_once_per_turn and message.id else None

@@ -10,7 +10,7 @@ from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from memory_retrievers import MemoryFilter, MemoryRetriever, MemoryStore, RecallConfig, RecallResult, Reranker
-from memory_retrievers.filters import coerce_filter
+from memory_retrievers.integration import coerce_filter
 
 from ._documents import to_documents
 from .llms import child_callbacks, to_memory_llm

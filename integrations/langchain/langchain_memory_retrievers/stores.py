@@ -37,14 +37,13 @@ from memory_retrievers import (
     NotFoundError,
     RecallConfig,
 )
-from memory_retrievers._loop import run_sync
+from memory_retrievers.integration import aiter_memories, run_sync
 
 from ._recallers import Recallers
 
 __all__ = ["MemoryStoreLangGraph"]
 
 VALUE_KEY = "langgraph_value"
-_PAGE = 1000
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
 
 
@@ -282,13 +281,10 @@ class MemoryStoreLangGraph(BaseStore):
 
     async def _alist(self, ns: str, flt: Mapping[str, Any] | None, wanted: int) -> list[tuple[float, Memory]]:
         out: list[tuple[float, Memory]] = []
-        offset = 0
-        while len(out) < wanted:
-            page = await self.store.alist(ns, limit=_PAGE, offset=offset)
+        async for page in aiter_memories(self.store, ns):
             out.extend((0.0, m) for m in page if _matches(self._value(m), flt))
-            if len(page) < _PAGE:
+            if len(out) >= wanted:
                 break
-            offset += _PAGE
         return out[:wanted]
 
     async def _alist_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:

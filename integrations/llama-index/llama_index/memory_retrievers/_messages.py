@@ -7,10 +7,10 @@ from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 
-from memory_retrievers import InvalidInputError, Memory, MemoryKind
-from memory_retrievers._sequence import next_stamp
+from memory_retrievers import InvalidInputError, Memory
+from memory_retrievers.integration import chat_record, chat_text, ordered_messages
 
-__all__ = ["MESSAGE_KEY", "from_memories", "message_record", "message_text"]
+__all__ = ["MESSAGE_KEY", "from_memories", "message_record", "message_text", "ordered"]
 
 MESSAGE_KEY = "llama_index_message"
 SEQ_KEY = "llama_index_seq"
@@ -21,33 +21,28 @@ def message_text(message: ChatMessage) -> str:
     return str(message.content or "")
 
 
-def _searchable(message: ChatMessage, max_chars: int) -> str:
-    # The exact message is kept in metadata, so cleaning the searchable text loses nothing.
-    body = message_text(message)
-    if not body.strip():
-        body = f"[{message.role.value} message without text]"
-    role = "assistant" if message.role.value == "assistant" else message.role.value
-    text = f"{role}: {body}".replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return text[:max_chars]
-
-
 def message_record(message: ChatMessage, *, session_id: str | None, max_chars: int) -> dict[str, Any]:
-    """A store record for one message (kind ``message``: exempt from dedup, gets turn context)."""
+    """A store record for one message (kind ``message``: exempt from dedup, gets turn context).
+
+    The searchable text is ``role: text``; the exact message is kept in metadata, so cleaning the
+    searchable text loses nothing.
+    """
     if not isinstance(message, ChatMessage):
         raise InvalidInputError(f"messages must be LlamaIndex ChatMessage objects, got {type(message).__name__}")
-    return {
-        "text": _searchable(message, max_chars),
-        "kind": MemoryKind.MESSAGE,
-        "session_id": session_id,
-        "metadata": {"role": message.role.value, SEQ_KEY: next_stamp(), MESSAGE_KEY: message.model_dump(mode="json")},
-    }
+    role = message.role.value
+    return chat_record(
+        text=chat_text(role, message_text(message), max_chars=max_chars),
+        role=role,
+        session_id=session_id,
+        payload_key=MESSAGE_KEY,
+        payload=message.model_dump(mode="json"),
+        seq_key=SEQ_KEY,
+    )
 
 
 def ordered(memories: Sequence[Memory]) -> list[Memory]:
     """Stored messages in the order they were added."""
-    stored = [m for m in memories if MESSAGE_KEY in m.metadata]
-    stored.sort(key=lambda m: (m.metadata.get(SEQ_KEY, 0), m.created_at))
-    return stored
+    return ordered_messages(memories, payload_key=MESSAGE_KEY, seq_key=SEQ_KEY)
 
 
 def from_memories(memories: Sequence[Memory]) -> list[ChatMessage]:

@@ -9,8 +9,7 @@ from llama_index.core.llms import LLM
 
 from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import ConfigError
-from memory_retrievers.embeddings import WrappedEmbedder
-from memory_retrievers.llm import as_llm
+from memory_retrievers.integration import WrappedEmbedder, as_llm
 
 __all__ = ["LlamaIndexEmbedder", "LlamaIndexLLM", "to_memory_llm"]
 

@@ -9,14 +9,11 @@ from llama_index.core.storage.chat_store.base import BaseChatStore
 from pydantic import ConfigDict, Field, field_validator
 
 from memory_retrievers import Memory, MemoryKind, MemoryStore
-from memory_retrievers._loop import run_sync
-from memory_retrievers.validation import check_key
+from memory_retrievers.integration import aall_memories, adelete_ids, check_key, run_sync
 
 from ._messages import MESSAGE_KEY, from_memories, message_record, ordered
 
 __all__ = ["MemoryChatStore"]
-
-_PAGE = 1000
 
 
 class MemoryChatStore(BaseChatStore):
@@ -54,12 +51,7 @@ class MemoryChatStore(BaseChatStore):
         flt: dict[str, Any] = {"kinds": [MemoryKind.MESSAGE], "include_superseded": True}
         if key is not None:
             flt["session_ids"] = [self._key(key)]
-        out: list[Memory] = []
-        while True:
-            page = await self.store.alist(self.namespace, filter=flt, limit=_PAGE, offset=len(out), newest_first=False)
-            out.extend(page)
-            if len(page) < _PAGE:
-                return ordered(out)
+        return ordered(await aall_memories(self.store, self.namespace, filter=flt))
 
     def _records(self, key: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
         session = self._key(key)
@@ -98,9 +90,7 @@ class MemoryChatStore(BaseChatStore):
         memories = await self.amemories(key)
         if not memories:
             return None
-        ids = [m.id for m in memories]
-        for start in range(0, len(ids), _PAGE):
-            await self.store.adelete(ids[start : start + _PAGE], namespace=self.namespace, missing_ok=True)
+        await adelete_ids(self.store, self.namespace, [m.id for m in memories])
         return from_memories(memories)
 
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:

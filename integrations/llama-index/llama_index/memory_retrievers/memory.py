@@ -9,8 +9,7 @@ from llama_index.core.memory.types import BaseMemory
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers._loop import run_sync
-from memory_retrievers.results import render_line
+from memory_retrievers.integration import query_text, render_line, run_sync
 
 from ._messages import from_memories
 from .bridges import to_memory_llm
@@ -103,7 +102,7 @@ class RecallMemory(BaseMemory):
             return recent
         # This session's recent turns are already in the prompt: recall past them, not them.
         result = await self._recaller.arecall(
-            query[:2000],
+            query_text(query),
             k=self.k,
             token_budget=self.recall_token_budget,
             exclude_ids={m.id for m in recent_memories},

@@ -10,6 +10,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field, PrivateAttr, model_validator
 
 from memory_retrievers import MemoryRetriever, MemoryStore, RecallConfig
+from memory_retrievers.integration import query_text
 
 from ._messages import message_record, message_text
 from .bridges import to_memory_llm
@@ -17,7 +18,7 @@ from .bridges import to_memory_llm
 __all__ = ["RecallMemoryBlock", "latest_query"]
 
 
-def latest_query(messages: list[ChatMessage] | None, max_chars: int = 2000) -> str | None:
+def latest_query(messages: list[ChatMessage] | None) -> str | None:
     """The text to recall for: the latest user message (else the latest message with text)."""
     if not messages:
         return None
@@ -25,7 +26,7 @@ def latest_query(messages: list[ChatMessage] | None, max_chars: int = 2000) -> s
         for message in reversed(messages):
             text = message_text(message)
             if text.strip() and (role is None or message.role == role):
-                return text[:max_chars]
+                return query_text(text)
     return None
 
 

@@ -20,7 +20,7 @@ from memory_retrievers import (
     Reranker,
     ScoredMemory,
 )
-from memory_retrievers.filters import coerce_filter
+from memory_retrievers.integration import coerce_filter, run_sync
 
 from .bridges import to_memory_llm
 
@@ -164,8 +164,6 @@ class RecallRetriever(BaseRetriever):
 
     def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
         """Sync twin of :meth:`arecall`."""
-        from memory_retrievers._loop import run_sync
-
         return run_sync(self.arecall(query, **overrides))
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
