@@ -1,9 +1,11 @@
 from datetime import datetime, timezone
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memory_retrievers import FilterError, InvalidInputError, MemoryFilter, MemoryKind
-from memory_retrievers.filters import build_where, coerce_filter, sql_literal
+from memory_retrievers.filters import build_where, coerce_filter, matches, sql_literal
 
 
 def lit(value: str) -> str:
@@ -104,3 +106,60 @@ def test_coerce_filter_accepts_instances_mappings_and_none() -> None:
     assert coerce_filter(flt) is flt
     assert coerce_filter({"projects": "p"}) == flt
     assert coerce_filter(None) == MemoryFilter()
+
+
+# ---------------------------------------------------------------- the SQL and the Python form agree
+_KINDS = ["fact", "preference", "event", "message"]
+_TAGS = ["a", "b", "c"]
+_AGREE_RECORDS = [
+    {
+        "text": f"memory {i}",
+        "kind": _KINDS[i % 4],
+        "session_id": ["s1", "s2", None][i % 3],
+        "project": ["p1", None][i % 2],
+        "topic": ["t1", "t2", None][i % 3],
+        "tags": _TAGS[: i % 4],
+        "entities": ["Alice", "Bob"][: i % 3],
+        "pinned": i % 5 == 0,
+        "created_at": datetime(2024, 1, 1 + i, tzinfo=timezone.utc),
+    }
+    for i in range(12)
+]
+
+_filters = st.fixed_dictionaries(
+    {},
+    optional={
+        "kinds": st.lists(st.sampled_from(_KINDS), min_size=1, max_size=2),
+        "session_ids": st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=1, max_size=2),
+        "projects": st.lists(st.sampled_from(["p1", "p2"]), min_size=1, max_size=2),
+        "topics": st.lists(st.sampled_from(["t1", "t2"]), min_size=1, max_size=2),
+        "tags_any": st.lists(st.sampled_from(_TAGS), min_size=1, max_size=2),
+        "tags_all": st.lists(st.sampled_from(_TAGS), min_size=1, max_size=2),
+        "entities_any": st.lists(st.sampled_from(["alice", "BOB", "carol"]), min_size=1, max_size=2),
+        "pinned": st.booleans(),
+        "created_after": st.sampled_from([datetime(2024, 1, d, tzinfo=timezone.utc) for d in (1, 5, 9)]),
+        "created_before": st.sampled_from([datetime(2024, 1, d, tzinfo=timezone.utc) for d in (3, 7, 13)]),
+        "include_superseded": st.booleans(),
+    },
+)
+
+
+@pytest.fixture(scope="module")
+def agree_store(tmp_path_factory: pytest.TempPathFactory):
+    from memory_retrievers import HashEmbedder, MemoryStore
+
+    store = MemoryStore(tmp_path_factory.mktemp("agree") / "db", embedder=HashEmbedder(16))
+    added = store.add_many(_AGREE_RECORDS, namespace="u", dedup=False)
+    store.supersede(added[3].id, "memory 3, corrected", namespace="u")
+    yield store
+    store.close()
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(raw=_filters)
+def test_the_python_form_of_a_filter_agrees_with_the_sql_form(agree_store, raw: dict) -> None:
+    flt = MemoryFilter(**raw)
+    everything = agree_store.list("u", filter={"include_superseded": True}, limit=1000)
+    by_sql = {m.id for m in agree_store.list("u", filter=flt, limit=1000)}
+    by_python = {m.id for m in everything if matches(m, flt)}
+    assert by_python == by_sql

@@ -1,0 +1,96 @@
+"""Maintenance: index builds after the first write, optimize on thresholds, one run at a time."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from pathlib import Path
+
+from memory_retrievers import StoreConfig
+from memory_retrievers.storage.maintenance import Maintainer
+from memory_retrievers.storage.table import MemoryTable
+
+from .conftest import rows
+
+
+async def _no_access() -> int:
+    return 0
+
+
+async def test_the_first_commit_builds_the_indexes(table: MemoryTable) -> None:
+    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    assert not maintainer.has_base_indexes()
+    await table.add(rows("u", ["alpha"]))
+    assert maintainer.has_base_indexes()
+    assert {"FTS:text", "FTS:search_text", "FTS:entities", "Bitmap:namespace", "BTree:id"} <= table.indexed
+
+
+async def test_optimize_runs_when_the_commit_threshold_is_reached(table: MemoryTable) -> None:
+    flushed: list[int] = []
+
+    async def flush() -> int:
+        flushed.append(1)
+        return 0
+
+    Maintainer(table, StoreConfig(optimize_after_commits=3), flush)
+    await table.add(rows("u", ["first"]))  # builds the indexes
+    await table.add(rows("u", ["second"]))
+    await table.add(rows("u", ["third"]))
+    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 2 and flushed == []
+    await table.add(rows("u", ["fourth"]))  # the third commit since the build
+    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 0 and flushed == [1]
+
+
+async def test_a_cancelled_waiter_does_not_leave_maintenance_locked(table: MemoryTable) -> None:
+    # Regression: the lock was taken by a worker thread; a waiter cancelled while that thread
+    # waited left the lock held once the thread got it, and every later maintenance hung.
+    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    await table.add(rows("u", ["alpha"]))
+    release = asyncio.Event()
+
+    async def slow() -> None:
+        await release.wait()
+
+    holder = asyncio.ensure_future(maintainer._exclusive(slow, wait=True))
+    await asyncio.sleep(0.05)
+    waiter = asyncio.ensure_future(maintainer.optimize(wait=True))
+    await asyncio.sleep(0.05)
+    waiter.cancel()
+    await asyncio.gather(waiter, return_exceptions=True)
+    release.set()
+    assert await holder is True
+    await asyncio.wait_for(maintainer.optimize(wait=True), timeout=60)  # hung before the fix
+
+
+async def test_automatic_maintenance_skips_while_another_run_holds_the_lock(table: MemoryTable) -> None:
+    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    release = asyncio.Event()
+
+    async def slow() -> None:
+        await release.wait()
+
+    holder = asyncio.ensure_future(maintainer._exclusive(slow, wait=True))
+    await asyncio.sleep(0.05)
+    await table.add(rows("u", ["alpha"]))  # would build the indexes, but another run is in progress
+    assert not maintainer.has_base_indexes()
+    release.set()
+    await holder
+    await maintainer.ensure_indexes()
+    assert maintainer.has_base_indexes()
+
+
+def test_only_old_temp_files_are_removed(tmp_path: Path) -> None:
+    from .conftest import new_table
+
+    table = new_table(tmp_path)
+    folder = tmp_path / "memories.lance" / "data"
+    folder.mkdir(parents=True)
+    old, young, data = folder / ".tmp_old", folder / ".tmp_young", folder / "real.lance"
+    for path in (old, young, data):
+        path.write_bytes(b"x")
+    an_hour_ago = time.time() - 7200
+    os.utime(old, (an_hour_ago, an_hour_ago))
+    os.utime(data, (an_hour_ago, an_hour_ago))
+    assert Maintainer(table, StoreConfig(), _no_access).remove_stale_temp_files() == 1
+    assert not old.exists() and young.exists() and data.exists()

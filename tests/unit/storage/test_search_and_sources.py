@@ -1,0 +1,112 @@
+"""Search primitives, and the two recall sources: a view and the table give the same answers."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from memory_retrievers import FtsField, MemoryFilter, MemoryKind, StoreConfig
+from memory_retrievers.filters import build_where
+from memory_retrievers.recall import RecallSource
+from memory_retrievers.storage.access import AccessLog
+from memory_retrievers.storage.maintenance import Maintainer
+from memory_retrievers.storage.search import Searcher
+from memory_retrievers.storage.sources import TableSource, ViewSource
+from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.storage.views import ViewCache
+
+from .conftest import EMBEDDER, rows
+
+
+async def _noop() -> int:
+    return 0
+
+
+@pytest.fixture
+async def searcher(table: MemoryTable) -> Searcher:
+    s = Searcher(table, AccessLog(table))
+    Maintainer(table, StoreConfig(), _noop)  # builds the FTS indexes after the first write
+    await table.add(rows("u", ["the cat sat", "a cat and a dog", "dogs bark"], entities=["pets"]))
+    await table.add(rows("u", ["tea in the morning"], kind="preference", tags=["drink"]))
+    await table.add(rows("u", ["cat food is in the cupboard"], entities=["pets", "kitchen"], tags=["house"]))
+    await table.add(rows("other", ["cat from another tenant"]))
+    return s
+
+
+async def test_searches_rank_ties_by_id_and_never_leave_the_namespace(searcher: Searcher) -> None:
+    where = build_where("u")
+    fts = await searcher.fts("cat", where, 10, FtsField.TEXT, ["id", "text"])
+    assert "cat from another tenant" not in fts.column("text").to_pylist() and fts.num_rows == 3
+    scores = fts.column("_score").to_pylist()
+    assert scores == sorted(scores, reverse=True)
+    near = await searcher.nearest(EMBEDDER.embed_query("cat"), where, 10, ["id"])
+    assert near.num_rows == 5
+    ents = await searcher.by_entities(["PETS", "kitchen"], where, 10, ["id", "text"])
+    assert ents.column("text").to_pylist()[0] == "cat food is in the cupboard"
+    assert ents.column("_score").to_pylist() == [2.0, 1.0, 1.0, 1.0]
+
+
+async def test_the_entity_cue_cache_learns_from_commits(table: MemoryTable) -> None:
+    s = Searcher(table, AccessLog(table))
+    assert await s.has_entities("u") is False
+    await table.add(rows("u", ["tagged"], entities=["alice"]))
+    assert await s.has_entities("u") is True  # set by the commit, without waiting for the cache to age
+
+
+FILTERS = [
+    MemoryFilter(),
+    MemoryFilter(kinds=[MemoryKind.PREFERENCE]),
+    MemoryFilter(tags_any=["house", "drink"]),
+    MemoryFilter(entities_any=["Pets"]),
+    MemoryFilter(include_superseded=True),
+]
+
+
+@pytest.mark.parametrize("flt", FILTERS)
+async def test_view_and_table_sources_give_the_same_results(
+    searcher: Searcher, table: MemoryTable, flt: MemoryFilter
+) -> None:
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    sources = [ViewSource(view, flt, searcher), TableSource("u", flt, searcher)]
+    assert all(isinstance(s, RecallSource) for s in sources)
+    a, b = sources
+    for field in FtsField:
+        hits_a, hits_b = await a.text_search("cat dog pets", field, 10), await b.text_search("cat dog pets", field, 10)
+        assert hits_a.ids == hits_b.ids and hits_a.scores == pytest.approx(hits_b.scores)
+    q = EMBEDDER.embed_query("a cat in the kitchen")
+    va, vb = await a.vector_search(q, 10), await b.vector_search(q, 10)
+    assert va.ids == vb.ids and va.scores == pytest.approx(vb.scores, abs=1e-5)
+    assert (await a.entity_search(["pets"], 10)).ids == (await b.entity_search(["pets"], 10)).ids
+    assert (await a.recency_search(10)).ids == (await b.recency_search(10)).ids
+    for id_ in va.ids:
+        assert a.memory(id_) == b.memory(id_)
+        assert np.allclose(a.vector(id_), b.vector(id_))
+    every = list(view.index)
+    assert await a.fetch([*every, "no-such-id"]) == await b.fetch([*every, "no-such-id"])
+
+
+async def test_fetch_applies_the_filter(searcher: Searcher, table: MemoryTable) -> None:
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    flt = MemoryFilter(kinds=[MemoryKind.PREFERENCE])
+    ids = list(view.index)
+    for source in (ViewSource(view, flt, searcher), TableSource("u", flt, searcher)):
+        fetched = await source.fetch(ids)
+        assert [source.memory(i).text for i in fetched] == ["tea in the morning"]
+
+
+async def test_equal_timestamps_are_ordered_by_id_in_both_sources(table: MemoryTable) -> None:
+    # Regression: a frozen clock gives many rows one created_at; the view and LanceDB broke those
+    # ties differently, so recall depended on the namespace's size.
+    searcher = Searcher(table, AccessLog(table))
+    for batch in range(4):
+        await table.add(rows("u", [f"memory {batch}"], entities=["same"]))  # every batch starts at T0
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    by_id = sorted(view.index)
+    for source in (ViewSource(view, MemoryFilter(), searcher), TableSource("u", MemoryFilter(), searcher)):
+        assert (await source.recency_search(10)).ids == tuple(by_id)
+        assert (await source.entity_search(["same"], 10)).ids == tuple(by_id)
+    page = await searcher.page("u", MemoryFilter(), limit=2, offset=2, newest_first=True)
+    assert [m.id for m in page] == by_id[2:]
