@@ -8,6 +8,7 @@ lets the sync API work inside notebooks and other code that already runs a loop.
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Coroutine
 from concurrent.futures import Future
@@ -30,6 +31,18 @@ def _get_loop() -> asyncio.AbstractEventLoop:
             thread.start()
             _loop = loop
         return _loop
+
+
+def _forget_loop_in_child() -> None:
+    # The loop's thread does not survive fork: a child that used the parent's loop would queue work
+    # that no thread ever runs (a hang). It gets a new loop on first use instead.
+    global _loop, _lock
+    _loop = None
+    _lock = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_loop_in_child)
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:

@@ -7,7 +7,6 @@ any embedder returns (:func:`check_vectors`) before a vector reaches the table.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import re
 import threading
@@ -18,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import ConfigError, DimensionMismatchError, EmbeddingError
+from .plugins import pool as plugin_pool
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -329,12 +329,12 @@ class SentenceTransformerEmbedder:
                 torch.set_num_threads(previous)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        """Runs the forward pass in a worker thread so the event loop keeps serving."""
-        return await asyncio.to_thread(self.embed_documents, texts)
+        """Runs the forward pass on the library's embedding threads, so the event loop keeps serving."""
+        return await plugin_pool("embed").run(self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> np.ndarray:
         """Async twin of :meth:`embed_query`."""
-        return await asyncio.to_thread(self.embed_query, text)
+        return await plugin_pool("embed").run(self.embed_query, text)
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

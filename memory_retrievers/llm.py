@@ -6,13 +6,13 @@ LangChain / LlamaIndex models in the protocol.
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
 from .errors import ConfigError
+from .plugins import pool as plugin_pool
 
 __all__ = ["LLM", "CallableLLM", "as_llm", "expansion_prompt", "hyde_prompt", "parse_rewrites"]
 
@@ -56,10 +56,14 @@ class CallableLLM:
         return str(self._fn(prompt))
 
     async def acomplete(self, prompt: str) -> str:
-        """Await the function, or run a sync one in a worker thread."""
+        """Await the function, or run a sync one on the library's LLM threads.
+
+        A sync call that never returns keeps its thread, not one the rest of the process needs:
+        see :mod:`memory_retrievers.plugins`.
+        """
         if self._is_async:
             return str(await self._fn(prompt))  # type: ignore[misc]
-        return str(await asyncio.to_thread(self._fn, prompt))
+        return str(await plugin_pool("llm").run(self._fn, prompt))
 
 
 def as_llm(obj: Any) -> LLM | None:

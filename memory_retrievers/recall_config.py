@@ -6,9 +6,9 @@ import enum
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator
 
-from .config import validated
+from .config import CheckedModel, validated
 from .models import MemoryKind
 from .scoring import DecayKind, ScoringParams
 
@@ -46,7 +46,7 @@ class Preset(str, enum.Enum):
     """Curated facts: meaning over wording, no recency, no chat context."""
 
 
-class ChannelWeights(BaseModel):
+class ChannelWeights(CheckedModel):
     """Weight of each retrieval channel in the rank fusion (0 turns a channel off).
 
     Defaults measured on the LoCoMo dev split (evidence recall@10, no LLM): BM25 over a turn with
@@ -66,7 +66,7 @@ class ChannelWeights(BaseModel):
     hyde: float = Field(default=1.0, ge=0)
 
 
-class RecallConfig(BaseModel):
+class RecallConfig(CheckedModel):
     """Every constant of the recall pipeline, with its published or measured default.
 
     Unknown keys raise :class:`~memory_retrievers.ConfigError`. Build variants with
@@ -142,6 +142,8 @@ class RecallConfig(BaseModel):
     rerank_depth: int = Field(default=30, ge=1, le=500)
     rerank_weight: float = Field(default=0.5, ge=0, le=1)
     """Blend: ``(1-w) * fused + w * reranker``, both min-max normalised over the candidates."""
+    rerank_timeout_s: float = Field(default=10.0, gt=0)
+    """A reranker slower than this is skipped for the recall (with a warning), like a slow LLM."""
 
     # selection
     k: int = Field(default=10, ge=1, le=1000)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import threading
 from collections.abc import Sequence
 from typing import Any, Protocol, runtime_checkable
@@ -10,6 +9,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 
 from .errors import ConfigError
+from .plugins import pool as plugin_pool
 
 __all__ = ["CrossEncoderReranker", "Reranker"]
 
@@ -65,5 +65,5 @@ class CrossEncoderReranker:
         return [float(s) for s in np.asarray(scores, dtype=np.float64).reshape(-1)]
 
     async def arerank(self, query: str, texts: Sequence[str]) -> Sequence[float]:
-        """Runs the model in a worker thread."""
-        return await asyncio.to_thread(self.rerank, query, texts)
+        """Runs the model on the library's reranking threads."""
+        return await plugin_pool("rerank").run(self.rerank, query, texts)

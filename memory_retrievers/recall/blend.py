@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 import warnings
 from collections.abc import Mapping, Sequence
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from ..errors import MemoryRetrieversError
 from ..fusion import FusedHit, RankedList, weighted_rrf
 from ..models import Memory
+from ..plugins import PluginStalledError
 from ..recall_config import RecallConfig
 from ..rerank import Reranker
 from ..scoring import ScoringContext, multipliers
@@ -48,16 +50,18 @@ async def rerank(
     """
     head = [h.id for h in fused[: cfg.rerank_depth]]
     try:
-        raw = await reranker.arerank(query, [memories[i].text for i in head])
+        raw = await asyncio.wait_for(
+            reranker.arerank(query, [memories[i].text for i in head]), timeout=cfg.rerank_timeout_s
+        )
         scores = [float(s) for s in raw]
         if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
             raise ValueError(f"expected {len(head)} finite scores, got {len(scores)}")
-    except MemoryRetrieversError:
-        raise
-    except Exception as exc:
-        warnings.warn(f"memory-retrievers: reranker failed ({exc!r}); using fused scores", RuntimeWarning, stacklevel=2)
-        plan.notes.append("reranker failed; skipped")
-        return {}, base
+    except MemoryRetrieversError as exc:
+        if not isinstance(exc, PluginStalledError):
+            raise
+        return _skip(exc, plan, base)
+    except Exception as exc:  # a failing, slow or garbage-returning reranker degrades to fused scores
+        return _skip(exc, plan, base)
     rr = dict(zip(head, scores, strict=True))
     lo, hi = min(scores), max(scores)
     blo, bhi = min(base[i] for i in head), max(base[i] for i in head)
@@ -68,6 +72,13 @@ async def rerank(
         nr = (rr[i] - lo) / (hi - lo) if hi > lo else 1.0
         out[i] = blo + ((1 - w) * nb + w * nr) * (bhi - blo)
     return rr, out
+
+
+def _skip(exc: BaseException, plan: Plan, base: dict[str, float]) -> tuple[dict[str, float], dict[str, float]]:
+    reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"failed ({exc!r})"
+    warnings.warn(f"memory-retrievers: reranker {reason}; using fused scores", RuntimeWarning, stacklevel=3)
+    plan.notes.append("reranker failed; skipped")
+    return {}, base
 
 
 @dataclass(frozen=True, slots=True)
