@@ -4,17 +4,40 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import Any
+from typing import Any, ClassVar, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from .errors import ConfigError, MemoryRetrieversError
 from .models import DedupPolicy, MemoryKind
 
-__all__ = ["StoreConfig", "validated"]
+__all__ = ["CheckedModel", "StoreConfig", "reject_bools", "validated"]
 
 
-class StoreConfig(BaseModel):
+class CheckedModel(BaseModel):
+    """Base of the library's frozen, validated models: their errors are the library's own.
+
+    Building one with a bad value raises the class's ``error_type`` (a
+    :class:`~memory_retrievers.ConfigError` unless it says otherwise) naming the field and the fix,
+    never pydantic's ``ValidationError``; ``True``/``False`` are refused where a number is meant.
+    """
+
+    error_type: ClassVar[type[MemoryRetrieversError]] = ConfigError
+    error_key: ClassVar[str] = "key"
+
+    def __init__(self, **data: Any) -> None:
+        try:
+            super().__init__(**data)
+        except ValidationError as exc:
+            raise self.error_type(_explain(exc, type(self), type(self).__name__, self.error_key)) from None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _refuse_bools(cls, data: Any) -> Any:
+        return reject_bools(cls, data)
+
+
+class StoreConfig(CheckedModel):
     """How a :class:`~memory_retrievers.MemoryStore` writes, deduplicates and maintains its table.
 
     Every field has a documented default; unknown keys are rejected with :class:`ConfigError`.
@@ -82,12 +105,38 @@ class StoreConfig(BaseModel):
     """How often a handle checks for other processes' commits. ``None`` = never (fastest, fine for
     one writer process); ``timedelta(0)`` = on every read."""
 
+    @field_validator("read_consistency_interval")
+    @classmethod
+    def _not_negative(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value < timedelta(0):
+            raise ValueError("must be >= 0 (timedelta(0) checks on every read), or None")
+        return value
+
     @field_validator("dedup_exempt_kinds", mode="before")
     @classmethod
     def _kinds(cls, value: Any) -> Any:
         if isinstance(value, (str, MemoryKind)):
             return frozenset({value})
         return value
+
+
+def _admits_bool(annotation: Any) -> bool:
+    if annotation is bool:
+        return True
+    return any(_admits_bool(arg) for arg in get_args(annotation))
+
+
+def reject_bools(model: type[BaseModel], data: Any) -> Any:
+    """Refuse ``True``/``False`` for a number field (pydantic would read ``True`` as 1).
+
+    Used as a ``model_validator(mode="before")`` by the library's config models.
+    """
+    if isinstance(data, Mapping):
+        for name, value in data.items():
+            field = model.model_fields.get(name) if isinstance(name, str) else None
+            if isinstance(value, bool) and field is not None and not _admits_bool(field.annotation):
+                raise ValueError(f"{name} must be a number, not {value!r}")
+    return data
 
 
 def validated(
@@ -120,6 +169,8 @@ def validated(
         return model(**value)
     except ValidationError as exc:
         raise error(_explain(exc, model, what, key)) from None
+    except MemoryRetrieversError as exc:  # a CheckedModel's own error: name it as the caller called it
+        raise error(str(exc).replace(f"invalid {model.__name__}:", f"invalid {what}:", 1)) from None
     except TypeError as exc:  # non-str keys
         raise error(f"invalid {what}: {exc}") from None
 
@@ -131,6 +182,10 @@ def _explain(exc: ValidationError, model: type[BaseModel], what: str, key: str) 
         if err["type"] == "extra_forbidden":
             valid = ", ".join(sorted(model.model_fields))
             parts.append(f"unknown {key} {loc!r}; valid {key}s are: {valid}")
+        elif err["type"] == "value_error":  # our own checks: their message already says what to do
+            message = str(err["msg"]).removeprefix("Value error, ")
+            nested = message.startswith("invalid ")  # a nested model's own error: keep its wording
+            parts.append(message if nested or not err["loc"] else f"{loc}: {message}")
         else:
             parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
     return f"invalid {what}: " + "; ".join(parts)

@@ -20,6 +20,8 @@ Messages always say how to fix the problem.
 
 from __future__ import annotations
 
+from typing import Any
+
 __all__ = [
     "ConfigError",
     "DimensionMismatchError",
@@ -35,7 +37,14 @@ __all__ = [
 
 
 class MemoryRetrieversError(Exception):
-    """Base class of every error raised on purpose by memory-retrievers."""
+    """Base class of every error raised on purpose by memory-retrievers.
+
+    Attributes:
+        written: When ``add_many`` fails after some of its batches were stored, the results of
+            those records (so a retry can skip them); empty otherwise.
+    """
+
+    written: list[Any] = []  # noqa: RUF012 - never mutated: an instance gets its own list
 
 
 class ConfigError(MemoryRetrieversError, ValueError):

@@ -9,6 +9,7 @@ The :class:`~memory_retrievers.Memory` record must list the same public fields; 
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -23,7 +24,11 @@ __all__ = [
     "SCALAR_COLUMNS",
     "WRITABLE_FIELDS",
     "FieldSpec",
+    "MERGED_ON_DUPLICATE",
     "build_row",
+    "merge_annotations",
+    "next_revision",
+    "stored_record",
 ]
 
 _TS = pa.timestamp("us", tz="UTC")
@@ -42,6 +47,8 @@ class FieldSpec:
         inherited: ``supersede`` copies it from the replaced memory unless the caller sets it.
         kept: Maintained by the store; an upsert keeps the stored value (history, access stats).
         public: Part of a :class:`~memory_retrievers.Memory` (``False``: a storage internal).
+        added_sql: For a column added after the first release: the SQL value existing rows get when
+            an older table is opened (an additive migration); ``None`` for original columns.
     """
 
     name: str
@@ -51,6 +58,7 @@ class FieldSpec:
     inherited: bool = False
     kept: bool = False
     public: bool = True
+    added_sql: str | None = None
 
 
 #: Every column, in schema order.
@@ -81,6 +89,10 @@ FIELDS: tuple[FieldSpec, ...] = (
     # Internal: text + context, the body of the "context" full-text index. BM25 over the
     # concatenation beats a multi-column match of the two (0.681 vs 0.651 recall@10 on LoCoMo).
     FieldSpec("search_text", pa.string(), nullable=False, writable=False, public=False),
+    # Internal: 0 when written, +1 on every rewrite. A rewrite commits only where the stored row
+    # still has the revision it read (a conditional merge), so a stale copy never overwrites a newer
+    # row or brings back a deleted one, even from another process.
+    FieldSpec("revision", pa.int64(), nullable=False, writable=False, public=False, added_sql="CAST(0 AS BIGINT)"),
 )
 
 #: Every public column except ``vector``: what reads fetch unless a vector is asked for.
@@ -135,4 +147,44 @@ def build_row(
     row["created_at"] = rec.get("created_at") or before.get("created_at") or now + timedelta(microseconds=offset_us)
     row["updated_at"] = now
     row["content_hash"] = content_hash
+    row["revision"] = next_revision(prior)
     return row
+
+
+def stored_record(row: Mapping[str, Any]) -> dict[str, Any]:
+    """A stored row's writable fields, in the form :func:`~memory_retrievers.validation.validate_record` gives."""
+    from .models import MemoryKind
+
+    rec = {k: row[k] for k in WRITABLE_FIELDS if k in row and k != "vector"}
+    rec["kind"] = MemoryKind(rec["kind"])
+    for key in ("tags", "entities", "links"):
+        rec[key] = list(rec.get(key) or [])
+    return rec
+
+
+#: What a duplicate adds to the memory it duplicates, so a skipped write loses nothing it meant.
+MERGED_ON_DUPLICATE = ("tags", "entities", "links", "metadata", "pinned", "priority", "importance")
+
+
+def merge_annotations(kept: Mapping[str, Any], extra: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """``kept`` with the annotations of its duplicate ``extra`` added; returns it and what changed.
+
+    Lists (tags, entities, links) are united (kept's order first), metadata keys added (kept's
+    values win), ``pinned`` if either is pinned, ``priority`` and ``importance`` the higher.
+    """
+    out = dict(kept)
+    for key in ("tags", "entities", "links"):
+        out[key] = list(dict.fromkeys([*(kept.get(key) or []), *(extra.get(key) or [])]))
+    meta = {**json.loads(extra.get("metadata") or "{}"), **json.loads(kept.get("metadata") or "{}")}
+    out["metadata"] = json.dumps(meta, ensure_ascii=False, allow_nan=False, sort_keys=True)
+    out["pinned"] = bool(kept.get("pinned")) or bool(extra.get("pinned"))
+    for key in ("priority", "importance"):
+        out[key] = max(float(kept[key]), float(extra[key]))
+    before = json.loads(kept.get("metadata") or "{}")
+    changed = [k for k in MERGED_ON_DUPLICATE if (meta != before if k == "metadata" else out[k] != kept.get(k))]
+    return out, changed
+
+
+def next_revision(prior: Mapping[str, Any] | None) -> int:
+    """The revision a write of a row gives it: 0 for a new row, the stored one + 1 for a rewrite."""
+    return 0 if prior is None else int(prior.get("revision", 0)) + 1

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, StrictBool, field_validator
+from pydantic import ConfigDict, PrivateAttr, StrictBool, field_validator
 
-from .config import validated
-from .errors import FilterError, InvalidInputError
+from .config import CheckedModel, validated
+from .errors import FilterError, InvalidInputError, MemoryRetrieversError
 from .models import MemoryKind
 from .validation import check_key, to_utc
 
@@ -58,15 +58,20 @@ def sql_in(column: str, values: Sequence[str]) -> str:
     return f"{column} IN ({', '.join(sql_literal(v) for v in values)})"
 
 
-class MemoryFilter(BaseModel):
+class MemoryFilter(CheckedModel):
     """Metadata prefilter applied inside LanceDB, before ranking.
 
     Lists mean "any of" (``tags_all`` means "all of"). ``None`` means no constraint. Superseded
-    memories are excluded unless ``include_superseded`` is true.
+    memories are excluded unless ``include_superseded`` is true. ``ids`` restricts a search to the
+    given memories (e.g. those an application already selected by its own criteria), so ranking
+    happens among them only.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
+    error_type: ClassVar[type[MemoryRetrieversError]] = FilterError
+    error_key: ClassVar[str] = "filter key"
 
+    ids: tuple[str, ...] | None = None
     kinds: tuple[MemoryKind, ...] | None = None
     session_ids: tuple[str, ...] | None = None
     projects: tuple[str, ...] | None = None
@@ -78,8 +83,13 @@ class MemoryFilter(BaseModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     include_superseded: StrictBool = False
+    _id_set: frozenset[str] = PrivateAttr(default=frozenset())
 
-    @field_validator("session_ids", "projects", "topics", "tags_any", "tags_all", "entities_any", mode="before")
+    def model_post_init(self, context: Any, /) -> None:
+        """Keep ``ids`` as a set too: the in-Python form tests every row of a view against it."""
+        self._id_set = frozenset(self.ids or ())
+
+    @field_validator("ids", "session_ids", "projects", "topics", "tags_any", "tags_all", "entities_any", mode="before")
     @classmethod
     def _strings(cls, value: Any) -> Any:
         if value is None:
@@ -113,8 +123,14 @@ class MemoryFilter(BaseModel):
     @field_validator("created_after", "created_before")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
-        if value is not None and value.tzinfo is None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
             raise ValueError("must be timezone-aware, e.g. datetime(2024, 1, 1, tzinfo=timezone.utc)")
+        try:
+            to_utc(value, "the datetime")  # the SQL literal is rendered in UTC: it must exist there
+        except InvalidInputError as exc:
+            raise ValueError(str(exc)) from None
         return value
 
 
@@ -147,6 +163,8 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
             raise InvalidInputError("ids is empty; pass at least one id")
         clauses.append(sql_in("id", ids))
     flt = flt or MemoryFilter()
+    if flt.ids:
+        clauses.append(sql_in("id", flt.ids))
     if not flt.include_superseded:
         clauses.append("superseded_by IS NULL")
     if flt.kinds:
@@ -177,6 +195,8 @@ def matches(memory: Memory, flt: MemoryFilter) -> bool:
     (``tests/unit/test_filters.py`` checks they agree).
     """
     if not flt.include_superseded and memory.superseded_by is not None:
+        return False
+    if flt.ids is not None and memory.id not in flt._id_set:
         return False
     if flt.kinds is not None and memory.kind not in flt.kinds:
         return False

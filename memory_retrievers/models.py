@@ -118,14 +118,18 @@ class AddedMemory(Memory):
     """A :class:`Memory` returned by a write, saying what the write did.
 
     Attributes:
-        action: Whether the record was added, updated (upsert or dedup update) or skipped.
+        action: Whether the record was added, updated (upsert, or a duplicate merged into the memory
+            it duplicates) or skipped.
         duplicate_of: The id of the exact/near duplicate that was found, if any.
         similarity: Cosine similarity to that duplicate (1.0 for an exact duplicate).
+        reason: Why the write did what it did, when it did not simply add the record (e.g. "a near
+            duplicate of 3f2a… (cosine 0.971, same words); merged into it: tags").
     """
 
     action: WriteAction = WriteAction.ADDED
     duplicate_of: str | None = None
     similarity: float | None = None
+    reason: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,9 +10,11 @@ identically.
 
 from __future__ import annotations
 
+import atexit
 import builtins
 import logging
 import os
+import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -23,7 +25,7 @@ import numpy as np
 from . import _loop
 from .config import StoreConfig, validated
 from .embeddings import Embedder, SentenceTransformerEmbedder
-from .errors import ConfigError, InvalidInputError, NotFoundError, StorageError
+from .errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError, StorageError
 from .fields import WRITABLE_FIELDS
 from .filters import MemoryFilter, build_where, coerce_filter
 from .models import AddedMemory, FtsField, Hit, Memory
@@ -34,6 +36,7 @@ from .storage.context_fill import ContextFiller
 from .storage.duplicates import DuplicateFinder
 from .storage.edits import Editor
 from .storage.maintenance import Maintainer
+from .storage.queue import AddBatch, WriteQueue
 from .storage.search import Searcher, hits
 from .storage.sources import TableSource, ViewSource
 from .storage.table import MemoryTable
@@ -47,6 +50,21 @@ __all__ = ["DEFAULT_TABLE", "MemoryStore", "default_store_path"]
 logger = logging.getLogger(__name__)
 
 DEFAULT_TABLE = "memories"
+
+#: Stores not closed yet: at interpreter exit they are closed, so pending access statistics and
+#: queued writes are not lost by a program that never called close().
+_OPEN: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
+
+
+@atexit.register
+def _close_open_stores() -> None:
+    for store in list(_OPEN):
+        try:
+            store.close()
+        except Exception:  # at exit: report, never raise
+            logger.warning("memory-retrievers: closing a store at exit failed", exc_info=True)
+
+
 _MAX_QUERY_K = 10_000
 
 
@@ -128,21 +146,21 @@ class MemoryStore:
         self._views = ViewCache(self._table, cfg.recall_view_max_rows)
         self._access = AccessLog(self._table)
         self._searcher = Searcher(self._table, self._access)
-        self._maintainer = Maintainer(self._table, cfg, self._access.flush)
+        self._maintainer = Maintainer(self._table, cfg, self.aflush_access)
         self._vectors = VectorMaker(self._embedder, dimension, cfg.embed_batch_size)
+        context = ContextFiller(self._table, cfg)
         self._writer = Writer(
-            self._table,
-            cfg,
-            self._vectors,
-            DuplicateFinder(self._table, cfg),
-            ContextFiller(self._table, cfg),
-            self._searcher,
-            self._clock,
+            self._table, cfg, self._vectors, DuplicateFinder(self._table, cfg), context, self._searcher, self._clock
         )
-        self._editor = Editor(self._table, cfg, self._vectors, self._writer, self._clock)
+        self._editor = Editor(self._table, cfg, self._vectors, self._writer, context, self._clock)
+        # Every write of this store goes through one queue (see storage/queue.py).
+        self._queue = WriteQueue(
+            self._writer.write_group, max_records=cfg.write_batch_size, prepare=self._table.refresh
+        )
         self._closed = False
         if _open:
             _loop.run_sync(self._table.open())
+            _OPEN.add(self)
 
     @classmethod
     async def aopen(
@@ -166,6 +184,7 @@ class MemoryStore:
             _open=False,
         )
         await store._table.open()
+        _OPEN.add(store)
         return store
 
     # ------------------------------------------------------------------ properties
@@ -203,10 +222,16 @@ class MemoryStore:
         _loop.run_sync(self.aclose())
 
     async def aclose(self) -> None:
-        """Async twin of :meth:`close`."""
-        if not self._closed:
-            await self._access.flush()
-            self._closed = True
+        """Async twin of :meth:`close`: waits for queued writes and running maintenance too."""
+        if self._closed:
+            return
+        try:
+            await self.aflush_access()
+        except MemoryRetrieversError as exc:  # e.g. a read-only store: closing must still work
+            logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)
+        await self.aflush()
+        self._closed = True
+        _OPEN.discard(self)
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -288,17 +313,10 @@ class MemoryStore:
     ) -> builtins.list[AddedMemory]:
         """Async twin of :meth:`add_many`."""
         self._ensure_open()
-        if isinstance(records, (str, bytes, Mapping)):
-            raise InvalidInputError("records must be a list of dicts; for one memory use add()")
         size = batch_size if batch_size is not None else self._config.write_batch_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise InvalidInputError(f"batch_size must be a positive int, got {size!r}")
-        recs: builtins.list[dict[str, Any]] = []
-        for i, raw in enumerate(records):
-            try:
-                recs.append(validate_record(raw, self._config, namespace=namespace))
-            except InvalidInputError as exc:
-                raise type(exc)(f"record {i}: {exc}") from None
+        recs = self._records(records, namespace)
         bar = None
         if progress:
             from tqdm.auto import tqdm
@@ -308,13 +326,67 @@ class MemoryStore:
         try:
             for start in range(0, len(recs), size):
                 batch = recs[start : start + size]
-                results.extend(await self._writer.write(batch, dedup=dedup, first_index=start))
+                try:
+                    results.extend(await self._queue.add(AddBatch(batch, dedup, start)))
+                except MemoryRetrieversError as exc:
+                    if results:  # earlier batches are stored: say which, so nothing is written twice
+                        exc.written = results
+                        exc.args = (
+                            f"{exc} (records 0-{len(results) - 1} were stored, see .written; records "
+                            f"{len(results)} onwards were not)",
+                        )
+                    raise
                 if bar is not None:
                     bar.update(len(batch))
         finally:
             if bar is not None:
                 bar.close()
         return results
+
+    def replace(
+        self,
+        namespace: str,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+    ) -> builtins.list[AddedMemory]:
+        """Replace the memories of a namespace that match ``filter`` by ``records``, in one commit.
+
+        Readers see the old memories or the new ones, never neither; a crash or an invalid record
+        leaves the old ones untouched (every record is checked before anything is written). Made
+        for chat stores that set a whole session (``filter={"session_ids": [...], "kinds":
+        ["message"], "include_superseded": True}``): chat turns get their context from the new
+        records alone, and nothing is deduplicated.
+
+        Returns:
+            One :class:`AddedMemory` per record, in order.
+
+        Raises:
+            InvalidInputError: A record is invalid, or names another namespace.
+        """
+        return _loop.run_sync(self.areplace(namespace, records, filter=filter))
+
+    async def areplace(
+        self,
+        namespace: str,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+    ) -> builtins.list[AddedMemory]:
+        """Async twin of :meth:`replace`."""
+        self._ensure_open()
+        ns = self._ns(namespace)
+        where = build_where(ns, coerce_filter(filter))
+        recs = self._records(records, ns)
+        other = next((r["namespace"] for r in recs if r["namespace"] != ns), None)
+        if other is not None:
+            raise InvalidInputError(f"replace() writes one namespace ({ns!r}); a record names {other!r}")
+
+        async def run() -> builtins.list[AddedMemory]:
+            doomed = (await self._table.rows(where, ["id"])).column("id").to_pylist()
+            return await self._writer.write(recs, dedup=False, replacing=(ns, doomed))
+
+        return await self._queue.exclusive(run)
 
     def update(self, id: str, /, *, namespace: str, **fields: Any) -> Memory:
         """Change fields of one memory; text changes are re-embedded.
@@ -340,7 +412,7 @@ class MemoryStore:
             raise InvalidInputError(
                 f"unknown field(s) {sorted(unknown)}; writable fields are: {', '.join(sorted(WRITABLE_FIELDS))}"
             )
-        return await self._editor.update(ns, id_, fields)
+        return await self._queue.exclusive(lambda: self._editor.update(ns, id_, fields))
 
     def supersede(self, old_id: str, new: str | Mapping[str, Any], *, namespace: str) -> AddedMemory:
         """Replace a memory by a newer one, keeping both linked.
@@ -361,7 +433,7 @@ class MemoryStore:
         self._ensure_open()
         ns = self._ns(namespace)
         old_key = check_key(old_id, field="old_id", max_chars=self._config.max_key_chars)
-        return await self._editor.supersede(ns, old_key, new)
+        return await self._queue.exclusive(lambda: self._editor.supersede(ns, old_key, new))
 
     def delete(self, ids: str | Sequence[str], *, namespace: str, missing_ok: bool = False) -> int:
         """Delete memories by id; returns how many were deleted.
@@ -376,7 +448,8 @@ class MemoryStore:
     async def adelete(self, ids: str | Sequence[str], *, namespace: str, missing_ok: bool = False) -> int:
         """Async twin of :meth:`delete`."""
         self._ensure_open()
-        return await self._editor.delete(self._ns(namespace), self._ids(ids), missing_ok=missing_ok)
+        ns, wanted = self._ns(namespace), self._ids(ids)
+        return await self._queue.exclusive(lambda: self._editor.delete(ns, wanted, missing_ok=missing_ok))
 
     def forget(self, namespace: str) -> int:
         """Delete every memory of a namespace (a user's right to be forgotten); returns the count."""
@@ -385,7 +458,8 @@ class MemoryStore:
     async def aforget(self, namespace: str) -> int:
         """Async twin of :meth:`forget`."""
         self._ensure_open()
-        return await self._editor.forget(self._ns(namespace))
+        ns = self._ns(namespace)
+        return await self._queue.exclusive(lambda: self._editor.forget(ns))
 
     # ------------------------------------------------------------------ reads
     @overload
@@ -627,6 +701,39 @@ class MemoryStore:
         return ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
 
     # ------------------------------------------------------------------ maintenance
+    def flush(self) -> None:
+        """Wait until every write handed to this store is committed and background maintenance is done.
+
+        Writes return once committed anyway; this also waits for maintenance that a write started
+        in the background (``optimize`` after ``optimize_after_commits``...), e.g. before measuring.
+        """
+        _loop.run_sync(self.aflush())
+
+    async def aflush(self) -> None:
+        """Async twin of :meth:`flush`."""
+        await self._queue.await_idle()
+        await self._maintainer.await_idle()
+
+    def purge(self) -> None:
+        """Remove deleted and forgotten memories from disk, for good.
+
+        ``delete`` and ``forget`` hide memories at once, but their text and vectors stay in older
+        table versions and not-yet-compacted files until maintenance prunes them (after
+        ``StoreConfig.version_retention``). ``purge`` compacts them out, rebuilds the full-text
+        indexes, and deletes every older version and unreferenced file now. It rewrites files
+        in proportion to the table (measured in docs/RELIABILITY.md), and needs the table to itself:
+        run it when no other process reads or writes this store (their in-flight reads and writes
+        would fail). Time travel to earlier versions is no longer possible afterwards.
+        """
+        _loop.run_sync(self.apurge())
+
+    async def apurge(self) -> None:
+        """Async twin of :meth:`purge`."""
+        self._ensure_open()
+        await self.aflush_access()
+        await self._maintainer.await_idle()
+        await self._queue.exclusive(self._maintainer.purge)
+
     def optimize(self) -> None:
         """Fold new rows into the indexes, compact small fragments, prune old versions.
 
@@ -660,7 +767,7 @@ class MemoryStore:
 
     async def _flush_logged(self) -> None:
         try:
-            await self._access.flush()
+            await self.aflush_access()
         except Exception:  # background work: report, never raise into nowhere
             logger.warning("memory-retrievers: writing access statistics failed; will retry", exc_info=True)
 
@@ -669,10 +776,25 @@ class MemoryStore:
         return _loop.run_sync(self.aflush_access())
 
     async def aflush_access(self) -> int:
-        """Async twin of :meth:`flush_access`."""
-        return await self._access.flush()
+        """Async twin of :meth:`flush_access` (queued behind writes in progress)."""
+        return await self._queue.exclusive(self._access.flush)
 
     # ------------------------------------------------------------------ helpers
+    def _records(self, records: Iterable[Mapping[str, Any]], namespace: str | None) -> builtins.list[dict[str, Any]]:
+        """Every record checked before any write: a bad one in batch 3 must stop batch 1 too."""
+        if isinstance(records, (str, bytes, Mapping)):
+            raise InvalidInputError("records must be a list of dicts; for one memory use add()")
+        recs: builtins.list[dict[str, Any]] = []
+        for i, raw in enumerate(records):
+            try:
+                rec = validate_record(raw, self._config, namespace=namespace)
+            except InvalidInputError as exc:
+                raise type(exc)(f"record {i}: {exc}") from None
+            if rec.get("vector") is not None:
+                rec["vector"] = self._vectors.given(rec["vector"], source=f"the vector of record {i}")
+            recs.append(rec)
+        return recs
+
     def _ns(self, namespace: Any) -> str:
         return check_key(namespace, field="namespace", max_chars=self._config.max_key_chars)
 

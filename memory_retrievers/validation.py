@@ -10,7 +10,6 @@ import hashlib
 import json
 import math
 import re
-import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -40,7 +39,7 @@ MAX_QUERY_CHARS = 4_000
 PRIORITY_RANGE = (0.0, 10.0)
 IMPORTANCE_RANGE = (0.0, 1.0)
 
-_WS = re.compile(r"\s+")
+_INNER_WS = re.compile(r"(?<=\S)[ \t\u00a0]+(?=\S)")
 
 
 def _has_surrogate(text: str) -> bool:
@@ -139,7 +138,12 @@ def to_utc(value: Any, field: str) -> datetime:
         raise InvalidInputError(f"{field} must be a datetime, got {type(value).__name__}")
     if value.tzinfo is None:
         raise InvalidInputError(f"{field} is a naive datetime; pass an aware one, e.g. datetime.now(timezone.utc)")
-    return value.astimezone(timezone.utc)
+    try:
+        return value.astimezone(timezone.utc)
+    except OverflowError:
+        raise InvalidInputError(
+            f"{field} {value.isoformat()} falls outside years 1-9999 once converted to UTC; pass a time in range"
+        ) from None
 
 
 def _metadata(value: Any) -> str:
@@ -155,17 +159,33 @@ def _metadata(value: Any) -> str:
         raise InvalidInputError(
             f"metadata must be JSON-serialisable (str, numbers, bools, None, lists, dicts; no NaN): {exc}"
         ) from None
+    except RecursionError:
+        raise InvalidInputError("metadata is nested too deeply to store; flatten it (a few levels at most)") from None
     check_text(encoded, field="metadata", max_chars=1_000_000, allow_empty=True)
     return encoded
 
 
 def normalise_for_hash(text: str) -> str:
-    """The form two texts share when they are exact duplicates: NFKC, case-folded, single spaces."""
-    return _WS.sub(" ", unicodedata.normalize("NFKC", text)).strip().casefold()
+    """The form two texts share when they are exact duplicates.
+
+    Only whitespace that no reader would call a difference is folded: runs of spaces and tabs
+    between words become one space, trailing spaces and blank lines at either end go. Case, Unicode
+    forms and a line's indentation (code!) are kept: ``Hunter2`` is not ``hunter2``.
+    """
+    lines = [_INNER_WS.sub(" ", line.rstrip()) for line in text.splitlines()]
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
 
 
 def content_hash(text: str) -> str:
-    """sha256 hex digest of :func:`normalise_for_hash`."""
+    """sha256 hex digest of :func:`normalise_for_hash` (the exact-duplicate key).
+
+    Memories written by 0.1 carry a key that also folded case and Unicode forms; a new write that
+    repeats one of them exactly is still found, as a near duplicate (cosine 1.0, same words).
+    """
     return hashlib.sha256(normalise_for_hash(text).encode("utf-8")).hexdigest()
 
 
@@ -220,4 +240,6 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
         )
     if raw.get("vector") is not None:
         out["vector"] = raw["vector"]  # shape and values are checked against the table's dimension
+    # Which fields the caller set (a dedup "update" replaces only those).
+    out["_given"] = frozenset(str(k) for k in raw)
     return out

@@ -1,11 +1,15 @@
 """The storage components behind :class:`~memory_retrievers.MemoryStore`, one job per module.
 
 - ``table``: :class:`MemoryTable`, the one owner of the LanceDB table. Every read goes through it,
-  and every commit, which then tells its subscribers what changed (:class:`CommitEvent`).
+  and every commit, which then tells its subscribers what changed (``events``); rewrites of stored
+  rows are conditional on their ``revision``. ``migrations`` checks and upgrades a table on open.
+- ``queue``: the one write path: every mutation is queued and applied by one consumer, concurrent
+  writers' records grouped into one commit.
 - ``vectors``: embedding and the checks every vector passes before it is stored or searched with.
-- ``writes``: ``add``/``add_many``: dedup, upserts, context fill, one commit per batch.
+- ``writes``: ``add``/``add_many``: dedup, upserts, context fill.
 - ``edits``: ``update``, ``supersede``, ``delete``, ``forget``.
-- ``duplicates``, ``context_fill``: the table side of duplicate detection and chat-turn context.
+- ``duplicates``, ``context_fill``: the table side of duplicate detection, and chat-turn context
+  (filled on write, kept free of deleted turns).
 - ``search``: the search primitives and plain reads (get, list, count).
 - ``views``: in-memory namespace views for recall (a commit subscriber).
 - ``sources``: the :class:`~memory_retrievers.recall.RecallSource` implementations (view or table).

@@ -1,26 +1,35 @@
 """Duplicate detection on write: against stored memories (LanceDB queries) and within the batch.
 
-Exact duplicates share a ``content_hash``; near duplicates have a cosine similarity of at least
-``StoreConfig.near_duplicate_threshold``. Vectors are unit length (see ``vectors``), so the batch
-side compares them by dot product and the table side by LanceDB's cosine distance, which agree.
+What counts as a duplicate is defined in :mod:`memory_retrievers.dedup`: the same text up to
+whitespace, or a near-identical vector *and* the same words, and always within one scope (kind,
+project, topic). Vectors are unit length (see ``vectors``), so the batch side compares them by dot
+product and the table side by LanceDB's cosine distance, which agree.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from ..config import StoreConfig
-from ..dedup import first_duplicate_in_batch
-from ..filters import MemoryFilter, build_where, sql_in
+from ..dedup import Scope, first_duplicate_in_batch, same_words, scope_of
+from ..filters import MemoryFilter, build_where, sql_in, sql_literal
 from .table import MemoryTable
 
-__all__ = ["DuplicateFinder"]
+__all__ = ["DuplicateFinder", "Match"]
 
-#: Per record: ``(existing id, similarity)``, ``(index of an earlier record of the batch, similarity)``, or ``None``.
-DuplicateOf = tuple[str | int, float] | None
+#: Stored neighbours looked at per record: the nearest may fail the same-words test while the next passes.
+_NEIGHBOURS = 3
+
+
+class Match(NamedTuple):
+    """A record's duplicate: a stored memory's id, or the index of an earlier record of the batch."""
+
+    of: str | int
+    similarity: float
+    exact: bool
 
 
 class DuplicateFinder:
@@ -46,48 +55,57 @@ class DuplicateFinder:
         hashes: Sequence[str],
         vectors: np.ndarray,
         by_ns: Mapping[str, Sequence[int]],
-    ) -> list[DuplicateOf]:
+    ) -> list[Match | None]:
         """The duplicate of each record: a stored memory, an earlier record of the batch, or ``None``.
 
         Records that name an ``id`` (upserts), supersede a memory, or are of an exempt kind never
         count as duplicates.
         """
-        dup_of: list[DuplicateOf] = [None] * len(recs)
+        dup_of: list[Match | None] = [None] * len(recs)
         candidate = [
             r["kind"] not in self._config.dedup_exempt_kinds and r.get("id") is None and r.get("supersedes") is None
             for r in recs
         ]
+        scopes = [scope_of(r) for r in recs]
         for ns, idx in by_ns.items():
-            cidx = [i for i in idx if candidate[i]]
-            if not cidx:
-                continue
-            found = await self._stored(ns, [hashes[i] for i in cidx], vectors[cidx])
-            for i, hit in zip(cidx, found, strict=False):
-                dup_of[i] = hit
+            by_scope: dict[Scope, list[int]] = {}
+            for i in idx:
+                if candidate[i]:
+                    by_scope.setdefault(scopes[i], []).append(i)
+            for scope, cidx in by_scope.items():
+                found = await self._stored(
+                    ns, scope, [hashes[i] for i in cidx], vectors[cidx], [recs[i]["text"] for i in cidx]
+                )
+                for i, hit in zip(cidx, found, strict=True):
+                    dup_of[i] = hit
             in_batch = first_duplicate_in_batch(
                 [hashes[i] for i in idx],
                 vectors[list(idx)],
                 [candidate[i] and dup_of[i] is None for i in idx],
                 self._config.near_duplicate_threshold,
+                texts=[recs[i]["text"] for i in idx],
+                scopes=[scopes[i] for i in idx],
             )
-            for i, own in zip(idx, in_batch, strict=False):
+            for i, own in zip(idx, in_batch, strict=True):
                 if own is not None:
-                    dup_of[i] = (idx[own[0]], own[1])
+                    dup_of[i] = Match(idx[own[0]], own[1], hashes[i] == hashes[idx[own[0]]])
         return dup_of
 
-    async def _stored(self, namespace: str, hashes: Sequence[str], vectors: np.ndarray) -> list[DuplicateOf]:
-        """For each candidate, an existing (not superseded) memory it duplicates, if any."""
-        out: list[DuplicateOf] = [None] * len(hashes)
+    async def _stored(
+        self, namespace: str, scope: Scope, hashes: Sequence[str], vectors: np.ndarray, texts: Sequence[str]
+    ) -> list[Match | None]:
+        """For each candidate of one scope, a live stored memory it duplicates, if any."""
+        out: list[Match | None] = [None] * len(hashes)
         if not len(hashes) or await self._table.count_namespace(namespace) == 0:
             return out
-        live = build_where(namespace, MemoryFilter())
+        live = f"{build_where(namespace, MemoryFilter())} AND {_scope_sql(scope)}"
         if self._config.exact_dedup:
             where = f"{live} AND {sql_in('content_hash', sorted(set(hashes)))}"
             rows = (await self._table.rows(where, ["id", "content_hash"])).to_pylist()
-            found = {r["content_hash"]: r["id"] for r in rows}
+            found = {r["content_hash"]: r["id"] for r in sorted(rows, key=lambda r: r["id"])}
             for i, h in enumerate(hashes):
                 if h in found:
-                    out[i] = (found[h], 1.0)
+                    out[i] = Match(found[h], 1.0, True)
         threshold = self._config.near_duplicate_threshold
         todo = [i for i in range(len(hashes)) if out[i] is None]
         if threshold is not None and todo:
@@ -96,17 +114,33 @@ class DuplicateFinder:
                 .nearest_to([vectors[i] for i in todo])
                 .distance_type("cosine")
                 .where(live)
-                .select(["id", "_distance"])
-                .limit(1)
+                .select(["id", "text", "_distance"])
+                .limit(_NEIGHBOURS)
             )
             table = await self._table.read(query, "search for near duplicates")
             qidx = (
                 table.column("query_index").to_pylist() if "query_index" in table.column_names else [0] * table.num_rows
             )
-            for q, id_, dist in zip(
-                qidx, table.column("id").to_pylist(), table.column("_distance").to_pylist(), strict=False
-            ):
+            hits = sorted(
+                zip(
+                    qidx,
+                    table.column("_distance").to_pylist(),
+                    table.column("id").to_pylist(),
+                    table.column("text").to_pylist(),
+                    strict=True,
+                )
+            )
+            for q, dist, id_, text in hits:  # nearest first per query
+                i = todo[q]
                 sim = 1.0 - float(dist)
-                if sim >= threshold:
-                    out[todo[q]] = (id_, sim)
+                if out[i] is None and sim >= threshold and same_words(text, texts[i]):
+                    out[i] = Match(id_, sim, False)
         return out
+
+
+def _scope_sql(scope: Scope) -> str:
+    kind, project, topic = scope
+    clauses = [f"kind = {sql_literal(kind)}"]
+    for column, value in (("project", project), ("topic", topic)):
+        clauses.append(f"{column} IS NULL" if value is None else f"{column} = {sql_literal(value)}")
+    return " AND ".join(f"({c})" for c in clauses)

@@ -1,6 +1,9 @@
 """Changing stored memories: ``update``, ``supersede``, ``delete`` and ``forget``.
 
-Arguments arrive validated by the facade; each operation is one commit.
+Arguments arrive validated by the facade, and each operation runs alone on the write queue. Every
+rewrite of a stored row is conditional on the row being the one read (see ``table``); when another
+process changed it in between, the operation reads again and retries, and a deleted row stays
+deleted (an ``update`` of it is a :class:`NotFoundError`, never a re-insert).
 """
 
 from __future__ import annotations
@@ -14,17 +17,28 @@ import numpy as np
 import pyarrow as pa
 
 from ..config import StoreConfig
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError, StorageError
 from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row
 from ..filters import MemoryFilter, build_where, sql_in
 from ..models import AddedMemory, Memory, WriteAction
-from ..schema import rows_to_memories
+from ..schema import rows_to_memories, search_text, to_arrow
 from ..validation import content_hash, validate_record
+from .context_fill import ContextFiller
 from .table import MemoryTable
 from .vectors import VectorMaker
-from .writes import Writer, added
+from .writes import Writer, added, public
 
 __all__ = ["Editor"]
+
+_ATTEMPTS = 5
+
+
+def _gone(namespace: str, id_: str) -> NotFoundError:
+    return NotFoundError(f"no memory {id_!r} in namespace {namespace!r}", [id_])
+
+
+def _changing(what: str) -> StorageError:
+    return StorageError(f"could not {what}: the memory kept changing under concurrent writers; retry")
 
 
 class Editor:
@@ -35,6 +49,7 @@ class Editor:
         config: Limits for re-validated records.
         vectors: Embeds changed text, checks caller vectors.
         writer: Its :meth:`Writer.commit` writes the rows.
+        context: Rewrites neighbours' context when chat turns are deleted or re-worded.
         clock: The store's clock.
     """
 
@@ -44,78 +59,99 @@ class Editor:
         config: StoreConfig,
         vectors: VectorMaker,
         writer: Writer,
+        context: ContextFiller,
         clock: Callable[[], datetime],
     ) -> None:
         self._table = table
         self._config = config
         self._vectors = vectors
         self._writer = writer
+        self._context = context
         self._clock = clock
 
     async def update(self, namespace: str, id_: str, fields: Mapping[str, Any]) -> Memory:
         """Change fields of one memory (the record is re-validated whole; changed text is re-embedded).
 
         Raises:
-            NotFoundError: No such memory.
+            NotFoundError: No such memory (or it was deleted meanwhile).
             InvalidInputError: Bad field values.
         """
-        prior = (await self._table.rows_by_id(namespace, [id_])).get(id_)
-        if prior is None:
-            raise NotFoundError(f"no memory {id_!r} in namespace {namespace!r}", [id_])
-        merged = {k: prior[k] for k in WRITABLE_FIELDS if k in prior and k != "vector"}
-        merged["metadata"] = json.loads(prior["metadata"])
-        merged.update(fields)
-        rec = validate_record(merged, self._config)
-        if "vector" in fields:
-            vector = (await self._vectors.for_records([rec]))[0]
-        elif rec["text"] != prior["text"]:
-            vector = (await self._vectors.embed([rec["text"]]))[0]
-        else:
-            vector = np.asarray(prior["vector"], dtype=np.float32)
-        row = build_row(rec, content_hash(rec["text"]), prior, self._clock())
-        await self._writer.commit([row], vector.reshape(1, -1), upsert=True)
-        return rows_to_memories(pa.Table.from_pylist([row]))[0]
+        for _ in range(_ATTEMPTS):
+            prior = (await self._table.rows_by_id(namespace, [id_])).get(id_)
+            if prior is None:
+                raise _gone(namespace, id_)
+            merged = {k: prior[k] for k in WRITABLE_FIELDS if k in prior and k != "vector"}
+            merged["metadata"] = json.loads(prior["metadata"])
+            merged.update(fields)
+            rec = validate_record(merged, self._config)
+            if "vector" in fields:
+                vector = (await self._vectors.for_records([rec]))[0]
+            elif rec["text"] != prior["text"]:
+                vector = (await self._vectors.embed([rec["text"]]))[0]
+            else:
+                vector = np.asarray(prior["vector"], dtype=np.float32)
+            row = build_row(rec, content_hash(rec["text"]), prior, self._clock())
+            row["search_text"] = search_text(row["text"], row["context"])
+            data = to_arrow([row], vector.reshape(1, -1), self._table.schema)
+            neighbours = (
+                await self._context.after_change(namespace, [prior], {id_: rec["text"]})
+                if rec["text"] != prior["text"]
+                else []
+            )
+            event = await self._table.rewrite(data)
+            if event.updated == 1:
+                if neighbours:
+                    await self._table.rewrite(self._table.whole_rows(neighbours))
+                return rows_to_memories(pa.Table.from_pylist([row]))[0]
+        raise _changing(f"update memory {id_!r}")
 
     async def supersede(self, namespace: str, old_id: str, new: str | Mapping[str, Any]) -> AddedMemory:
         """Write a memory that replaces ``old_id``; both are linked, in one commit.
 
         Raises:
-            NotFoundError: ``old_id`` does not exist.
+            NotFoundError: ``old_id`` does not exist (or was deleted meanwhile).
             InvalidInputError: ``old_id`` is already superseded, or the new record is invalid.
         """
-        old = (await self._table.rows_by_id(namespace, [old_id])).get(old_id)
-        if old is None:
-            raise NotFoundError(f"no memory {old_id!r} in namespace {namespace!r}", [old_id])
-        if old["superseded_by"] is not None:
-            raise InvalidInputError(
-                f"memory {old_id!r} is already superseded by {old['superseded_by']!r}; supersede that one instead"
-            )
         fields: dict[str, Any] = {"text": new} if isinstance(new, str) else dict(new)
-        inherited = {k: old[k] for k in INHERITED_FIELDS}
-        inherited["metadata"] = json.loads(old["metadata"])
-        rec = validate_record({**inherited, **fields, "supersedes": old_id, "namespace": namespace}, self._config)
-        if rec.get("id") == old_id:
-            raise InvalidInputError("the new memory needs an id different from old_id")
-        if rec.get("id") is not None and (await self._table.rows_by_id(namespace, [rec["id"]])):
-            raise InvalidInputError(f"id {rec['id']!r} already exists; omit id to generate one")
-        vector = await self._vectors.for_records([rec])
-        now = self._clock()
-        row = build_row(rec, content_hash(rec["text"]), None, now)
-        old_row = {**old, "superseded_by": row["id"], "updated_at": now}
-        await self._writer.commit([row], vector, extra=[old_row], upsert=True)
-        mem = rows_to_memories(pa.Table.from_pylist([row]))[0]
-        return added(mem, WriteAction.ADDED, None, None)
+        for _ in range(_ATTEMPTS):
+            old = (await self._table.rows_by_id(namespace, [old_id])).get(old_id)
+            if old is None:
+                raise _gone(namespace, old_id)
+            if old["superseded_by"] is not None:
+                raise InvalidInputError(
+                    f"memory {old_id!r} is already superseded by {old['superseded_by']!r}; supersede that one instead"
+                )
+            inherited = {k: old[k] for k in INHERITED_FIELDS}
+            inherited["metadata"] = json.loads(old["metadata"])
+            rec = validate_record({**inherited, **fields, "supersedes": old_id, "namespace": namespace}, self._config)
+            if rec.get("id") == old_id:
+                raise InvalidInputError("the new memory needs an id different from old_id")
+            if rec.get("id") is not None and (await self._table.rows_by_id(namespace, [rec["id"]])):
+                raise InvalidInputError(f"id {rec['id']!r} already exists; omit id to generate one")
+            vector = await self._vectors.for_records([rec])
+            now = self._clock()
+            row = build_row(rec, content_hash(rec["text"]), None, now)
+            old_row = {**old, "superseded_by": row["id"], "updated_at": now, "revision": int(old["revision"]) + 1}
+            event = await self._writer.commit([row], vector, extra=[old_row], upsert=True)
+            if event.inserted == 1 and event.updated == 1:
+                mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
+                return added(mem, WriteAction.ADDED, None, None)
+            # Another process changed or deleted the old memory between our read and our commit.
+            # Take back what landed (a deleted old memory comes back as "inserted") and look again.
+            await self._table.delete(namespace, [row["id"], old_id] if (event.inserted or 0) > 1 else [row["id"]])
+        raise _changing(f"supersede memory {old_id!r}")
 
     async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool) -> int:
         """Delete memories by id, all or nothing unless ``missing_ok``; returns how many were deleted.
 
-        A memory that a deleted one had superseded becomes live again in the same commit: its
-        ``superseded_by`` would otherwise point at nothing and hide it from every search for good.
+        In the same commit: a memory that a deleted one had superseded becomes live again (its
+        ``superseded_by`` would otherwise point at nothing and hide it for good), and chat turns
+        next to a deleted turn get a context without its words.
 
         Raises:
             NotFoundError: Some ids do not exist (and not ``missing_ok``); nothing is deleted.
         """
-        found = await self._table.rows_by_id(namespace, ids, columns=["id"])
+        found = await self._table.rows_by_id(namespace, ids, columns=["id", "kind", "session_id", "text", "created_at"])
         missing = [i for i in ids if i not in found]
         if missing and not missing_ok:
             raise NotFoundError(
@@ -126,31 +162,34 @@ class Editor:
         if not found:
             return 0
         doomed = list(found)
-        orphans = await self._predecessors(namespace, doomed)
-        if orphans:
-            restored = pa.table(
-                {
-                    "namespace": pa.array([namespace] * len(orphans), pa.string()),
-                    "id": pa.array(orphans, pa.string()),
-                    "superseded_by": pa.array([None] * len(orphans), pa.string()),
-                    "updated_at": pa.array([self._clock()] * len(orphans), pa.timestamp("us", tz="UTC")),
-                }
+        gone: dict[str, str | None] = dict.fromkeys(doomed)
+        for _ in range(_ATTEMPTS):
+            rewrites = {r["id"]: r for r in await self._context.after_change(namespace, list(found.values()), gone)}
+            now = self._clock()
+            for row in await self._orphan_restores(namespace, doomed):
+                rewrites[row["id"]] = {**rewrites.get(row["id"], row), "superseded_by": None, "updated_at": now}
+            if not rewrites:
+                await self._table.delete(namespace, doomed)
+                return len(found)
+            event = await self._table.delete_and_rewrite(
+                namespace, doomed, self._table.whole_rows(list(rewrites.values()))
             )
-            await self._table.delete_and_restore(namespace, doomed, restored)
-        else:
-            await self._table.delete(namespace, doomed)
-        return len(found)
+            if event.updated == len(rewrites):
+                return len(found)
+            doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"])
+            if not doomed_left and not await self._orphan_restores(namespace, doomed):
+                return len(found)  # the deletes landed; only context rewrites met a concurrent change
+        raise _changing(f"delete {len(doomed)} memor{'y' if len(doomed) == 1 else 'ies'}")
 
-    async def _predecessors(self, namespace: str, ids: Sequence[str]) -> list[str]:
-        """Memories superseded by one of ``ids`` and not deleted with them."""
+    async def _orphan_restores(self, namespace: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """Stored rows superseded by one of ``ids`` and not deleted with them (to be made live again)."""
         gone = set(ids)
         everything = build_where(namespace, MemoryFilter(include_superseded=True))
-        out: list[str] = []
+        out: list[dict[str, Any]] = []
         for start in range(0, len(ids), 1000):
-            rows = await self._table.rows(
-                f"{everything} AND {sql_in('superseded_by', ids[start : start + 1000])}", ["id"]
-            )
-            out.extend(i for i in rows.column("id").to_pylist() if i not in gone)
+            where = f"{everything} AND {sql_in('superseded_by', ids[start : start + 1000])}"
+            rows = await self._table.rows(where, self._table.schema.names)
+            out.extend(r for r in rows.to_pylist() if r["id"] not in gone)
         return out
 
     async def forget(self, namespace: str) -> int:

@@ -8,16 +8,21 @@ is reached, never per write.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import threading
 import time
+import warnings
 from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 from lancedb.index import FTS, Bitmap, BTree, HnswSq, LabelList
 
+from .. import _loop
 from ..config import StoreConfig
 from ..errors import StorageError
 from ..models import FtsField
@@ -72,6 +77,10 @@ async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
+async def _rebuild_fts(table: Any, column: str) -> None:
+    await table.create_index(column, config=FTS(with_position=False), replace=True)
+
+
 class Maintainer:
     """Keeps one store's indexes built and its table compact.
 
@@ -91,6 +100,7 @@ class Maintainer:
         self._commits = 0
         # A thread lock, not an asyncio one: the sync and async APIs run on different loops.
         self._lock = threading.Lock()
+        self._background: Future[None] | None = None
         table.subscribe(self._on_commit)
 
     def _reset(self) -> None:
@@ -105,16 +115,35 @@ class Maintainer:
             self._rows += event.row_count
             self._commits += 1
             due = self._rows >= self._config.optimize_after_rows or self._commits >= self._config.optimize_after_commits
-        # The write is committed: a maintenance failure now must not make it look failed (the
-        # caller would retry or report a loss). Log it; the next commit tries again.
+        if not self.has_base_indexes():
+            # The first build, inline: until it exists, full-text search finds nothing. It covers
+            # every row written so far, once per table.
+            try:
+                await self.ensure_indexes(wait=False)
+            except StorageError as exc:  # the write is committed: never make it look failed
+                logger.warning("building the indexes after a write failed and will be retried: %s", exc)
+            self._reset()
+        elif due:
+            self._start_background()
+
+    def _start_background(self) -> None:
+        """Optimize off the writer's path: the commit that tripped the threshold returns at once."""
+        with self._counter_lock:
+            if self._background is not None and not self._background.done():
+                return  # the running one covers the new rows
+            self._background = _loop.submit(self._optimize_logged())
+
+    async def _optimize_logged(self) -> None:
         try:
-            if not self.has_base_indexes():
-                await self.ensure_indexes(wait=False)  # the first build covers every row written so far
-                self._reset()
-            elif due:
-                await self.optimize(wait=False)
-        except StorageError as exc:
-            logger.warning("maintenance after a write failed and will be retried: %s", exc)
+            await self.optimize(wait=False)
+        except Exception as exc:  # background work: report, never raise into nowhere; the next commit retries
+            logger.warning("maintenance after writes failed and will be retried: %s", exc)
+
+    async def await_idle(self) -> None:
+        """Wait for background maintenance to finish (before a store closes)."""
+        running = self._background
+        if running is not None and not running.done():
+            await asyncio.wrap_future(running)
 
     def has_base_indexes(self) -> bool:
         """Whether the text FTS and namespace indexes exist (built after the first write)."""
@@ -145,6 +174,7 @@ class Maintainer:
         await self._exclusive(lambda: retry_conflicts("build indexes", self._build_missing), wait=wait)
 
     async def _build_missing(self) -> None:
+        await self._table.refresh()
         rows = await self._table.count()
         if rows == 0:
             return
@@ -180,6 +210,35 @@ class Maintainer:
         removed = await asyncio.to_thread(self.remove_stale_temp_files)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
+
+    async def purge(self) -> None:
+        """Remove deleted memories from disk, with every older version and unreferenced file.
+
+        Compacts deleted rows out and rebuilds the full-text indexes first. Pending access
+        statistics are not flushed here: the caller runs this on the write queue, behind a flush
+        (a flush queued from here would wait for this very operation). Needs the table to
+        itself: other processes still reading an older version, or writing at this moment, fail
+        (LanceDB removes the files they use).
+        """
+
+        async def work() -> None:
+            await self._table.refresh()
+            table = self._table.handle
+            # A full-text index's token dictionary could keep words of deleted rows until rebuilt.
+            for column in FTS_COLUMNS.values():
+                if f"FTS:{column}" in self._table.indexed:
+                    await retry_conflicts("rebuild a full-text index", functools.partial(_rebuild_fts, table, column))
+            with warnings.catch_warnings():  # LanceDB warns about exactly what purge is for
+                warnings.filterwarnings("ignore", message=".*cleanup_older_than=0.*")
+                await retry_conflicts(
+                    "purge old versions",
+                    lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True),
+                )
+            await self._table.refresh_indexes()
+
+        self._reset()
+        await self._exclusive(work, wait=True)
+        await asyncio.to_thread(self.remove_stale_temp_files, 0.0)
 
     def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
         """Delete temporary files that a killed writer left in a local table folder.

@@ -1,11 +1,18 @@
-"""Writing validated records: embed, detect duplicates, resolve upserts, fill context, one commit.
+"""Writing validated records: embed, detect duplicates, resolve upserts, fill context, commit.
 
 Every write of the store ends in :meth:`Writer.commit`, the one place rows become Arrow data
-(``search_text`` is derived there).
+(``search_text`` is derived there). The write queue hands the writer a *group* of batches (several
+callers' records) that becomes one embedding call and one commit.
+
+Commits are conditional (see ``table``): a record whose row another process changed between our
+read and our commit does not land; it is resolved again from a fresh read (a few times at most).
+Chat turns extend the context of the turns before them in a second, update-only commit, so a
+turn deleted meanwhile is never written back.
 """
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -15,17 +22,24 @@ import numpy as np
 import pyarrow as pa
 
 from ..config import StoreConfig
-from ..fields import build_row
+from ..errors import InvalidInputError, StorageError
+from ..fields import build_row, merge_annotations, stored_record
 from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
 from ..schema import rows_to_memories, search_text, to_arrow
 from ..validation import content_hash
 from .context_fill import ContextFiller
-from .duplicates import DuplicateFinder
+from .duplicates import DuplicateFinder, Match
+from .queue import Abandoned, AddBatch
 from .search import Searcher
 from .table import CommitEvent, MemoryTable
 from .vectors import VectorMaker
 
 __all__ = ["Writer", "added", "public"]
+
+logger = logging.getLogger(__name__)
+
+#: Attempts at landing a record whose row another process changed between our read and commit.
+_ATTEMPTS = 5
 
 
 def public(row: dict[str, Any]) -> dict[str, Any]:
@@ -33,19 +47,40 @@ def public(row: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in row.items() if not k.startswith("_")}
 
 
-def added(mem: Memory, action: WriteAction, dup: str | None, sim: float | None) -> AddedMemory:
+def added(
+    mem: Memory, action: WriteAction, dup: str | None, sim: float | None, reason: str | None = None
+) -> AddedMemory:
     """The result of a write for one record."""
     fields = {f: getattr(mem, f) for f in Memory.__dataclass_fields__}
-    return AddedMemory(**fields, action=action, duplicate_of=dup, similarity=sim)
+    return AddedMemory(**fields, action=action, duplicate_of=dup, similarity=sim, reason=reason)
+
+
+def _kind_of(hit: Match) -> str:
+    """How a duplicate is described in a write's reason."""
+    where = " (a record of this batch)" if isinstance(hit.of, int) else ""
+    if hit.exact:
+        return f"exact duplicate{where} of"
+    return f"near duplicate{where} (cosine {hit.similarity:.3f}, same words) of"
 
 
 class _Outcome(NamedTuple):
-    """What a write did with one record: the memory it landed in, and how."""
+    """What a write did with one record: the memory it landed in, how, and why."""
 
     key: tuple[str, str]
     action: WriteAction
     duplicate_of: str | None
     similarity: float | None
+    reason: str | None
+
+
+class _Plan(NamedTuple):
+    """One attempt at a set of records: the rows to commit and each record's outcome."""
+
+    rows: dict[tuple[str, str], dict[str, Any]]  # key -> row; the last record for a key wins
+    outcomes: list[_Outcome]
+    refresh: list[dict[str, Any]]  # stored turns whose context the new turns extend
+    used: list[dict[str, Any]]  # stored turns the new turns' contexts were made from
+    rewrites: bool  # whether any row replaces a stored one (or may collide with one)
 
 
 class Writer:
@@ -79,13 +114,101 @@ class Writer:
         self._searcher = searcher
         self._clock = clock
 
-    async def write(self, recs: list[dict[str, Any]], *, dedup: bool | None, first_index: int = 0) -> list[AddedMemory]:
-        """Write one batch of validated records in one commit; one result per record, in order."""
+    async def write_group(self, batches: list[AddBatch], proceed: Callable[[], bool]) -> list[list[AddedMemory]]:
+        """Write several callers' batches as one: one embedding pass, one commit; results per batch."""
+        recs = [r for b in batches for r in b.records]
+        offsets = [b.first_index + i for b in batches for i in range(len(b.records))]
+        results = await self.write(recs, dedup=batches[0].dedup, offsets=offsets, proceed=proceed)
+        out, start = [], 0
+        for b in batches:
+            out.append(results[start : start + len(b.records)])
+            start += len(b.records)
+        return out
+
+    async def write(
+        self,
+        recs: list[dict[str, Any]],
+        *,
+        dedup: bool | None,
+        offsets: Sequence[int] | None = None,
+        proceed: Callable[[], bool] = lambda: True,
+        replacing: tuple[str, Sequence[str]] | None = None,
+    ) -> list[AddedMemory]:
+        """Write validated records; one result per record, in order.
+
+        ``replacing=(namespace, ids)`` deletes those memories in the same commit: the records take
+        their place (a chat session replaced whole), their context made from the records alone.
+
+        Raises:
+            Abandoned: ``proceed`` said no before the commit (nothing was written).
+            StorageError: A record could not land after several fresh reads.
+        """
         if not recs:
             return []
-        vectors = await self._vectors.for_records(recs, first_index=first_index)
-        now = self._clock()
+        offsets = list(offsets) if offsets is not None else list(range(len(recs)))
+        vectors = await self._vectors.for_records(recs)
         hashes = [content_hash(r["text"]) for r in recs]
+        outcomes: list[_Outcome | None] = [None] * len(recs)
+        landed: dict[tuple[str, str], dict[str, Any]] = {}
+        todo = list(range(len(recs)))
+        for attempt in range(_ATTEMPTS):
+            sub = [recs[i] for i in todo]
+            isolated = replacing is not None
+            plan = await self._plan(
+                sub, [hashes[i] for i in todo], vectors[todo], [offsets[i] for i in todo], dedup, isolated=isolated
+            )
+            if not proceed():
+                raise Abandoned
+            failed_keys: set[tuple[str, str]] = set()
+            if plan.rows:
+                rows = list(plan.rows.values())
+                picked = np.stack(
+                    [
+                        np.asarray(r["_stored_vector"], dtype=np.float32)
+                        if r.get("_vector") is None
+                        else vectors[todo[r["_vector"]]]
+                        for r in rows
+                    ]
+                )
+                if replacing is not None:
+                    data = self.arrow(rows, picked)
+                    event = await self._table.replace_rows(replacing[0], replacing[1], data)
+                    replacing = (replacing[0], [])  # a retry inserts what did not land: the deletes are done
+                else:
+                    event = await self.commit(rows, picked, upsert=plan.rewrites)
+                if event.landed is not None and event.landed < len(rows):
+                    failed_keys = await self._not_landed(rows)
+            for j, i in enumerate(todo):
+                if plan.outcomes[j].key not in failed_keys:
+                    outcomes[i] = plan.outcomes[j]
+            landed.update({k: r for k, r in plan.rows.items() if k not in failed_keys})
+            await self._context.refresh(plan.refresh)
+            await self._context.scrub_vanished(plan.used)
+            todo = [i for i, o in enumerate(outcomes) if o is None]
+            if not todo:
+                break
+            logger.info(
+                "memory-retrievers: %d record(s) met a concurrent write; reading again (%d)", len(todo), attempt + 1
+            )
+        if todo:
+            raise StorageError(
+                f"{len(todo)} record(s) could not be written: their rows kept changing under concurrent writers; "
+                "nothing else failed, retry these"
+            )
+        return await self._results([o for o in outcomes if o is not None], landed)
+
+    async def _plan(
+        self,
+        recs: list[dict[str, Any]],
+        hashes: list[str],
+        vectors: np.ndarray,
+        offsets: list[int],
+        dedup: bool | None,
+        *,
+        isolated: bool = False,
+    ) -> _Plan:
+        """Decide, from a fresh read, what each record becomes (``isolated``: context from the records alone)."""
+        now = self._clock()
         by_ns: dict[str, list[int]] = {}
         for i, r in enumerate(recs):
             by_ns.setdefault(r["namespace"], []).append(i)
@@ -101,54 +224,135 @@ class Writer:
             else [None] * len(recs)
         )
         last_with_id = {(r["namespace"], r["id"]): i for i, r in enumerate(recs) if r.get("id") is not None}
-
         policy = self._config.dedup_policy
         target: list[str] = [""] * len(recs)
         outcomes: list[_Outcome] = []
-        writes: dict[tuple[str, str], dict[str, Any]] = {}  # key -> row (the last record for a key wins)
+        rows: dict[tuple[str, str], dict[str, Any]] = {}
         for i, r in enumerate(recs):
             ns = r["namespace"]
             if r.get("id") is not None and last_with_id[(ns, r["id"])] != i:
-                target[i] = r["id"]  # a later record of this batch rewrites the same id
-                outcomes.append(_Outcome((ns, r["id"]), WriteAction.SKIPPED, None, None))
+                target[i] = r["id"]
+                why = "a later record of this batch writes this id"
+                outcomes.append(_Outcome((ns, r["id"]), WriteAction.SKIPPED, None, None, why))
                 continue
-            dup_id: str | None = None
-            sim: float | None = None
+            stored = existing.get((ns, r["id"])) if r.get("id") is not None else None
+            if stored is not None and stored["superseded_by"] is not None:
+                raise InvalidInputError(
+                    f"memory {r['id']!r} was superseded by {stored['superseded_by']!r}: writing it would change a "
+                    "memory that recall no longer shows; write to the newer one, or use a new id"
+                )
             hit = dup_of[i]
-            if hit is not None:
-                ref, sim = hit
-                dup_id = target[ref] if isinstance(ref, int) else ref
-                if policy is DedupPolicy.SKIP:
-                    target[i] = dup_id
-                    outcomes.append(_Outcome((ns, dup_id), WriteAction.SKIPPED, dup_id, sim))
-                    continue
-            update_dup = hit is not None and policy is DedupPolicy.UPDATE
-            target[i] = r.get("id") or (dup_id if update_dup and dup_id else uuid.uuid4().hex)
-            key = (ns, target[i])
-            prior = existing.get(key) or writes.get(key)
-            if prior is None and update_dup:
-                prior = (await self._table.rows_by_id(ns, [target[i]])).get(target[i])
-            row = build_row(r, hashes[i], prior, now, offset_us=first_index + i, row_id=target[i])
-            row["_auto_context"] = r.get("context") is None
-            row["_vector"] = i
-            writes[key] = row
-            outcomes.append(_Outcome(key, WriteAction.UPDATED if prior is not None else WriteAction.ADDED, dup_id, sim))
+            if hit is None or policy is DedupPolicy.KEEP_BOTH:
+                target[i] = r.get("id") or uuid.uuid4().hex
+                key = (ns, target[i])
+                prior = existing.get(key) or rows.get(key)
+                if key in rows and key in existing:  # still one rewrite of the stored row
+                    prior = {**rows[key], "revision": existing[key]["revision"]}
+                rows[key] = self._row(r, hashes[i], prior, now, offsets[i], target[i], i)
+                action = WriteAction.UPDATED if prior is not None else WriteAction.ADDED
+                if hit is not None:
+                    dup = target[hit.of] if isinstance(hit.of, int) else hit.of
+                    outcomes.append(
+                        _Outcome(key, action, dup, hit.similarity, f"kept beside its {_kind_of(hit)} {dup}")
+                    )
+                else:
+                    replaced = "an existing memory with this id was replaced" if prior is not None else None
+                    outcomes.append(_Outcome(key, action, None, None, replaced))
+                continue
+            # A duplicate: its annotations merged into the memory it duplicates (skip), or it
+            # rewrites that memory (update), replacing only the fields the caller set.
+            dup_id = target[hit.of] if isinstance(hit.of, int) else hit.of
+            target[i] = dup_id
+            key = (ns, dup_id)
+            if key not in rows and key not in existing:
+                got = (await self._table.rows_by_id(ns, [dup_id])).get(dup_id)
+                if got is not None:
+                    existing[key] = got
+            base = rows.get(key) or existing.get(key)
+            if base is None:  # deleted since it was found: store the record after all
+                target[i] = r.get("id") or uuid.uuid4().hex
+                key = (ns, target[i])
+                rows[key] = self._row(r, hashes[i], None, now, offsets[i], target[i], i)
+                outcomes.append(_Outcome(key, WriteAction.ADDED, None, None, None))
+                continue
+            kept = stored_record(base)
+            vector_of: int | None
+            if policy is DedupPolicy.UPDATE:
+                merged = {**kept, **{k: r[k] for k in r["_given"] if k in r and k != "namespace"}}
+                changed, chash, vector_of = ["text"], hashes[i], i
+            else:
+                merged, changed = merge_annotations(kept, r)
+                chash, vector_of = base["content_hash"], base.get("_vector")
+            why = f"{_kind_of(hit)} {dup_id}"
+            if not changed:
+                outcomes.append(_Outcome(key, WriteAction.SKIPPED, dup_id, hit.similarity, why))
+                continue
+            prior = base if key not in rows or key not in existing else {**base, "revision": existing[key]["revision"]}
+            if key in rows and key not in existing:
+                prior = None  # a new row of this batch: still a new row
+            row = self._row(merged, chash, prior, now, offsets[i], dup_id, vector_of)
+            if row["_vector"] is None:  # the text stays: so does its vector
+                row["_stored_vector"] = base.get("_stored_vector", base.get("vector"))
+            row["created_at"] = base["created_at"]
+            rows[key] = row
+            what = (
+                "rewritten (dedup_policy=update)"
+                if policy is DedupPolicy.UPDATE
+                else "merged into it: " + ", ".join(changed)
+            )
+            action = WriteAction.UPDATED if key in existing or policy is DedupPolicy.UPDATE else WriteAction.SKIPPED
+            outcomes.append(_Outcome(key, action, dup_id, hit.similarity, f"{why}; {what}"))
+        filled = await self._context.fill(list(rows.values()), isolated=isolated)
+        # Caller ids may collide with rows another process is creating: those commits are merges.
+        rewrites = bool(existing) or any(r.get("id") is not None for r in recs)
+        return _Plan(rows, outcomes, filled.refresh, filled.used, rewrites)
 
-        rows = list(writes.values())
-        refreshed = await self._context.fill(rows)
-        if rows:
-            upsert = bool(refreshed) or any(o.action is WriteAction.UPDATED for o in outcomes)
-            await self.commit(rows, vectors[[row["_vector"] for row in rows]], extra=refreshed, upsert=upsert)
+    @staticmethod
+    def _row(
+        rec: dict[str, Any],
+        chash: str,
+        prior: dict[str, Any] | None,
+        now: datetime,
+        offset: int,
+        row_id: str,
+        vector_of: int | None,
+    ) -> dict[str, Any]:
+        """A row for ``rec``, remembering which record's vector it takes (``None``: the stored one)."""
+        row = build_row(rec, chash, prior, now, offset_us=offset, row_id=row_id)
+        row["_auto_context"] = rec.get("context") is None
+        row["_vector"] = vector_of
+        return row
 
-        by_key = {key: rows_to_memories(pa.Table.from_pylist([public(row)]))[0] for key, row in writes.items()}
+    async def _not_landed(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+        """The rows of a conditional commit that another writer's change kept out."""
+        out: set[tuple[str, str]] = set()
+        by_ns: dict[str, list[dict[str, Any]]] = {}
+        for row in rows:
+            by_ns.setdefault(row["namespace"], []).append(row)
+        for ns, mine in by_ns.items():
+            stored = await self._table.rows_by_id(ns, [r["id"] for r in mine], columns=["id", "revision", "updated_at"])
+            for row in mine:
+                got = stored.get(row["id"])
+                if got is None or got["revision"] != row["revision"] or got["updated_at"] != row["updated_at"]:
+                    out.add((ns, row["id"]))
+        return out
+
+    async def _results(
+        self, outcomes: list[_Outcome], landed: dict[tuple[str, str], dict[str, Any]]
+    ) -> list[AddedMemory]:
+        by_key = {key: rows_to_memories(pa.Table.from_pylist([public(row)]))[0] for key, row in landed.items()}
         out: list[AddedMemory] = []
         for outcome in outcomes:
             mem = by_key.get(outcome.key)
             if mem is None:  # skipped as a duplicate of a stored memory
                 ns, id_ = outcome.key
                 found, _ = await self._searcher.memories(ns, [id_])
+                if not found:
+                    raise StorageError(
+                        f"memory {id_!r} that a record duplicates was deleted while writing; write the record again"
+                    )
                 mem = found[0]
-            out.append(added(mem, outcome.action, outcome.duplicate_of, outcome.similarity))
+            out.append(added(mem, outcome.action, outcome.duplicate_of, outcome.similarity, outcome.reason))
         return out
 
     async def commit(
@@ -159,13 +363,22 @@ class Writer:
         extra: Sequence[dict[str, Any]] = (),
         upsert: bool,
     ) -> CommitEvent:
-        """Write rows (and whole stored rows, with their vectors, in ``extra``) in exactly one commit."""
-        clean = [public(r) for r in rows]
+        """Write rows (and whole stored rows, with their vectors, in ``extra``) in exactly one commit.
+
+        ``upsert`` makes it a conditional merge (see :meth:`MemoryTable.upsert`); otherwise a plain
+        append of new rows.
+        """
+        rows = list(rows)
         if extra:
             extra_vectors = np.asarray([r["vector"] for r in extra], dtype=np.float32)
-            clean += [{k: v for k, v in r.items() if k != "vector"} for r in extra]
+            rows += [{k: v for k, v in r.items() if k != "vector"} for r in extra]
             vectors = np.concatenate([vectors.reshape(-1, self._vectors.dimension), extra_vectors])
+        data = self.arrow(rows, vectors)
+        return await (self._table.upsert(data) if upsert else self._table.add(data))
+
+    def arrow(self, rows: Sequence[dict[str, Any]], vectors: np.ndarray) -> pa.Table:
+        """Rows (and their vectors) as the data of a commit; ``search_text`` is derived here."""
+        clean = [public(r) for r in rows]
         for row in clean:  # derived here, the one place every write passes through
             row["search_text"] = search_text(row["text"], row["context"])
-        data = to_arrow(clean, vectors, self._table.schema)
-        return await (self._table.upsert(data) if upsert else self._table.add(data))
+        return to_arrow(clean, vectors, self._table.schema)

@@ -69,6 +69,26 @@ def test_near_duplicate_with_real_model(real_store: MemoryStore) -> None:
     assert other.action is WriteAction.ADDED, other.similarity
 
 
+@pytest.mark.parametrize(
+    ("first", "second"),
+    [
+        ("Password is Hunter2", "Password is hunter2"),
+        ("my phone number is 555-0101", "my phone number is 555-0199"),
+        ("the meeting is at 3pm on Friday", "the meeting is at 2pm on Friday"),
+        ("I like spicy food", "I don't like spicy food"),
+        ("Maße und Gewichte", "Masse und Gewichte"),
+        ("Chapter Ⅳ covers the results", "Chapter IV covers the results"),
+    ],
+)
+def test_real_near_duplicates_that_differ_in_substance_are_kept(
+    tmp_path: Path, minilm: SentenceTransformerEmbedder, first: str, second: str
+) -> None:
+    with MemoryStore(tmp_path / "db", embedder=minilm) as store:  # default threshold 0.95
+        store.add(first, namespace="u")
+        assert store.add(second, namespace="u").action is WriteAction.ADDED
+        assert store.count("u") == 2
+
+
 def test_persistence_with_real_model(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> None:
     with MemoryStore(tmp_path / "db", embedder=minilm) as store:
         store.add_many([{"text": t} for t in FACTS], namespace="user")

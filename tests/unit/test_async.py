@@ -23,7 +23,7 @@ def run_sync_scenario(store: MemoryStore) -> list[object]:
     added = store.add_many(RECORDS, namespace="n")
     ids = [m.id for m in added]
     out.append([(m.text, m.action, m.context) for m in added])
-    out.append(store.add("Alice likes green tea", namespace="n").action)
+    out.append(store.add("Alice likes green tea", namespace="n", kind="preference").action)
     out.append(store.update(ids[2], namespace="n", priority=2.0).priority)
     new = store.supersede(ids[0], "Alice moved to Munich in 2023", namespace="n")
     out.append((new.text, new.supersedes == ids[0]))
@@ -44,7 +44,7 @@ async def run_async_scenario(store: MemoryStore) -> list[object]:
     added = await store.aadd_many(RECORDS, namespace="n")
     ids = [m.id for m in added]
     out.append([(m.text, m.action, m.context) for m in added])
-    out.append((await store.aadd("Alice likes green tea", namespace="n")).action)
+    out.append((await store.aadd("Alice likes green tea", namespace="n", kind="preference")).action)
     out.append((await store.aupdate(ids[2], namespace="n", priority=2.0)).priority)
     new = await store.asupersede(ids[0], "Alice moved to Munich in 2023", namespace="n")
     out.append((new.text, new.supersedes == ids[0]))

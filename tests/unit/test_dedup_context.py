@@ -3,6 +3,13 @@ import numpy as np
 from memory_retrievers.context import window_contexts
 from memory_retrievers.dedup import first_duplicate_in_batch
 
+SCOPE = ("fact", None, None)
+
+
+def same(n: int) -> dict:
+    """Texts with the same words and one scope for ``n`` rows: the vectors decide."""
+    return {"texts": ["same words"] * n, "scopes": [SCOPE] * n}
+
 
 def _unit(*rows: list[float]) -> np.ndarray:
     a = np.asarray(rows, dtype=np.float32)
@@ -11,30 +18,40 @@ def _unit(*rows: list[float]) -> np.ndarray:
 
 def test_exact_duplicates_point_at_first_occurrence() -> None:
     vecs = _unit([1, 0], [0, 1], [1, 0], [1, 0])
-    out = first_duplicate_in_batch(["h1", "h2", "h1", "h1"], vecs, [True] * 4, None)
+    out = first_duplicate_in_batch(["h1", "h2", "h1", "h1"], vecs, [True] * 4, None, **same(4))
     assert out == [None, None, (0, 1.0), (0, 1.0)]
 
 
 def test_near_duplicates_use_cosine_threshold() -> None:
     # cos([1,0],[0.96,0.28]) = 0.96 / 1.0 = 0.96 >= 0.95 ; cos([1,0],[0.8,0.6]) = 0.8 < 0.95
     vecs = _unit([1, 0], [0.96, 0.28], [0.8, 0.6])
-    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95)
+    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95, **same(3))
     assert out[0] is None and out[2] is None
     assert out[1] is not None and out[1][0] == 0 and abs(out[1][1] - 0.96) < 1e-6
 
 
 def test_non_candidates_neither_match_nor_serve_as_originals() -> None:
     vecs = _unit([1, 0], [1, 0], [1, 0])
-    out = first_duplicate_in_batch(["h", "h", "h"], vecs, [False, True, True], 0.9)
+    out = first_duplicate_in_batch(["h", "h", "h"], vecs, [False, True, True], 0.9, **same(3))
     assert out == [None, None, (1, 1.0)]
 
 
 def test_duplicate_is_never_an_original() -> None:
     # b duplicates a (0.96); c is 0.96 from b but only 0.85 from a: c is new, not b's duplicate.
     vecs = _unit([1, 0], [0.96, 0.28], [0.85, 0.5268])
-    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95)
+    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.95, **same(3))
     assert out[1] is not None and out[1][0] == 0
     assert out[2] is None
+
+
+def test_near_duplicates_need_the_same_words_and_scope() -> None:
+    vecs = _unit([1, 0], [1, 0], [1, 0])
+    texts = ["the meeting is at 3pm", "the meeting is at 2pm", "the meeting is at 3pm"]
+    out = first_duplicate_in_batch(["a", "b", "c"], vecs, [True] * 3, 0.5, texts=texts, scopes=[SCOPE] * 3)
+    assert out == [None, None, (0, 1.0)]  # same vector, other words: not a duplicate
+    scopes = [SCOPE, SCOPE, ("preference", None, None)]
+    out = first_duplicate_in_batch(["h", "h", "h"], vecs, [True] * 3, 0.5, texts=["x"] * 3, scopes=scopes)
+    assert out == [None, (0, 1.0), None]  # another kind: not a duplicate, even of the same text
 
 
 def test_window_contexts() -> None:

@@ -129,6 +129,7 @@ _AGREE_RECORDS = [
 _filters = st.fixed_dictionaries(
     {},
     optional={
+        "ids": st.lists(st.sampled_from([f"m{i}" for i in range(14)]), min_size=1, max_size=5),
         "kinds": st.lists(st.sampled_from(_KINDS), min_size=1, max_size=2),
         "session_ids": st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=1, max_size=2),
         "projects": st.lists(st.sampled_from(["p1", "p2"]), min_size=1, max_size=2),
@@ -149,7 +150,7 @@ def agree_store(tmp_path_factory: pytest.TempPathFactory):
     from memory_retrievers import HashEmbedder, MemoryStore
 
     store = MemoryStore(tmp_path_factory.mktemp("agree") / "db", embedder=HashEmbedder(16))
-    added = store.add_many(_AGREE_RECORDS, namespace="u", dedup=False)
+    added = store.add_many([{**r, "id": f"m{i}"} for i, r in enumerate(_AGREE_RECORDS)], namespace="u", dedup=False)
     store.supersede(added[3].id, "memory 3, corrected", namespace="u")
     yield store
     store.close()

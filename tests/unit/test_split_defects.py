@@ -44,13 +44,13 @@ def test_update_policy_with_two_duplicates_of_a_stored_memory_in_one_batch(make_
     store = make_store(config={"dedup_policy": "update"})
     first = store.add("Alice likes the dark theme", namespace="u")
     out = store.add_many(
-        [{"text": "alice likes the dark theme"}, {"text": "Alice likes the DARK theme"}], namespace="u"
+        [{"text": "Alice likes the dark  theme"}, {"text": "Alice likes the dark theme!"}], namespace="u"
     )
     assert [r.action for r in out] == [WriteAction.UPDATED, WriteAction.UPDATED]
     assert [r.id for r in out] == [first.id, first.id]
     assert [r.duplicate_of for r in out] == [first.id, first.id]
     assert store.count("u") == 1
-    assert store.get(first.id, namespace="u").text == "Alice likes the DARK theme"  # the last record wins
+    assert store.get(first.id, namespace="u").text == "Alice likes the dark theme!"  # the last record wins
 
 
 def test_update_policy_with_a_duplicate_inside_the_batch_after_an_earlier_batch(make_store) -> None:
@@ -60,14 +60,14 @@ def test_update_policy_with_a_duplicate_inside_the_batch_after_an_earlier_batch(
             {"text": "a note about tea"},
             {"text": "a note about coffee"},
             {"text": "plans for Friday"},
-            {"text": "PLANS for friday"},
+            {"text": "plans for Friday."},
         ],
         namespace="u",
         batch_size=2,
     )
     assert [r.action for r in out] == [WriteAction.ADDED, WriteAction.ADDED, WriteAction.ADDED, WriteAction.UPDATED]
     assert out[2].id == out[3].id and out[3].duplicate_of == out[2].id
-    assert out[2].text == out[3].text == "PLANS for friday"  # both report the memory as it was stored
+    assert out[2].text == out[3].text == "plans for Friday."  # both report the memory as it was stored
     assert store.count("u") == 3
 
 
@@ -85,7 +85,7 @@ def test_caller_vectors_longer_than_one_do_not_swallow_distinct_memories(make_st
     stored = store.get(out[0].id, namespace="w", include_vector=True)
     assert np.linalg.norm(stored.vector) == pytest.approx(1.0, abs=1e-5)
     # A true near duplicate is still found, whatever its length.
-    again = store.add("uniform again", namespace="w", vector=5 * uniform[0])
+    again = store.add("uniform 0.", namespace="w", vector=5 * uniform[0])  # same words, same direction
     assert again.action is WriteAction.SKIPPED and again.duplicate_of == out[0].id
 
 

@@ -50,9 +50,13 @@ def test_check_key_rejects_blank() -> None:
     assert check_key("x' OR '1'='1", field="namespace", max_chars=50) == "x' OR '1'='1"
 
 
-def test_normalised_hash_ignores_case_space_and_unicode_form() -> None:
-    assert normalise_for_hash("  Hello\u00a0  WORLD\n") == "hello world"
-    assert content_hash("Café") == content_hash("CAFE\u0301")  # NFKC composes e + combining acute
+def test_normalised_hash_folds_whitespace_only() -> None:
+    # Runs of spaces inside a line and trailing whitespace fold; case, Unicode forms and a line's
+    # indentation do not (a reader can tell "Hunter2" from "hunter2", and indentation is code).
+    assert normalise_for_hash("Hello\u00a0  WORLD  \n\n") == "Hello WORLD"
+    assert content_hash("I live in   Berlin ") == content_hash("I live in Berlin")
+    assert content_hash("Café") != content_hash("Cafe\u0301") != content_hash("cafe")
+    assert content_hash("def f():\n    pass") != content_hash("def f():\n  pass")
     assert content_hash("one thing") != content_hash("another thing")
 
 

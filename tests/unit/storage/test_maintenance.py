@@ -33,12 +33,15 @@ async def test_optimize_runs_when_the_commit_threshold_is_reached(table: MemoryT
         flushed.append(1)
         return 0
 
-    Maintainer(table, StoreConfig(optimize_after_commits=3), flush)
-    await table.add(rows("u", ["first"]))  # builds the indexes
+    maintainer = Maintainer(table, StoreConfig(optimize_after_commits=3), flush)
+    await table.add(rows("u", ["first"]))  # builds the indexes, inline: FTS needs them at once
+    assert maintainer.has_base_indexes()
     await table.add(rows("u", ["second"]))
     await table.add(rows("u", ["third"]))
+    await maintainer.await_idle()
     assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 2 and flushed == []
-    await table.add(rows("u", ["fourth"]))  # the third commit since the build
+    await table.add(rows("u", ["fourth"]))  # the third commit since the build: optimize, in the background
+    await maintainer.await_idle()
     assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 0 and flushed == [1]
 
 

@@ -1,0 +1,212 @@
+"""The store's one write path: every mutation is queued and applied by one consumer, in order.
+
+Why one consumer:
+- Writes that read rows and write them back (chat-turn context, dedup updates, ``update``,
+  ``supersede``, access statistics) cannot interleave within the process, so none of them can
+  rewrite a row from a copy that another thread's write made stale.
+- Concurrent writers share commits (group commit): queued ``add``s of several threads become one
+  embedding call and one LanceDB commit, instead of eight writers queueing for eight commits.
+
+Other processes are kept honest by the table layer's conditional commits (see ``table``).
+
+Callers on any event loop or thread submit an operation and await its result. A caller that
+stops waiting (Ctrl-C, a cancelled task) takes its records out if the write has not reached its
+commit yet; once the commit has started it lands.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import Awaitable, Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from .. import _loop
+
+__all__ = ["Abandoned", "AddBatch", "WriteQueue"]
+
+T = TypeVar("T")
+
+
+class Abandoned(Exception):  # a control-flow signal, never seen by a caller
+    """Raised inside a group write when a caller gave up before the commit: redo without it."""
+
+
+@dataclass(eq=False)
+class _Op:
+    run: Callable[[], Awaitable[Any]] | None  # an exclusive operation
+    batch: AddBatch | None  # or records to add, grouped with neighbours
+    future: Future[Any] = field(default_factory=Future)
+    given_up: bool = False
+
+
+@dataclass(eq=False)
+class AddBatch:
+    """Validated records of one ``add_many`` batch, as queued.
+
+    Attributes:
+        records: Validated records (see :func:`memory_retrievers.validation.validate_record`).
+        dedup: The caller's duplicate-detection override.
+        first_index: The batch's position in the caller's ``add_many`` (keeps write order visible).
+    """
+
+    records: list[dict[str, Any]]
+    dedup: bool | None
+    first_index: int = 0
+
+
+#: Applies grouped batches (one commit) and returns each batch's results, in order. ``proceed``
+#: is checked right before the commit: when it says no, the writer raises :class:`Abandoned`.
+GroupWriter = Callable[[list[AddBatch], Callable[[], bool]], Awaitable[list[list[Any]]]]
+
+
+class WriteQueue:
+    """Queues a store's writes and applies them one group at a time on the library's loop.
+
+    Args:
+        write_group: Applies a group of add batches in one commit.
+        max_records: Most records grouped into one commit.
+        prepare: Runs before each unit of work (the store moves its table handle to the latest
+            version there, so a write never acts on a stale view of the table).
+    """
+
+    def __init__(self, write_group: GroupWriter, *, max_records: int, prepare: Callable[[], Awaitable[None]]) -> None:
+        self._write_group = write_group
+        self._prepare = prepare
+        self._max = max_records
+        self._lock = threading.Lock()
+        self._pending: deque[_Op] = deque()
+        self._draining = False
+        self._idle = threading.Event()
+        self._idle.set()
+
+    async def add(self, batch: AddBatch) -> list[Any]:
+        """Queue records to add (grouped with other writers' when they queue at the same time)."""
+        result: list[Any] = await self._submit(_Op(None, batch))
+        return result
+
+    async def exclusive(self, run: Callable[[], Awaitable[T]]) -> T:
+        """Queue an operation that runs alone, after everything queued before it."""
+        result: T = await self._submit(_Op(run, None))
+        return result
+
+    async def _submit(self, op: _Op) -> Any:
+        with self._lock:
+            self._pending.append(op)
+            self._idle.clear()
+            start = not self._draining
+            self._draining = True
+        if start:
+            _loop.submit(self._drain())
+        try:
+            return await asyncio.wrap_future(op.future)
+        except asyncio.CancelledError:
+            op.given_up = True
+            raise
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Block until nothing is queued or running (for ``close`` and interpreter exit)."""
+        return self._idle.wait(timeout)
+
+    async def await_idle(self) -> None:
+        """Async twin of :meth:`wait_idle`."""
+        while not self._idle.is_set():
+            await asyncio.sleep(0.005)
+
+    def _next(self) -> list[_Op]:
+        """The next unit of work: one exclusive op, or consecutive add batches up to the size limit."""
+        with self._lock:
+            while self._pending and self._pending[0].given_up:
+                self._settle(self._pending.popleft(), error=asyncio.CancelledError())
+            if not self._pending:
+                self._draining = False
+                self._idle.set()
+                return []
+            first = self._pending.popleft()
+            group = [first]
+            if first.batch is not None:
+                size = len(first.batch.records)
+                while self._pending and (nxt := self._pending[0]).batch is not None:
+                    if nxt.batch.dedup != first.batch.dedup or size + len(nxt.batch.records) > self._max:
+                        break
+                    group.append(self._pending.popleft())
+                    size += len(nxt.batch.records)
+            return group
+
+    async def _drain(self) -> None:
+        while group := self._next():
+            try:
+                await self._prepare()
+            except Exception as exc:  # the group cannot start: its callers hear why
+                for op in group:
+                    self._settle(op, error=exc)
+                continue
+            if group[0].run is not None:
+                await self._run_exclusive(group[0])
+            else:
+                await self._run_adds(group)
+
+    async def _run_exclusive(self, op: _Op) -> None:
+        assert op.run is not None
+        try:
+            result = await op.run()
+        except BaseException as exc:  # delivered to the caller, whatever it is
+            self._settle(op, error=exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        self._settle(op, result=result)
+
+    async def _run_adds(self, group: list[_Op]) -> None:
+        while group:
+            live = [op for op in group if not op.given_up]
+            for op in group:
+                if op.given_up:
+                    self._settle(op, error=asyncio.CancelledError())
+            if not live:
+                return
+            try:
+                results = await self._write_group([op.batch for op in live if op.batch is not None], _proceed(live))
+            except Abandoned:
+                group = live  # a caller left before the commit: redo without it
+                continue
+            except Exception as exc:
+                if len(live) == 1:
+                    self._settle(live[0], error=exc)
+                    return
+                # One writer's bad batch must not fail the others: apply each alone.
+                for op in live:
+                    await self._run_adds([op])
+                return
+            except BaseException as exc:
+                for op in live:
+                    self._settle(op, error=exc)
+                raise
+            for op, result in zip(live, results, strict=True):
+                self._settle(op, result=result)
+            return
+
+    @staticmethod
+    def _settle(op: _Op, *, result: Any = None, error: BaseException | None = None) -> None:
+        if op.future.done():
+            return
+        if error is not None:
+            op.future.set_exception(error)
+        else:
+            op.future.set_result(result)
+
+    def after_fork(self) -> None:
+        """Forget the parent's queue in a forked child (its consumer thread is gone)."""
+        self._lock = threading.Lock()
+        self._pending = deque()
+        self._draining = False
+        self._idle = threading.Event()
+        self._idle.set()
+
+
+def _proceed(ops: list[_Op]) -> Callable[[], bool]:
+    """Whether every caller of a group still waits (checked right before its commit)."""
+    return lambda: not any(op.given_up for op in ops)

@@ -1,0 +1,147 @@
+"""Opening, closing, exiting and purging: nothing lost at exit, nothing left on disk after purge."""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import subprocess
+import sys
+import textwrap
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import (
+    ConfigError,
+    FilterError,
+    HashEmbedder,
+    InvalidInputError,
+    MemoryRetriever,
+    MemoryStore,
+    RecallConfig,
+    StorageError,
+    StoreConfig,
+)
+
+Make = Callable[..., MemoryStore]
+
+
+def files_containing(folder: Path, *words: str) -> list[str]:
+    hits = []
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes().lower()
+            if any(w.lower().encode() in data for w in words):
+                hits.append(str(path.relative_to(folder)))
+    return hits
+
+
+def test_a_table_folder_without_its_versions_is_an_error_not_an_empty_store(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as store:
+        store.add("a precious memory", namespace="u")
+    shutil.rmtree(tmp_path / "db" / "memories.lance" / "_versions")
+    with pytest.raises(StorageError, match=r"memories\.lance holds table data but no readable version"):
+        MemoryStore(tmp_path / "db", embedder=HashEmbedder(16))
+    assert not (tmp_path / "db" / "memories.lance" / "_versions").exists()  # nothing written over it
+
+
+def test_close_still_closes_when_access_statistics_cannot_be_written(
+    make_store: Make, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store()
+    mem = store.add("a memory", namespace="u")
+    store.record_access([mem.id], namespace="u")
+
+    async def read_only(_data: object) -> None:
+        raise StorageError("read-only file system")
+
+    monkeypatch.setattr(store._table, "update", read_only)
+    with caplog.at_level(logging.WARNING):
+        store.close()
+    assert "could not be written at close" in caplog.text
+    with pytest.raises(StorageError, match="closed"):
+        store.add("after close", namespace="u")
+
+
+def test_pending_access_statistics_are_written_at_exit_without_close(tmp_path: Path) -> None:
+    script = textwrap.dedent(
+        f"""
+        from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
+        store = MemoryStore({str(tmp_path / "db")!r}, embedder=HashEmbedder(16))
+        store.add("the kettle is in the kitchen", namespace="u")
+        MemoryRetriever(store, namespace="u").recall("kettle")  # records an access, held in memory
+        # no close(): the interpreter exits
+        """
+    )
+    subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, timeout=120)
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as store:
+        (mem,) = store.list("u")
+        assert mem.access_count == 1 and mem.last_accessed_at is not None
+
+
+def test_purge_removes_forgotten_and_deleted_text_from_disk(make_store: Make) -> None:
+    store = make_store()
+    store.add_many([{"text": f"keep note {i}"} for i in range(20)], namespace="keep")
+    store.add("my secret password is Zanzibar7", namespace="gone")
+    doomed = store.add("the surprise party is for Quetzalcoatl", namespace="keep")
+    store.optimize()
+    store.forget("gone")
+    store.delete(doomed.id, namespace="keep")
+    folder = Path(store.uri)
+    assert files_containing(folder, "Zanzibar7", "Quetzalcoatl")  # still on disk before purge
+    store.purge()
+    assert files_containing(folder, "Zanzibar7", "Quetzalcoatl") == []
+    assert store.count("keep") == 20 and len(store.fts_search("note", namespace="keep", k=50)) == 20
+    store.add("written after the purge", namespace="keep")
+    assert store.fts_search("purge", namespace="keep")
+
+
+FAR = timezone(timedelta(hours=23, minutes=59))
+
+
+@pytest.mark.parametrize(
+    ("call", "error", "match"),
+    [
+        (
+            lambda s: s.list("u", filter={"created_after": datetime.min.replace(tzinfo=FAR)}),
+            FilterError,
+            "years 1-9999",
+        ),
+        (
+            lambda s: s.add("x", namespace="u", created_at=datetime.min.replace(tzinfo=FAR)),
+            InvalidInputError,
+            "created_at",
+        ),
+        (
+            lambda s: MemoryRetriever(s, namespace="u").recall("x", now=datetime.min.replace(tzinfo=FAR)),
+            InvalidInputError,
+            "now",
+        ),
+        (lambda s: s.add("x", namespace="u", metadata=_deep(5000)), InvalidInputError, "nested too deeply"),
+        (
+            lambda s: StoreConfig(read_consistency_interval=timedelta(seconds=-1)),
+            ConfigError,
+            "read_consistency_interval",
+        ),
+        (lambda s: StoreConfig(write_batch_size=True), ConfigError, "write_batch_size must be a number"),
+        (lambda s: RecallConfig(k=True), ConfigError, "k must be a number"),
+        (lambda s: RecallConfig(weights={"vector": False}), ConfigError, "vector must be a number"),
+        (lambda s: MemoryRetriever(s, namespace="u", config={"candidate_depth": True}), ConfigError, "candidate_depth"),
+    ],
+)
+def test_extreme_and_mistyped_arguments_are_typed_errors(store: MemoryStore, call, error, match) -> None:  # type: ignore[no-untyped-def]
+    before = store.count("u", filter={"include_superseded": True})
+    with pytest.raises(error, match=match):
+        call(store)
+    assert store.count("u", filter={"include_superseded": True}) == before
+
+
+def _deep(levels: int) -> dict:
+    root: dict = {}
+    node = root
+    for _ in range(levels):
+        node["a"] = {}
+        node = node["a"]
+    return root
