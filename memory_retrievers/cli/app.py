@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Sequence
 
@@ -64,7 +65,10 @@ def run(argv: Sequence[str], inv: Invocation) -> int:
     """
     try:
         try:
-            cli.main(args=list(argv), prog_name="memory-retrievers", standalone_mode=False, obj=inv)
+            # Click writes --help, --version and prompts to sys.stdout/stderr: send them where the
+            # invocation's output goes (the worker's client, a test's buffer).
+            with contextlib.redirect_stdout(inv.stdout), contextlib.redirect_stderr(inv.stderr):
+                cli.main(args=list(argv), prog_name="memory-retrievers", standalone_mode=False, obj=inv)
             return exits.OK
         finally:
             inv.stores.finish()

@@ -168,10 +168,8 @@ class Worker:
             stores=self.stores,
             in_worker=True,
         )
-        # Click writes --help and some messages to sys.stdout/stderr: capture them as the client's.
         try:
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = run([str(a) for a in request.get("argv") or []], inv)
+            code = run([str(a) for a in request.get("argv") or []], inv)
         except WrongStoreError as exc:
             return {"fallback": str(exc)}
         return {"done": True, "stdout": out.getvalue(), "stderr": err.getvalue(), "code": code}
