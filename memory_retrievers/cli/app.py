@@ -68,8 +68,9 @@ def run(argv: Sequence[str], inv: Invocation) -> int:
             # Click writes --help, --version and prompts to sys.stdout/stderr: send them where the
             # invocation's output goes (the worker's client, a test's buffer).
             with contextlib.redirect_stdout(inv.stdout), contextlib.redirect_stderr(inv.stderr):
-                cli.main(args=list(argv), prog_name="memory-retrievers", standalone_mode=False, obj=inv)
-            return exits.OK
+                returned = cli.main(args=list(argv), prog_name="memory-retrievers", standalone_mode=False, obj=inv)
+            # Without standalone mode, Click returns the code of a click.exceptions.Exit (e.g. import's 5).
+            return returned if isinstance(returned, int) else exits.OK
         finally:
             inv.stores.finish()
     except WrongStoreError:
