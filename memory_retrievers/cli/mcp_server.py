@@ -11,7 +11,9 @@ Built on the ``mcp`` SDK's ``MCPServer`` (the ``mcp`` extra: ``pip install "memo
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
@@ -27,6 +29,30 @@ INSTRUCTIONS = (
 )
 
 
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reported(body: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """The library's typed errors reach the agent with their message (each says how to fix it).
+
+    The SDK hides the message of any other exception ("Error executing tool"), rightly for bugs.
+    """
+
+    @functools.wraps(body)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        from ..errors import MemoryRetrieversError
+
+        try:
+            return await body(*args, **kwargs)
+        except MemoryRetrieversError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    return run
+
+
 class Tools:
     """The tools' bodies, over one open store (async: the server's event loop is never blocked)."""
 
@@ -36,6 +62,7 @@ class Tools:
     async def _known(self, namespace: str) -> bool:
         return await self.store.acount(namespace, filter={"include_superseded": True}) > 0
 
+    @_reported
     async def remember(
         self,
         namespace: str,
@@ -55,6 +82,7 @@ class Tools:
         added = await self.store.aadd(text, namespace=namespace, **fields)
         return {"id": added.id, "action": added.action.value, "duplicate_of": added.duplicate_of}
 
+    @_reported
     async def recall(self, namespace: str, query: str, k: int | None, token_budget: int | None) -> str:
         from ..retriever import MemoryRetriever
 
@@ -65,6 +93,7 @@ class Tools:
         result = await retriever.arecall(query, k=k, token_budget=budget)
         return result.to_context()
 
+    @_reported
     async def search(self, namespace: str, query: str, k: int) -> list[dict[str, Any]]:
         from ..retriever import MemoryRetriever
 
@@ -82,10 +111,12 @@ class Tools:
             for m in result.memories
         ]
 
+    @_reported
     async def forget(self, namespace: str, ids: list[str]) -> dict[str, Any]:
         deleted = await self.store.adelete(ids, namespace=namespace, missing_ok=True)
         return {"deleted": deleted}
 
+    @_reported
     async def list(self, namespace: str, limit: int, offset: int) -> list[dict[str, Any]]:
         if not await self._known(namespace):
             return []

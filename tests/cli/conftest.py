@@ -34,9 +34,7 @@ def runtime_dir() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="mrw"))
     yield folder
     for sock in folder.glob("*.sock"):  # stop any worker a test started
-        subprocess.run(
-            [PYTHON, "-c", _STOP, str(sock)], capture_output=True, timeout=30, check=False
-        )
+        subprocess.run([PYTHON, "-c", _STOP, str(sock)], capture_output=True, timeout=30, check=False)
     shutil.rmtree(folder, ignore_errors=True)
 
 

@@ -36,16 +36,58 @@ def alice(cli: Cli) -> dict[str, str]:
 
 def test_add_prints_the_action_and_stores_every_field_given(cli: Cli, env: dict[str, str]) -> None:
     result = cli(
-        "add", "Alice's dog is Rex", "-n", "alice", "--kind", "fact", "--id", "dog", "--session", "s1",
-        "--project", "home", "--topic", "pets", "--tag", "a", "--tag", "b", "--entity", "Rex", "--link", "x",
-        "--priority", "3", "--importance", "0.9", "--pinned", "--created-at", "2024-01-02T03:04:05+01:00",
-        "--context", "talking about pets", "--metadata", '{"source": "test"}',
+        "add",
+        "Alice's dog is Rex",
+        "-n",
+        "alice",
+        "--kind",
+        "fact",
+        "--id",
+        "dog",
+        "--session",
+        "s1",
+        "--project",
+        "home",
+        "--topic",
+        "pets",
+        "--tag",
+        "a",
+        "--tag",
+        "b",
+        "--entity",
+        "Rex",
+        "--link",
+        "x",
+        "--priority",
+        "3",
+        "--importance",
+        "0.9",
+        "--pinned",
+        "--created-at",
+        "2024-01-02T03:04:05+01:00",
+        "--context",
+        "talking about pets",
+        "--metadata",
+        '{"source": "test"}',
     )
     assert (result.code, result.stdout) == (0, "added dog\n")
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
         m = store.get("dog", namespace="alice")
-    assert (m.session_id, m.project, m.topic, m.tags, m.entities, m.links) == ("s1", "home", "pets", ("a", "b"), ("rex",), ("x",))
-    assert (m.priority, m.importance, m.pinned, m.context, dict(m.metadata)) == (3.0, 0.9, True, "talking about pets", {"source": "test"})
+    assert (m.session_id, m.project, m.topic, m.tags, m.entities, m.links) == (
+        "s1",
+        "home",
+        "pets",
+        ("a", "b"),
+        ("rex",),
+        ("x",),
+    )
+    assert (m.priority, m.importance, m.pinned, m.context, dict(m.metadata)) == (
+        3.0,
+        0.9,
+        True,
+        "talking about pets",
+        {"source": "test"},
+    )
     assert m.created_at is not None and m.created_at.isoformat() == "2024-01-02T02:04:05+00:00"
     again = cli("add", "alice's dog is  Rex", "-n", "alice")
     assert again.stdout.startswith("skipped dog (duplicate")
@@ -148,7 +190,9 @@ def test_stats_optimize_and_dedup(cli: Cli, alice: dict[str, str]) -> None:
     assert json.loads(cli("dedup", "-n", "alice", "--json").stdout)["duplicates"] == 0
 
 
-@pytest.mark.parametrize("command", [["list", "-n", "alice"], ["recall", "q", "-n", "alice"], ["stats"], ["export", "-n", "a"]])
+@pytest.mark.parametrize(
+    "command", [["list", "-n", "alice"], ["recall", "q", "-n", "alice"], ["stats"], ["export", "-n", "a"]]
+)
 def test_a_missing_store_is_reported_and_not_created(cli: Cli, env: dict[str, str], command: list[str]) -> None:
     result = cli(*command)
     assert result.code == exits.NOT_FOUND and "no store at" in result.stderr
@@ -186,7 +230,7 @@ def test_settings_precedence(tmp_path: Path) -> None:
 
 
 def test_spelt_out_kinds_match_the_library() -> None:
-    assert KINDS == tuple(k.value for k in MemoryKind)
+    assert tuple(k.value for k in MemoryKind) == KINDS
 
 
 def test_every_command_has_json_and_help_with_examples(cli: Cli) -> None:
@@ -200,7 +244,22 @@ def test_every_command_has_json_and_help_with_examples(cli: Cli) -> None:
             options = {o for p in sub.params for o in getattr(p, "opts", [])}
             assert "--json" in options or sub.name == "mcp", sub.name  # mcp's stdout is the protocol
             assert "Example" in (sub.epilog or ""), sub.name
-    assert {"add", "import", "recall", "list", "show", "export", "forget", "delete", "stats", "optimize", "dedup",
-            "locomo", "mcp", "status", "stop"} <= set(names)
+    assert {
+        "add",
+        "import",
+        "recall",
+        "list",
+        "show",
+        "export",
+        "forget",
+        "delete",
+        "stats",
+        "optimize",
+        "dedup",
+        "locomo",
+        "mcp",
+        "status",
+        "stop",
+    } <= set(names)
     help_text = cli("recall", "--help").stdout
     assert "--rrf-k" in help_text and "--weight-context" in help_text and "--kind-boost" in help_text

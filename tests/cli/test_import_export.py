@@ -103,8 +103,12 @@ def test_langchain_message_dumps_in_both_forms(cli: Cli, tmp_path: Path, env: di
     dumps = [
         {"type": "human", "data": {"content": "My favourite colour is teal", "additional_kwargs": {}}},
         {"type": "ai", "data": {"content": "Noted: teal"}},
-        {"lc": 1, "type": "constructor", "id": ["langchain", "schema", "messages", "HumanMessage"],
-         "kwargs": {"content": "And I live in Oslo"}},
+        {
+            "lc": 1,
+            "type": "constructor",
+            "id": ["langchain", "schema", "messages", "HumanMessage"],
+            "kwargs": {"content": "And I live in Oslo"},
+        },
         {"type": "alien", "data": {"content": "?"}},
     ]
     (tmp_path / "lc.jsonl").write_text("\n".join(json.dumps(d) for d in dumps))
@@ -125,15 +129,24 @@ def _locomo() -> list[dict[str, object]]:
                 "session_1_date_time": "1:56 pm on 8 May, 2023",
                 "session_1": [
                     {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted a cat named Miso"},
-                    {"speaker": "Ben", "dia_id": "D1:2", "text": "Lovely, what colour is it?",
-                     "blip_caption": "a ginger cat"},
+                    {
+                        "speaker": "Ben",
+                        "dia_id": "D1:2",
+                        "text": "Lovely, what colour is it?",
+                        "blip_caption": "a ginger cat",
+                    },
                 ],
                 "session_2_date_time": "10:00 am on 9 June, 2023",
                 "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "I started learning the cello"}],
             },
             "qa": [
                 {"question": "What is the name of Ann's cat?", "answer": "Miso", "evidence": ["D1:1"], "category": 4},
-                {"question": "Which instrument does Ann learn?", "answer": "cello", "evidence": ["D2:1"], "category": 1},
+                {
+                    "question": "Which instrument does Ann learn?",
+                    "answer": "cello",
+                    "evidence": ["D2:1"],
+                    "category": 1,
+                },
                 {"question": "Unanswerable", "evidence": [], "category": 5},
             ],
         }
@@ -171,7 +184,10 @@ def test_export_pipe_import_round_trips_a_store_exactly(
         old = store.add("Alice prefers the dark theme", namespace="alice", kind="preference", tags=["ui"])
         store.supersede(old.id, "Alice now prefers the light theme", namespace="alice")
         store.add_many(
-            [{"text": "hi", "kind": "message", "session_id": "s"}, {"text": "hello", "kind": "message", "session_id": "s"}],
+            [
+                {"text": "hi", "kind": "message", "session_id": "s"},
+                {"text": "hello", "kind": "message", "session_id": "s"},
+            ],
             namespace="alice",
         )
         store.add("Bob likes tea", namespace="bob", metadata={"k": [1, {"x": None}]})
@@ -190,8 +206,12 @@ def test_export_pipe_import_round_trips_a_store_exactly(
     assert all(len(r["vector"]) == 32 for r in records)
     reimport = proc("import", "-", input=exported.stdout, extra_env=copy)
     assert "0 added, 5 updated" in reimport.stdout  # idempotent: same ids replaced, nothing new
-    other = proc("import", "-", input=exported.stdout, extra_env={**copy, "MEMORY_RETRIEVERS_EMBEDDER": "hash:16",
-                                                                   "MEMORY_RETRIEVERS_STORE": str(tmp_path / "c16")})
+    other = proc(
+        "import",
+        "-",
+        input=exported.stdout,
+        extra_env={**copy, "MEMORY_RETRIEVERS_EMBEDDER": "hash:16", "MEMORY_RETRIEVERS_STORE": str(tmp_path / "c16")},
+    )
     assert other.returncode == exits.MISMATCH and "--reembed" in other.stderr
 
 
@@ -200,7 +220,11 @@ def test_ctrl_c_during_import_leaves_only_whole_batches(env: dict[str, str], tmp
     (tmp_path / "big.jsonl").write_text("\n".join(lines))
     child = subprocess.Popen(
         [PYTHON, "-m", "memory_retrievers", "import", "big.jsonl", "-n", "u", "--batch-size", "50"],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     assert child.stderr is not None
     deadline = time.monotonic() + 120
@@ -209,16 +233,33 @@ def test_ctrl_c_during_import_leaves_only_whole_batches(env: dict[str, str], tmp
         if line.startswith("committed batch"):
             break
     child.send_signal(signal.SIGINT)
-    stdout, stderr = child.communicate(timeout=120)
+    _, stderr = child.communicate(timeout=120)
     assert child.returncode == exits.INTERRUPTED, stderr
     committed = int(stderr.split("interrupted: ")[1].split(" records")[0])
     assert 0 < committed < 5_000 and committed % 50 == 0
     with _store(env) as store:
         assert store.count("u") == committed
     resumed = subprocess.run(
-        [PYTHON, "-m", "memory_retrievers", "import", "big.jsonl", "-n", "u", "--skip", str(committed),
-         "--batch-size", "5000", "--json"],
-        cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600, check=False,
+        [
+            PYTHON,
+            "-m",
+            "memory_retrievers",
+            "import",
+            "big.jsonl",
+            "-n",
+            "u",
+            "--skip",
+            str(committed),
+            "--batch-size",
+            "5000",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert resumed.returncode == 0, resumed.stderr[-2000:]
     summary = json.loads(resumed.stdout)
