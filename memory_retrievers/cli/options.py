@@ -322,17 +322,19 @@ def _budget(value: str) -> int | None:
 
 
 def _kind_boosts(values: Sequence[str]) -> dict[str, float]:
+    """The default kind boosts with the given ``KIND=FACTOR`` items changed."""
     from ..recall_config import RecallConfig
 
     boosts = {k.value: v for k, v in RecallConfig().kind_boosts.items()}
     for item in values:
-        kind, sep, factor = item.partition("=")
+        kind, _, factor = item.partition("=")
         try:
-            boosts[kind.strip()] = float(factor) if sep else float("nan")
+            value = float(factor)
         except ValueError:
-            boosts[kind.strip()] = float("nan")
-        if kind.strip() not in KINDS or boosts[kind.strip()] != boosts[kind.strip()]:
+            value = None
+        if kind.strip() not in KINDS or value is None:
             raise click.BadParameter(
                 f"{item!r}: use KIND=FACTOR with a kind of {', '.join(KINDS)}", param_hint="--kind-boost"
             )
+        boosts[kind.strip()] = value
     return boosts
