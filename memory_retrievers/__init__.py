@@ -6,34 +6,104 @@ helpers of each module not listed here may change without notice.
 
 from __future__ import annotations
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
 
-from .config import StoreConfig
-from .embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransformerEmbedder
-from .errors import (
-    ConfigError,
-    DimensionMismatchError,
-    EmbedderMismatchError,
-    EmbeddingError,
-    FilterError,
-    InvalidInputError,
-    MemoryRetrieversError,
-    NotFoundError,
-    SchemaMismatchError,
-    StorageError,
-)
-from .filters import MemoryFilter
-from .fusion import Contribution, RankedList, weighted_rrf
-from .llm import LLM, CallableLLM
-from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
-from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
-from .rerank import CrossEncoderReranker, Reranker
-from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
-from .retriever import LLMFallbackWarning, MemoryRetriever
-from .scoring import DecayKind
-from .selection import CutReason
-from .store import MemoryStore, default_store_path
-from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
+# The names below are imported on first use (PEP 562), not here: the storage layer pulls in
+# LanceDB, whose import takes seconds, and the command line's client must start in milliseconds.
+if TYPE_CHECKING:
+    from .config import StoreConfig
+    from .embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransformerEmbedder
+    from .errors import (
+        ConfigError,
+        DimensionMismatchError,
+        EmbedderMismatchError,
+        EmbeddingError,
+        FilterError,
+        InvalidInputError,
+        MemoryRetrieversError,
+        NotFoundError,
+        SchemaMismatchError,
+        StorageError,
+    )
+    from .filters import MemoryFilter
+    from .fusion import Contribution, RankedList, weighted_rrf
+    from .llm import LLM, CallableLLM
+    from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+    from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
+    from .rerank import CrossEncoderReranker, Reranker
+    from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
+    from .retriever import LLMFallbackWarning, MemoryRetriever
+    from .scoring import DecayKind
+    from .selection import CutReason
+    from .store import MemoryStore, default_store_path
+    from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
+
+_EXPORTS: dict[str, str] = {
+    "StoreConfig": ".config",
+    "DEFAULT_MODEL": ".embeddings",
+    "Embedder": ".embeddings",
+    "HashEmbedder": ".embeddings",
+    "SentenceTransformerEmbedder": ".embeddings",
+    "ConfigError": ".errors",
+    "DimensionMismatchError": ".errors",
+    "EmbedderMismatchError": ".errors",
+    "EmbeddingError": ".errors",
+    "FilterError": ".errors",
+    "InvalidInputError": ".errors",
+    "MemoryRetrieversError": ".errors",
+    "NotFoundError": ".errors",
+    "SchemaMismatchError": ".errors",
+    "StorageError": ".errors",
+    "MemoryFilter": ".filters",
+    "Contribution": ".fusion",
+    "RankedList": ".fusion",
+    "weighted_rrf": ".fusion",
+    "LLM": ".llm",
+    "CallableLLM": ".llm",
+    "AddedMemory": ".models",
+    "DedupPolicy": ".models",
+    "FtsField": ".models",
+    "Hit": ".models",
+    "Memory": ".models",
+    "MemoryKind": ".models",
+    "WriteAction": ".models",
+    "ChannelWeights": ".recall_config",
+    "Preset": ".recall_config",
+    "RecallConfig": ".recall_config",
+    "RoutingMode": ".recall_config",
+    "SupersededPolicy": ".recall_config",
+    "CrossEncoderReranker": ".rerank",
+    "Reranker": ".rerank",
+    "CutCandidate": ".results",
+    "Explanation": ".results",
+    "RecallResult": ".results",
+    "ScoredMemory": ".results",
+    "LLMFallbackWarning": ".retriever",
+    "MemoryRetriever": ".retriever",
+    "DecayKind": ".scoring",
+    "CutReason": ".selection",
+    "MemoryStore": ".store",
+    "default_store_path": ".store",
+    "EstimateCounter": ".tokens",
+    "TiktokenCounter": ".tokens",
+    "TokenCounter": ".tokens",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))
+
 
 try:
     __version__ = version("memory-retrievers")

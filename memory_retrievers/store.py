@@ -39,7 +39,9 @@ from .storage.maintenance import Maintainer
 from .storage.queue import AddBatch, WriteQueue
 from .storage.search import Searcher, hits
 from .storage.sources import TableSource, ViewSource
+from .storage.stats import StoreStats, read_stats
 from .storage.table import MemoryTable
+from .storage.transfer import RestoreResult, Transfer, parse_restore_record
 from .storage.vectors import VectorMaker
 from .storage.views import ViewCache
 from .storage.writes import Writer
@@ -778,6 +780,102 @@ class MemoryStore:
     async def aflush_access(self) -> int:
         """Async twin of :meth:`flush_access` (queued behind writes in progress)."""
         return await self._queue.exclusive(self._access.flush)
+
+    # ------------------------------------------------------------------ export, restore, stats
+    def export(
+        self, namespace: str, *, limit: int | None = None, offset: int = 0, include_vectors: bool = True
+    ) -> builtins.list[dict[str, Any]]:
+        """Every stored field of a namespace's memories, as JSON-friendly records (a backup or a move).
+
+        Superseded memories are included; records come oldest first (equal timestamps by id), so
+        ``limit``/``offset`` page through a namespace. Pending access statistics are written first,
+        so the records carry them. :meth:`restore` writes the records back exactly: ids,
+        timestamps, access statistics, supersession links and (with ``include_vectors``) vectors.
+
+        Args:
+            namespace: Whose memories.
+            limit: At most this many records (``None``: all).
+            offset: Records to skip.
+            include_vectors: Include the stored vectors (without them, a restore re-embeds).
+
+        Returns:
+            One dict per memory: :meth:`Memory.to_dict` plus ``vector`` as a list of floats.
+
+        Raises:
+            InvalidInputError: Bad namespace, limit or offset.
+            StorageError: The table could not be read.
+        """
+        return _loop.run_sync(self.aexport(namespace, limit=limit, offset=offset, include_vectors=include_vectors))
+
+    async def aexport(
+        self, namespace: str, *, limit: int | None = None, offset: int = 0, include_vectors: bool = True
+    ) -> builtins.list[dict[str, Any]]:
+        """Async twin of :meth:`export`."""
+        self._ensure_open()
+        ns = self._ns(namespace)
+        if limit is not None:
+            self._check_int(limit, "limit", 1)
+        self._check_int(offset, "offset", 0)
+        await self._access.flush()
+        return await self._transfer().export(ns, limit=limit, offset=offset, include_vectors=include_vectors)
+
+    def restore(self, records: Iterable[Mapping[str, Any]], *, namespace: str | None = None) -> RestoreResult:
+        """Write export records back exactly as they were, in one commit.
+
+        Unlike :meth:`add_many`, nothing is recomputed: ids, ``created_at``/``updated_at``, access
+        statistics, ``supersedes``/``superseded_by`` and ``context`` are written as given (no
+        duplicate detection, no context fill). A memory with the same (namespace, id) is replaced
+        whole, so restoring an export twice leaves the table as after the first time. Records
+        without ``vector`` are embedded with the store's embedder.
+
+        Args:
+            records: Dicts as returned by :meth:`export` (timestamps as datetimes or ISO strings).
+            namespace: For records that name none.
+
+        Returns:
+            A :class:`~memory_retrievers.storage.transfer.RestoreResult`: memories added and replaced.
+
+        Raises:
+            InvalidInputError: A record is invalid (it is named by its position); nothing is written.
+            EmbeddingError: Embedding a record without a vector failed; nothing is written.
+        """
+        return _loop.run_sync(self.arestore(records, namespace=namespace))
+
+    async def arestore(self, records: Iterable[Mapping[str, Any]], *, namespace: str | None = None) -> RestoreResult:
+        """Async twin of :meth:`restore`."""
+        self._ensure_open()
+        if isinstance(records, (str, bytes, Mapping)):
+            raise InvalidInputError("records must be a list of dicts, e.g. what export() returned")
+        rows = []
+        for i, raw in enumerate(records):
+            try:
+                rows.append(parse_restore_record(raw, self._config, namespace=namespace))
+            except InvalidInputError as exc:
+                raise InvalidInputError(f"record {i}: {exc}") from None
+        transfer = self._transfer()
+        return await self._queue.exclusive(lambda: transfer.restore(rows))
+
+    def stats(self) -> StoreStats:
+        """Health of the table: memories per namespace and kind, index coverage, fragments, versions, size.
+
+        An administrative read across namespaces, like :meth:`namespaces`.
+
+        Returns:
+            A :class:`~memory_retrievers.storage.stats.StoreStats` (``to_dict()`` for JSON).
+
+        Raises:
+            StorageError: The statistics could not be read.
+        """
+        return _loop.run_sync(self.astats())
+
+    async def astats(self) -> StoreStats:
+        """Async twin of :meth:`stats`."""
+        self._ensure_open()
+        return await read_stats(self._table)
+
+    def _transfer(self) -> Transfer:
+        # Stateless over the store's components; built per call so the constructor stays as it was.
+        return Transfer(self._table, self._vectors, self._writer)
 
     # ------------------------------------------------------------------ helpers
     def _records(self, records: Iterable[Mapping[str, Any]], namespace: str | None) -> builtins.list[dict[str, Any]]:

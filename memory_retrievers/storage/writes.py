@@ -177,7 +177,7 @@ class Writer:
                 else:
                     event = await self.commit(rows, picked, upsert=plan.rewrites)
                 if event.landed is not None and event.landed < len(rows):
-                    failed_keys = await self._not_landed(rows)
+                    failed_keys = await self.not_landed(rows)
             for j, i in enumerate(todo):
                 if plan.outcomes[j].key not in failed_keys:
                     outcomes[i] = plan.outcomes[j]
@@ -323,7 +323,7 @@ class Writer:
         row["_vector"] = vector_of
         return row
 
-    async def _not_landed(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    async def not_landed(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
         """The rows of a conditional commit that another writer's change kept out."""
         out: set[tuple[str, str]] = set()
         by_ns: dict[str, list[dict[str, Any]]] = {}

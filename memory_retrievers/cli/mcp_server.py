@@ -1,0 +1,206 @@
+"""A Model Context Protocol server over stdio: an agent remembers, recalls, searches, forgets and lists.
+
+One namespace per server (``memory-retrievers mcp -n alice``: the tools take no namespace, so an
+agent cannot read anyone else's memories) or per call (no namespace configured: every tool takes a
+required ``namespace`` argument). Recall returns the context block exactly as
+:meth:`RecallResult.to_context` builds it; a namespace without memories recalls nothing rather
+than failing, as a new user's first conversation must.
+
+Built on the ``mcp`` SDK's ``MCPServer`` (the ``mcp`` extra: ``pip install "memory-retrievers[mcp]"``).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+
+if TYPE_CHECKING:
+    from mcp.server.mcpserver import MCPServer
+
+    from ..store import MemoryStore
+
+__all__ = ["INSTRUCTIONS", "build_server"]
+
+INSTRUCTIONS = (
+    "Long-term memory of the user. Before answering, call recall with the user's message and use the "
+    "returned context; call remember for durable facts, preferences and events worth keeping; call "
+    "forget with ids when the user asks to delete something."
+)
+
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _reported(body: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
+    """The library's typed errors reach the agent with their message (each says how to fix it).
+
+    The SDK hides the message of any other exception ("Error executing tool"), rightly for bugs.
+    """
+
+    @functools.wraps(body)
+    async def run(*args: P.args, **kwargs: P.kwargs) -> R:
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        from ..errors import MemoryRetrieversError
+
+        try:
+            return await body(*args, **kwargs)
+        except MemoryRetrieversError as exc:
+            raise ToolError(f"{type(exc).__name__}: {exc}") from exc
+
+    return run
+
+
+class Tools:
+    """The tools' bodies, over one open store (async: the server's event loop is never blocked)."""
+
+    def __init__(self, store: MemoryStore) -> None:
+        self.store = store
+
+    async def _known(self, namespace: str) -> bool:
+        return await self.store.acount(namespace, filter={"include_superseded": True}) > 0
+
+    @_reported
+    async def remember(
+        self,
+        namespace: str,
+        text: str,
+        kind: str,
+        tags: list[str] | None,
+        entities: list[str] | None,
+        session_id: str | None,
+    ) -> dict[str, Any]:
+        fields: dict[str, Any] = {"kind": kind}
+        if tags:
+            fields["tags"] = tags
+        if entities:
+            fields["entities"] = entities
+        if session_id:
+            fields["session_id"] = session_id
+        added = await self.store.aadd(text, namespace=namespace, **fields)
+        return {"id": added.id, "action": added.action.value, "duplicate_of": added.duplicate_of}
+
+    @_reported
+    async def recall(self, namespace: str, query: str, k: int | None, token_budget: int | None) -> str:
+        from ..retriever import MemoryRetriever
+
+        if not await self._known(namespace):
+            return ""
+        retriever = MemoryRetriever(self.store, namespace=namespace)
+        budget: int | str | None = token_budget if token_budget is not None else "config"
+        result = await retriever.arecall(query, k=k, token_budget=budget)
+        return result.to_context()
+
+    @_reported
+    async def search(self, namespace: str, query: str, k: int) -> list[dict[str, Any]]:
+        from ..retriever import MemoryRetriever
+
+        if not await self._known(namespace):
+            return []
+        result = await MemoryRetriever(self.store, namespace=namespace).arecall(query, k=k, token_budget=None)
+        return [
+            {
+                "id": m.id,
+                "text": m.text,
+                "kind": m.memory.kind.value,
+                "score": round(m.score, 6),
+                "created_at": m.memory.created_at.isoformat() if m.memory.created_at else None,
+            }
+            for m in result.memories
+        ]
+
+    @_reported
+    async def forget(self, namespace: str, ids: list[str]) -> dict[str, Any]:
+        deleted = await self.store.adelete(ids, namespace=namespace, missing_ok=True)
+        return {"deleted": deleted}
+
+    @_reported
+    async def list(self, namespace: str, limit: int, offset: int) -> list[dict[str, Any]]:
+        if not await self._known(namespace):
+            return []
+        memories = await self.store.alist(namespace, limit=limit, offset=offset)
+        return [
+            {
+                "id": m.id,
+                "text": m.text,
+                "kind": m.kind.value,
+                "created_at": m.created_at.isoformat() if m.created_at else None,
+            }
+            for m in memories
+        ]
+
+
+def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
+    """An MCP server with the five memory tools over ``store``.
+
+    Args:
+        store: An open store (the server uses its async API).
+        namespace: The one namespace every call uses, or ``None`` for a ``namespace`` argument per call.
+    """
+    from mcp.server.mcpserver import MCPServer
+
+    from .. import __version__
+
+    tools = Tools(store)
+    server: MCPServer = MCPServer("memory-retrievers", instructions=INSTRUCTIONS, version=__version__)
+    if namespace is not None:
+        fixed = namespace
+
+        @server.tool(description="Store a memory (a fact, preference, event...) for later recall.")
+        async def remember(
+            text: str,
+            kind: str = "fact",
+            tags: list[str] | None = None,
+            entities: list[str] | None = None,
+            session_id: str | None = None,
+        ) -> dict[str, Any]:
+            return await tools.remember(fixed, text, kind, tags, entities, session_id)
+
+        @server.tool(description="The memories relevant to a query, as a context block to read before answering.")
+        async def recall(query: str, k: int | None = None, token_budget: int | None = None) -> str:
+            return await tools.recall(fixed, query, k, token_budget)
+
+        @server.tool(description="The memories relevant to a query, with ids and scores.")
+        async def search(query: str, k: int = 10) -> list[dict[str, Any]]:
+            return await tools.search(fixed, query, k)
+
+        @server.tool(description="Delete memories by id.")
+        async def forget(ids: list[str]) -> dict[str, Any]:
+            return await tools.forget(fixed, ids)
+
+        @server.tool(name="list", description="Memories, newest first.")
+        async def list_(limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
+            return await tools.list(fixed, limit, offset)
+
+    else:
+
+        @server.tool(name="remember", description="Store a memory of a namespace (user) for later recall.")
+        async def remember_in(
+            namespace: str,
+            text: str,
+            kind: str = "fact",
+            tags: list[str] | None = None,
+            entities: list[str] | None = None,
+            session_id: str | None = None,
+        ) -> dict[str, Any]:
+            return await tools.remember(namespace, text, kind, tags, entities, session_id)
+
+        @server.tool(name="recall", description="A namespace's memories relevant to a query, as a context block.")
+        async def recall_in(namespace: str, query: str, k: int | None = None, token_budget: int | None = None) -> str:
+            return await tools.recall(namespace, query, k, token_budget)
+
+        @server.tool(name="search", description="A namespace's memories relevant to a query, with ids and scores.")
+        async def search_in(namespace: str, query: str, k: int = 10) -> list[dict[str, Any]]:
+            return await tools.search(namespace, query, k)
+
+        @server.tool(name="forget", description="Delete memories of a namespace by id.")
+        async def forget_in(namespace: str, ids: list[str]) -> dict[str, Any]:
+            return await tools.forget(namespace, ids)
+
+        @server.tool(name="list", description="A namespace's memories, newest first.")
+        async def list_in(namespace: str, limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
+            return await tools.list(namespace, limit, offset)
+
+    return server

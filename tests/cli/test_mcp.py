@@ -1,0 +1,78 @@
+"""``memory-retrievers mcp`` answering the mcp SDK's own client over stdio, against a real store."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp", reason="the mcp extra is not installed (pip install 'memory-retrievers[mcp]')")
+
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+from memory_retrievers import HashEmbedder, MemoryStore
+
+
+def _text(result: Any) -> str:
+    assert not result.is_error, result.content
+    return "".join(part.text for part in result.content if getattr(part, "type", "") == "text")
+
+
+def _json(result: Any) -> Any:
+    if result.structured_content is not None:
+        value = result.structured_content
+        return value.get("result", value) if isinstance(value, dict) and set(value) == {"result"} else value
+    return json.loads(_text(result))
+
+
+async def _session(env: dict[str, str], *args: str) -> Any:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "memory_retrievers", "mcp", *args], env=env)
+    return stdio_client(params)
+
+
+async def test_one_namespace_per_server(env: dict[str, str]) -> None:
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        store.add("Bob's secret is 42", namespace="bob")
+    async with await _session(env, "-n", "alice") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {"remember", "recall", "search", "forget", "list"}
+        assert "namespace" not in tools["recall"].input_schema["properties"]  # fixed: no way to read bob
+        added = _json(
+            await session.call_tool("remember", {"text": "Alice prefers the dark theme", "kind": "preference"})
+        )
+        assert added["action"] == "added"
+        await session.call_tool("remember", {"text": "Alice's dog is called Rex", "entities": ["Rex"]})
+        context = _text(await session.call_tool("recall", {"query": "which theme does alice like", "k": 1}))
+        assert context.startswith("Relevant memories (most relevant first):") and "dark theme" in context
+        assert "secret" not in _text(await session.call_tool("recall", {"query": "secret 42"}))
+        found = _json(await session.call_tool("search", {"query": "dog Rex", "k": 5}))
+        assert found[0]["text"] == "Alice's dog is called Rex" and found[0]["score"] > 0
+        listed = _json(await session.call_tool("list", {"limit": 10}))
+        assert {m["text"] for m in listed} == {"Alice prefers the dark theme", "Alice's dog is called Rex"}
+        assert _json(await session.call_tool("forget", {"ids": [added["id"]]}))["deleted"] == 1
+        assert len(_json(await session.call_tool("list", {}))) == 1
+        bad = await session.call_tool("remember", {"text": "   "})
+        assert bad.is_error and "empty" in _text_any(bad)
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        assert [m.text for m in store.list("alice")] == ["Alice's dog is called Rex"]  # the real store changed
+
+
+def _text_any(result: Any) -> str:
+    return "".join(part.text for part in result.content if getattr(part, "type", "") == "text")
+
+
+async def test_namespace_per_call(env: dict[str, str], tmp_path: Path) -> None:
+    async with await _session(env) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert "namespace" in tools["recall"].input_schema["required"]
+        await session.call_tool("remember", {"namespace": "u1", "text": "u1 likes jazz"})
+        assert "jazz" in _text(await session.call_tool("recall", {"namespace": "u1", "query": "music jazz"}))
+        assert _text(await session.call_tool("recall", {"namespace": "u2", "query": "music jazz"})) == ""
+        missing = await session.call_tool("recall", {"query": "jazz"})
+        assert missing.is_error

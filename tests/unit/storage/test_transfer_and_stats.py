@@ -1,0 +1,117 @@
+"""Export/restore (exact, through the table's commits) and the stats read, on a real table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import InvalidInputError, MemoryStore
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.storage.transfer import parse_restore_record
+from memory_retrievers.testing import ManualClock
+
+
+def _fill(store: MemoryStore, clock: ManualClock) -> None:
+    old = store.add("Alice prefers the dark theme", namespace="alice", kind="preference", tags=["ui"])
+    clock.advance(hours=1)
+    store.supersede(old.id, "Alice now prefers the light theme", namespace="alice")
+    clock.advance(hours=1)
+    store.add_many(
+        [
+            {"text": "hi there", "kind": "message", "session_id": "s1"},
+            {"text": "hello, how are you?", "kind": "message", "session_id": "s1"},
+        ],
+        namespace="alice",
+    )
+    store.add("Bob likes tea", namespace="bob", entities=["Bob"], metadata={"source": "chat", "n": [1, 2]})
+    store.record_access([old.id], namespace="alice", at=clock() + timedelta(minutes=5))
+
+
+def test_export_restore_round_trips_every_field_and_vector_exactly(
+    make_store: Callable[..., MemoryStore], clock: ManualClock, tmp_path: Path
+) -> None:
+    source = make_store()
+    _fill(source, clock)
+    exported = source.export("alice")
+    assert len(exported) == 4 and any(r["superseded_by"] for r in exported)
+    assert any(r["access_count"] == 1 for r in exported)  # the pending access was flushed first
+    text = [json.dumps(r) for r in exported]  # through JSON text, as the CLI writes it
+
+    target = MemoryStore(tmp_path / "copy", embedder=source.embedder, clock=clock)
+    result = target.restore([json.loads(t) for t in text])
+    assert (result.added, result.replaced, result.embedded) == (4, 0, 0)
+    assert target.export("alice") == exported  # ids, timestamps, stats, links, context, vectors
+    again = target.restore([json.loads(t) for t in text])
+    assert (again.added, again.replaced) == (0, 4)
+    assert target.export("alice") == exported
+    # The restored store searches like the original: supersession hides the old memory.
+    assert [h.id for h in target.fts_search("theme", namespace="alice")] == [
+        h.id for h in source.fts_search("theme", namespace="alice")
+    ]
+    target.close()
+
+
+def test_restore_is_seen_by_the_recall_view_of_the_same_store(
+    make_store: Callable[..., MemoryStore], clock: ManualClock
+) -> None:
+    store = make_store()
+    store.add("Alice drinks green tea", namespace="alice")
+    records = store.export("alice")
+    store.forget("alice")
+    store.restore(records)
+    # vector_search reads through the view cache; a stale view would return nothing.
+    assert [h.id for h in store.vector_search("green tea", namespace="alice")] == [records[0]["id"]]
+
+
+def test_restore_without_vectors_embeds_and_rejects_bad_records_naming_them(
+    make_store: Callable[..., MemoryStore], clock: ManualClock
+) -> None:
+    store = make_store()
+    store.add("Alice drinks green tea", namespace="alice")
+    records = store.export("alice", include_vectors=False)
+    assert "vector" not in records[0]
+    store.forget("alice")
+    assert store.restore(records).embedded == 1
+    bad = [dict(records[0], id="x2"), {**records[0], "id": "x3", "created_at": "yesterday"}]
+    version_before = store.stats().version
+    with pytest.raises(InvalidInputError, match=r"record 1: created_at is not an ISO 8601 timestamp"):
+        store.restore(bad)
+    assert store.stats().version == version_before  # nothing written
+    with pytest.raises(InvalidInputError, match="id is required"):
+        parse_restore_record({k: v for k, v in records[0].items() if k != "id"}, StoreConfig())
+    with pytest.raises(InvalidInputError, match="unknown field"):
+        parse_restore_record({**records[0], "colour": "red"}, StoreConfig())
+
+
+def test_export_pages_oldest_first(make_store: Callable[..., MemoryStore], clock: ManualClock) -> None:
+    store = make_store()
+    for i in range(5):
+        store.add(f"memory number {i} about topic {i}", namespace="u")
+        clock.advance(seconds=1)
+    pages = [store.export("u", limit=2, offset=o, include_vectors=False) for o in (0, 2, 4)]
+    assert [r["text"] for page in pages for r in page] == [f"memory number {i} about topic {i}" for i in range(5)]
+
+
+def test_stats_counts_namespaces_kinds_indexes_fragments_and_size(
+    make_store: Callable[..., MemoryStore], clock: ManualClock
+) -> None:
+    store = make_store()
+    _fill(store, clock)
+    stats = store.stats()
+    counts = {n.namespace: n for n in stats.namespaces}
+    assert counts["alice"].live == 3 and counts["alice"].superseded == 1
+    assert counts["alice"].kinds == {"message": 2, "preference": 1}
+    assert counts["bob"].kinds == {"fact": 1}
+    assert stats.rows == 5 and stats.embedder == "hash-32" and stats.dimension == 32
+    fts = [i for i in stats.indexes if i.columns == ("text",) and i.index_type == "FTS"]
+    assert fts and fts[0].indexed_rows + fts[0].unindexed_rows == 5
+    assert stats.fragments >= 1 and stats.versions >= 1 and stats.version >= stats.versions
+    assert stats.disk_bytes is not None and stats.disk_bytes >= stats.data_bytes > 0
+    store.optimize()
+    after = store.stats()
+    assert all(i.unindexed_rows == 0 for i in after.indexes) and after.fragments <= stats.fragments
+    assert json.loads(json.dumps(after.to_dict()))["namespaces"][0]["namespace"] == "alice"
