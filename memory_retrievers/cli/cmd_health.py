@@ -122,12 +122,17 @@ def optimize(inv: Invocation, /, **params: Any) -> None:
 
 
 def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[list[tuple[dict[str, Any], float]]]:
-    """Groups of exact (same ``content_hash``) or near (cosine >= ``threshold``) duplicates.
+    """Groups of exact (same ``content_hash``) or near duplicates, by the write path's own rules.
 
-    Each group starts with the memory to keep (most accessed, then oldest, then smallest id), followed
-    by its duplicates with their cosine similarity to it (1.0 for exact ones). Records need ``vector``.
+    A near duplicate has cosine >= ``threshold`` *and* the same words, and duplicates share a kind,
+    project and topic (see :mod:`memory_retrievers.dedup`): ``--delete`` never removes what a write
+    would have kept apart ("at 3pm" vs "at 2pm"). Each group starts with the memory to keep (most
+    accessed, then oldest, then smallest id), followed by its duplicates with their cosine
+    similarity to it (1.0 for exact ones). Records need ``vector``.
     """
     import numpy as np
+
+    from ..dedup import same_words, scope_of
 
     n = len(records)
     if n < 2:
@@ -143,9 +148,10 @@ def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[li
     def union(i: int, j: int) -> None:
         parent[find(i)] = find(j)
 
-    first_of: dict[str, int] = {}
+    scopes = [scope_of(r) for r in records]
+    first_of: dict[tuple[Any, str], int] = {}
     for i, r in enumerate(records):
-        j = first_of.setdefault(r["content_hash"], i)
+        j = first_of.setdefault((scopes[i], r["content_hash"]), i)
         if j != i:
             union(i, j)
     vectors = np.asarray([r["vector"] for r in records], dtype=np.float32)
@@ -153,8 +159,9 @@ def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[li
         sims = vectors[start : start + 1024] @ vectors.T
         rows, cols = np.nonzero(sims >= threshold)
         for i, j in zip(rows.tolist(), cols.tolist(), strict=True):
-            if start + i < j:
-                union(start + i, j)
+            a = start + i
+            if a < j and scopes[a] == scopes[j] and same_words(records[a]["text"], records[j]["text"]):
+                union(a, j)
     groups: dict[int, list[int]] = {}
     for i in range(n):
         groups.setdefault(find(i), []).append(i)

@@ -89,7 +89,8 @@ def test_add_prints_the_action_and_stores_every_field_given(cli: Cli, env: dict[
         {"source": "test"},
     )
     assert m.created_at is not None and m.created_at.isoformat() == "2024-01-02T02:04:05+00:00"
-    again = cli("add", "alice's dog is  Rex", "-n", "alice")
+    # the same words up to whitespace, in the same scope (kind, project, topic): a duplicate
+    again = cli("add", "Alice's dog is  Rex", "-n", "alice", "--project", "home", "--topic", "pets")
     assert again.stdout.startswith("skipped dog (duplicate")
 
 
@@ -182,7 +183,7 @@ def test_stats_optimize_and_dedup(cli: Cli, alice: dict[str, str]) -> None:
     assert "memories per namespace" in cli("stats").stdout
     optimized = json.loads(cli("optimize", "--json").stdout)
     assert optimized["after"]["unindexed_rows"] == 0
-    assert cli("add", "Alice prefers the dark theme!", "-n", "alice", "--no-dedup").code == 0
+    assert cli("add", "Alice prefers the dark theme!", "-n", "alice", "--kind", "preference", "--no-dedup").code == 0
     report = json.loads(cli("dedup", "--dry-run", "-n", "alice", "--json").stdout)
     assert report["duplicates"] == 1 and report["deleted"] == 0
     assert report["groups"][0]["keep"]["id"] == alice["theme"]  # the oldest of equally accessed ones

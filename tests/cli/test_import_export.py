@@ -33,7 +33,7 @@ def test_jsonl_with_malformed_lines_reports_them_by_number_and_imports_the_rest(
         '{"text": "", "namespace": "alice"}',
         '{"text": "Alice has a dog", "tags": ["pets"]}',
         '["a list"]',
-        '{"text": "Alice likes tea"}',
+        '{"text": "Alice likes tea", "kind": "preference"}',  # a duplicate: same words, same kind
         '{"text": "Bob likes coffee", "namespace": "bob", "colour": "red"}',
     ]
     (tmp_path / "notes.jsonl").write_text("\n".join(lines) + "\n\n")
