@@ -93,6 +93,10 @@ FIELDS: tuple[FieldSpec, ...] = (
     # still has the revision it read (a conditional merge), so a stale copy never overwrites a newer
     # row or brings back a deleted one, even from another process.
     FieldSpec("revision", pa.int64(), nullable=False, writable=False, public=False, added_sql="CAST(0 AS BIGINT)"),
+    # Internal: the store filled ``context`` from the session (True) or the caller set it (False);
+    # null on rows written before this column existed. Only store-filled contexts are rewritten
+    # when a neighbouring turn is deleted or re-worded.
+    FieldSpec("context_auto", pa.bool_(), writable=False, public=False, added_sql="CAST(NULL AS BOOLEAN)"),
 )
 
 #: Every public column except ``vector``: what reads fetch unless a vector is asked for.
@@ -148,6 +152,7 @@ def build_row(
     row["updated_at"] = now
     row["content_hash"] = content_hash
     row["revision"] = next_revision(prior)
+    row["context_auto"] = rec.get("context") is None
     return row
 
 

@@ -26,6 +26,9 @@ __all__ = ["ContextFiller", "Filled"]
 
 logger = logging.getLogger(__name__)
 
+#: Rounds of :meth:`ContextFiller.settle` against neighbours that keep changing.
+_SETTLE_ATTEMPTS = 5
+
 
 class Filled(NamedTuple):
     """What filling new turns' context found in the stored session."""
@@ -104,7 +107,11 @@ class ContextFiller:
     async def after_change(
         self, namespace: str, changed: Sequence[dict[str, Any]], new_texts: dict[str, str | None]
     ) -> list[dict[str, Any]]:
-        """Stored turns whose auto-filled context changes when turns are deleted or re-worded.
+        """Stored turns whose store-filled context changes when turns are deleted or re-worded.
+
+        Every store-filled context of the changed turns' sessions is computed again from the
+        session as it stands (in write order), so a context that missed an earlier change is
+        corrected too.
 
         Args:
             namespace: The namespace of the changed turns.
@@ -113,8 +120,8 @@ class ContextFiller:
             new_texts: Their new text by id (``None``: deleted).
 
         Returns:
-            Stored rows (``id``, ``text``, ``revision``...) with their new ``context``; a turn whose
-            context was set by the caller (not auto-filled) is left alone.
+            Stored rows (whole, vector included) with their new ``context`` (and new ``text``, for a
+            re-worded turn); a context the caller set is left alone.
         """
         window = self._window
         sessions = {
@@ -133,21 +140,44 @@ class ContextFiller:
                     action="read session turns",
                 )
             ).to_pylist()
-            # The session as it was: changed turns already gone (a retry after a delete) go back in place.
-            present = {t["id"] for t in turns}
-            gone = [r for r in changed if r["id"] not in present and r.get("session_id") == session]
-            if gone:
-                turns = sorted([*turns, *gone], key=lambda t: (t["created_at"], t["id"]))
-            old_contexts = window_contexts([t["text"] for t in turns], window)
+            turns.sort(key=lambda t: (t["created_at"], t["id"]))
             kept = [t for t in turns if new_texts.get(t["id"], t["text"]) is not None]
             new_texts_list = [new_texts.get(t["id"], t["text"]) or "" for t in kept]
             new_contexts = window_contexts(new_texts_list, window)
-            position = {t["id"]: i for i, t in enumerate(turns)}
+            legacy = _legacy_auto(turns, [r for r in changed if r.get("session_id") == session])
             for j, turn in enumerate(kept):
-                was_auto = (turn["context"] or "") == old_contexts[position[turn["id"]]]
-                if was_auto and (new_contexts[j] or None) != turn["context"]:
+                auto = turn.get("context_auto")
+                if auto is None:
+                    auto = turn["id"] in legacy
+                if auto and (new_contexts[j] or None) != turn["context"]:
                     out.append({**turn, "text": new_texts_list[j], "context": new_contexts[j] or None})
         return out
+
+    async def settle(self, namespace: str, written: Sequence[dict[str, Any]]) -> None:
+        """Take the words of ``written`` turns deleted meanwhile back out of other turns' context.
+
+        Runs after a commit that put those words there. A delete sweeps its session after its own
+        commit (``Editor.delete``); this check runs after the writer's commit. Whichever of the two
+        runs later sees the other's commit, so a deleted turn's words never stay in a neighbour's
+        context.
+        """
+        turns = [r for r in written if r["kind"] == MemoryKind.MESSAGE.value and r.get("session_id") is not None]
+        if not turns or self._window == 0:
+            return
+        for _ in range(_SETTLE_ATTEMPTS):
+            await self._table.refresh()  # the latest version: another process's delete included
+            present = await self._table.rows_by_id(namespace, [r["id"] for r in turns], columns=["id"])
+            vanished = [r for r in turns if r["id"] not in present]
+            if not vanished:
+                return
+            rewrites = await self.after_change(namespace, vanished, dict.fromkeys(r["id"] for r in vanished))
+            if not rewrites:
+                return
+            event = await self._table.rewrite(self._table.whole_rows(rewrites))
+            if event.updated is None or event.updated >= len(rewrites):
+                return
+            # A neighbour changed between our read and our rewrite: read the session again.
+        logger.warning("memory-retrievers: a deleted turn's words may remain in a neighbour's context")
 
     async def refresh(self, refresh: list[dict[str, Any]]) -> None:
         """Extend stored turns' context with their new next turns: update-only, best effort.
@@ -161,19 +191,41 @@ class ContextFiller:
         except StorageError:  # the turns themselves are stored; a stale context is only a weaker search aid
             logger.warning("memory-retrievers: extending earlier turns' context failed", exc_info=True)
 
-    async def scrub_vanished(self, used: list[dict[str, Any]]) -> None:
-        """Take turns deleted meanwhile (by another process) out of the new turns' context.
-
-        The new contexts were made from turns read before the commit; a turn another process
-        deleted since must not live on in them.
-        """
+    async def scrub_vanished(self, rows: Sequence[dict[str, Any]]) -> None:
+        """:meth:`settle` for rows of any namespace (the stored turns a write used, and its new turns)."""
         by_ns: dict[str, list[dict[str, Any]]] = {}
-        for row in used:
+        for row in rows:
             by_ns.setdefault(row["namespace"], []).append(row)
-        for ns, rows in by_ns.items():
-            present = await self._table.rows_by_id(ns, [r["id"] for r in rows], columns=["id"])
-            vanished = [r for r in rows if r["id"] not in present]
-            if vanished:
-                rewrites = await self.after_change(ns, vanished, dict.fromkeys(r["id"] for r in vanished))
-                if rewrites:
-                    await self._table.rewrite(self._table.whole_rows(rewrites))
+        for ns, mine in by_ns.items():
+            await self.settle(ns, mine)
+
+
+def _legacy_auto(turns: list[dict[str, Any]], gone: list[dict[str, Any]]) -> set[str]:
+    """Ids of turns written before ``context_auto`` existed whose context looks store-filled.
+
+    Filling joins neighbouring turns' texts one per line, so such a context is made of the
+    session's turn texts (turns already deleted included) and nothing else; a caller's own context
+    almost never is. An empty context counts as store-filled (filling found no neighbours).
+    """
+    texts = {t["text"] for t in [*turns, *gone] if t.get("text")}
+    return {
+        t["id"]
+        for t in turns
+        if t.get("context_auto") is None and (not t.get("context") or _made_of(t["context"], texts))
+    }
+
+
+def _made_of(context: str, texts: set[str]) -> bool:
+    """Whether ``context`` is some of ``texts`` joined by newlines (a text may itself hold newlines)."""
+    reachable = {0}  # offsets in context where a next text may start
+    for start in range(len(context)):
+        if start not in reachable:
+            continue
+        for text in texts:
+            end = start + len(text)
+            if context.startswith(text, start):
+                if end == len(context):
+                    return True
+                if context[end] == "\n":
+                    reachable.add(end + 1)
+    return False

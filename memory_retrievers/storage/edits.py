@@ -91,22 +91,34 @@ class Editor:
             else:
                 vector = np.asarray(prior["vector"], dtype=np.float32)
             row = build_row(rec, content_hash(rec["text"]), prior, self._clock())
+            # Who filled the context changes only when the caller sets it.
+            row["context_auto"] = fields["context"] is None if "context" in fields else prior.get("context_auto")
             row["search_text"] = search_text(row["text"], row["context"])
             data = to_arrow([row], vector.reshape(1, -1), self._table.schema)
             neighbours = (
-                await self._context.after_change(namespace, [prior], {id_: rec["text"]})
+                [n for n in await self._context.after_change(namespace, [prior], {id_: rec["text"]}) if n["id"] != id_]
                 if rec["text"] != prior["text"]
                 else []
             )
             event = await self._table.rewrite(data)
             if event.updated == 1:
                 if neighbours:
+                    # Conditional: if another process deleted this turn meanwhile, its delete rewrote
+                    # these neighbours first, and this stale rewrite does not land.
                     await self._table.rewrite(self._table.whole_rows(neighbours))
                 return rows_to_memories(pa.Table.from_pylist([row]))[0]
         raise _changing(f"update memory {id_!r}")
 
     async def supersede(self, namespace: str, old_id: str, new: str | Mapping[str, Any]) -> AddedMemory:
-        """Write a memory that replaces ``old_id``; both are linked, in one commit.
+        """Write a memory that replaces ``old_id``, and link both.
+
+        Two commits, in this order: the new memory (it can never overwrite an existing id), then
+        the old one's ``superseded_by``, conditional and update-only. If the second does not land
+        (another process changed, superseded or deleted the old memory meanwhile), the new memory
+        is taken back and the old one read again. A single merge would be one commit, but on a
+        concurrent delete it would insert the old memory back. A crash between the two commits
+        leaves both memories live, linked one way (``supersedes``): nothing lost, nothing
+        deleted brought back.
 
         Raises:
             NotFoundError: ``old_id`` does not exist (or was deleted meanwhile).
@@ -126,19 +138,24 @@ class Editor:
             rec = validate_record({**inherited, **fields, "supersedes": old_id, "namespace": namespace}, self._config)
             if rec.get("id") == old_id:
                 raise InvalidInputError("the new memory needs an id different from old_id")
-            if rec.get("id") is not None and (await self._table.rows_by_id(namespace, [rec["id"]])):
-                raise InvalidInputError(f"id {rec['id']!r} already exists; omit id to generate one")
             vector = await self._vectors.for_records([rec])
             now = self._clock()
             row = build_row(rec, content_hash(rec["text"]), None, now)
-            old_row = {**old, "superseded_by": row["id"], "updated_at": now, "revision": int(old["revision"]) + 1}
-            event = await self._writer.commit([row], vector, extra=[old_row], upsert=True)
-            if event.inserted == 1 and event.updated == 1:
+            first = await self._writer.commit([row], vector, upsert=True)  # revision 0: lands only as a new id
+            if first.inserted != 1:
+                raise InvalidInputError(f"id {row['id']!r} already exists; omit id to generate one")
+            old_row = {**old, "superseded_by": row["id"], "updated_at": now}
+            second = await self._table.rewrite(self._table.whole_rows([old_row]))
+            if second.updated == 1:
+                # A turn of a session: its context, and its neighbours', as if it had been written there.
+                around = await self._context.after_change(namespace, [row], {})
+                if around:
+                    await self._table.rewrite(self._table.whole_rows(around))
+                    await self._context.settle(namespace, [row])
+                    row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
                 mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
                 return added(mem, WriteAction.ADDED, None, None)
-            # Another process changed or deleted the old memory between our read and our commit.
-            # Take back what landed (a deleted old memory comes back as "inserted") and look again.
-            await self._table.delete(namespace, [row["id"], old_id] if (event.inserted or 0) > 1 else [row["id"]])
+            await self._table.delete(namespace, [row["id"]])  # the old memory moved on: take ours back
         raise _changing(f"supersede memory {old_id!r}")
 
     async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool) -> int:
@@ -170,16 +187,30 @@ class Editor:
                 rewrites[row["id"]] = {**rewrites.get(row["id"], row), "superseded_by": None, "updated_at": now}
             if not rewrites:
                 await self._table.delete(namespace, doomed)
+                await self._sweep(namespace, list(found.values()), gone)
                 return len(found)
             event = await self._table.delete_and_rewrite(
                 namespace, doomed, self._table.whole_rows(list(rewrites.values()))
             )
-            if event.updated == len(rewrites):
-                return len(found)
             doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"])
-            if not doomed_left and not await self._orphan_restores(namespace, doomed):
-                return len(found)  # the deletes landed; only context rewrites met a concurrent change
+            if event.updated == len(rewrites) or (
+                not doomed_left and not await self._orphan_restores(namespace, doomed)
+            ):  # the deletes landed (context rewrites that met a concurrent change are swept below)
+                await self._sweep(namespace, list(found.values()), gone)
+                return len(found)
         raise _changing(f"delete {len(doomed)} memor{'y' if len(doomed) == 1 else 'ies'}")
+
+    async def _sweep(self, namespace: str, deleted: list[dict[str, Any]], gone: dict[str, str | None]) -> None:
+        """After a delete, take the deleted words out of turns another process wrote meanwhile.
+
+        Such a turn's context was made from turns read before this delete. With the writer's own
+        check after its commit (``ContextFiller.scrub_vanished``) this closes the window:
+        whichever of the two runs later sees the other's commit.
+        """
+        await self._table.refresh()
+        rewrites = await self._context.after_change(namespace, deleted, gone)
+        if rewrites:
+            await self._table.rewrite(self._table.whole_rows(rewrites))
 
     async def _orphan_restores(self, namespace: str, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Stored rows superseded by one of ``ids`` and not deleted with them (to be made live again)."""

@@ -130,6 +130,8 @@ def parse_restore_record(raw: Any, config: StoreConfig, *, namespace: str | None
     row = build_row(
         rec, content_hash(rec["text"]), maintained, _required_timestamp(raw.get("updated_at"), "updated_at")
     )
+    if row["context"] is not None:
+        row["context_auto"] = None  # who filled it is not exported: judged by its content, as on old rows
     vector = raw.get("vector")
     return RestoreRow(row, None if vector is None else np.asarray(vector, dtype=np.float32))
 

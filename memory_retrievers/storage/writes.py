@@ -183,7 +183,10 @@ class Writer:
                     outcomes[i] = plan.outcomes[j]
             landed.update({k: r for k, r in plan.rows.items() if k not in failed_keys})
             await self._context.refresh(plan.refresh)
-            await self._context.scrub_vanished(plan.used)
+            # The words of the turns used, and of the new turns put into earlier turns' context: any
+            # of them deleted meanwhile by another process is taken back out.
+            new_turns = [r for k, r in plan.rows.items() if k not in failed_keys]
+            await self._context.scrub_vanished([*plan.used, *new_turns])
             todo = [i for i, o in enumerate(outcomes) if o is None]
             if not todo:
                 break
@@ -291,6 +294,8 @@ class Writer:
             if key in rows and key not in existing:
                 prior = None  # a new row of this batch: still a new row
             row = self._row(merged, chash, prior, now, offsets[i], dup_id, vector_of)
+            if "context" not in r["_given"] or policy is not DedupPolicy.UPDATE:
+                row["context_auto"] = base.get("context_auto")  # the context stays whoever filled it
             if row["_vector"] is None:  # the text stays: so does its vector
                 row["_stored_vector"] = base.get("_stored_vector", base.get("vector"))
             row["created_at"] = base["created_at"]

@@ -79,8 +79,8 @@ def test_another_process_deleting_turns_mid_write_keeps_them_deleted(tmp_path: P
     chat(a)
     fill = a._writer._context.fill
 
-    async def fill_then_other_process_forgets(rows: Any) -> Any:
-        read = await fill(rows)  # the new turn's context is made from the stored turns...
+    async def fill_then_other_process_forgets(rows: Any, **options: Any) -> Any:
+        read = await fill(rows, **options)  # the new turn's context is made from the stored turns...
         await b.aforget("u")  # ...which another process forgets before this commit
         return read
 
@@ -91,6 +91,95 @@ def test_another_process_deleting_turns_mid_write_keeps_them_deleted(tmp_path: P
     assert "Whiskers" not in every_text(fresh, "u") and fresh.get(new.id, namespace="u").context is None
     for s in (a, b, fresh):
         s.close()
+
+
+def test_a_turn_deleted_by_another_process_before_its_neighbours_learn_of_it(tmp_path: Path) -> None:
+    """The new turn commits; another process deletes it (and finds nothing to sweep yet); then the
+    writer extends the earlier turns' context with it. Its words must not stay there."""
+    a = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    b = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    chat(a)
+    extend = a._writer._context.refresh
+
+    async def other_process_deletes_then_extend(rows: Any) -> None:
+        new_ids = {r["id"] for r in await _rows_with(a, "hates the vet")}
+        await b.adelete(list(new_ids), namespace="u")  # committed, swept: the neighbours don't have it yet
+        await extend(rows)  # ...and now they get its words
+
+    a._writer._context.refresh = other_process_deletes_then_extend  # type: ignore[method-assign]
+    a.add("Also, she hates the vet", namespace="u", kind="message", session_id="s")
+    fresh = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    assert "vet" not in every_text(fresh, "u")
+    assert not fresh.fts_search("hates the vet", namespace="u", field="context")
+    for s in (a, b, fresh):
+        s.close()
+
+
+async def _rows_with(store: MemoryStore, words: str) -> list[dict[str, Any]]:
+    return [{"id": m.id} for m in await store.alist("u", limit=100) if words in m.text]
+
+
+def test_a_reworded_turn_deleted_by_another_process_mid_update(tmp_path: Path) -> None:
+    """An update commits, then another process deletes the turn (rewriting its neighbours' context)
+    before the update rewrites them with the new words: that stale rewrite must not land."""
+    a = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    b = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    ids = chat(a)
+    rewrite = a._table.rewrite
+    calls = 0
+
+    async def delete_between_the_two_rewrites(data: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 2:  # the neighbours' rewrite: the updated turn is deleted just before it
+            await b.adelete([ids[2]], namespace="u")
+        return await rewrite(data)
+
+    a._table.rewrite = delete_between_the_two_rewrites  # type: ignore[method-assign]
+    a.update(ids[2], namespace="u", text="Whiskers likes salmon")
+    assert calls >= 2
+    fresh = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    assert "salmon" not in every_text(fresh, "u") and "tuna" not in every_text(fresh, "u")
+    for s in (a, b, fresh):
+        s.close()
+
+
+def test_deleting_a_neighbour_of_a_superseded_turn_takes_its_words_out(store: MemoryStore) -> None:
+    ids = chat(store)
+    newer = store.supersede(ids[1], "She is four years old", namespace="u")
+    assert newer.context and newer.context in every_text(store, "u")  # a turn of its session, with its context
+    store.delete(ids[0], namespace="u")  # "I adopted a cat named Whiskers"
+    assert "adopted" not in every_text(store, "u")
+    assert not store.fts_search("adopted cat", namespace="u", field="context")
+
+
+def test_turns_written_before_context_auto_existed_are_still_swept(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    ids = chat(store)
+    mine = store.add("And a dog", namespace="u", kind="message", session_id="s", context="I adopted a cat")
+    store.close()
+
+    async def drop() -> None:  # the table as an older release left it
+        import lancedb
+
+        db = await lancedb.connect_async(str(tmp_path / "db"))
+        await (await db.open_table("memories")).drop_columns(["context_auto"])
+
+    asyncio.run(drop())
+    old = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32))
+    old.delete(ids[2], namespace="u")  # "Whiskers likes tuna": judged store-filled by its content
+    assert "tuna" not in every_text(old, "u")
+    assert old.get(mine.id, namespace="u").context == "I adopted a cat"
+    old.close()
+
+
+def test_a_caller_context_is_never_rewritten_by_a_neighbours_deletion(store: MemoryStore) -> None:
+    ids = chat(store)
+    mine = store.add("And a dog", namespace="u", kind="message", session_id="s", context="I adopted a cat")
+    store.update(ids[1], namespace="u", context="my own words")
+    store.delete(ids[0], namespace="u")
+    assert store.get(mine.id, namespace="u").context == "I adopted a cat"  # the caller's, kept as given
+    assert store.get(ids[1], namespace="u").context == "my own words"
 
 
 def test_deleting_a_turn_takes_its_words_out_of_its_neighbours_context(store: MemoryStore) -> None:
@@ -264,3 +353,30 @@ def test_a_hung_sync_llm_does_not_stall_the_process(make_store: Make) -> None:
     worker.join(10)
     assert finished, "the process stalled behind calls that never returned"
     assert time.perf_counter() - started < 60
+
+
+# ---------------------------------------------------------------- add_many checks everything first
+def test_a_bad_caller_vector_in_a_later_batch_stops_the_first_batch_too(make_store: Make) -> None:
+    store = make_store()
+    records = [{"text": f"memory {i}", "vector": [1.0] * 32} for i in range(700)]
+    records[600]["vector"] = [float("nan")] * 32
+    with pytest.raises(Exception, match="record 600"):
+        store.add_many(records, namespace="u", batch_size=512, dedup=False)
+    assert store.count("u") == 0
+
+
+def test_an_embedder_failing_in_a_later_batch_says_what_was_stored(make_store: Make) -> None:
+    class FailsSecondCall(HashEmbedder):
+        calls = 0
+
+        async def aembed_documents(self, texts):  # type: ignore[no-untyped-def]
+            FailsSecondCall.calls += 1
+            if FailsSecondCall.calls == 2:
+                raise RuntimeError("model server went away")
+            return self.embed_documents(texts)
+
+    store = make_store(embedder=FailsSecondCall(32), config={"embed_batch_size": 100})
+    with pytest.raises(Exception, match="records 0-99 were stored") as info:
+        store.add_many([{"text": f"memory {i}"} for i in range(250)], namespace="u", batch_size=100, dedup=False)
+    assert [m.text for m in info.value.written] == [f"memory {i}" for i in range(100)]  # type: ignore[attr-defined]
+    assert store.count("u") == 100

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import sys
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -288,7 +290,9 @@ def test_supersede_links_both_and_hides_the_old(store: MemoryStore) -> None:
     old = store.add("Alice lives in Paris", namespace="n", kind="fact", tags=["home"], entities=["alice"])
     before = table_version(store)
     new = store.supersede(old.id, "Alice lives in Berlin", namespace="n")
-    assert table_version(store) - before == 1  # one atomic commit
+    # Two commits: the new memory (insert-only), then the old one's link (update-only). One merge
+    # of both would insert the old memory back if another process deleted it meanwhile.
+    assert table_version(store) - before == 2
     assert new.supersedes == old.id and new.tags == ("home",) and new.entities == ("alice",)
     assert store.get(old.id, namespace="n").superseded_by == new.id
     assert store.count("n") == 1 and store.count("n", filter={"include_superseded": True}) == 2
@@ -303,6 +307,24 @@ def test_supersede_links_both_and_hides_the_old(store: MemoryStore) -> None:
     assert newer.tags == ("moved",)
     with pytest.raises(NotFoundError):
         store.supersede("missing", "x", namespace="n")
+
+
+def test_supersede_interrupted_between_its_two_commits_loses_nothing(store: MemoryStore) -> None:
+    old = store.add("Alice lives in Paris", namespace="n", kind="fact")
+
+    async def crash(data: object) -> None:
+        raise RuntimeError("the process dies here")  # after the new memory's commit
+
+    store._table.rewrite = crash  # type: ignore[method-assign,assignment]
+    with pytest.raises(RuntimeError, match="dies here"):
+        store.supersede(old.id, {"text": "Alice lives in Berlin", "id": "berlin"}, namespace="n")
+    del store._table.rewrite
+    # Both live, linked one way: nothing lost, and the supersession can be finished by hand.
+    assert store.get(old.id, namespace="n").superseded_by is None
+    assert store.get("berlin", namespace="n").supersedes == old.id
+    assert store.count("n") == 2
+    newer = store.supersede(old.id, "Alice lives in Rome", namespace="n")
+    assert store.get(old.id, namespace="n").superseded_by == newer.id
 
 
 def test_delete_is_all_or_nothing_on_missing_ids(store: MemoryStore) -> None:
@@ -537,3 +559,20 @@ def test_lancedb_uri_store_needs_no_local_folder(embedder, clock) -> None:
     m = store.add("kept in memory", namespace="n")
     assert store.fts_search("memory", namespace="n")[0].id == m.id
     store.close()
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize(("tty", "n", "shown"), [(True, 30, True), (True, 5, False), (False, 30, False)])
+def test_add_many_shows_progress_on_a_terminal_by_default(
+    store: MemoryStore, monkeypatch: pytest.MonkeyPatch, tty: bool, n: int, shown: bool
+) -> None:
+    err = _Terminal() if tty else io.StringIO()
+    monkeypatch.setattr(sys, "stderr", err)
+    store.add_many([{"text": f"note number {i}"} for i in range(n)], namespace="n", batch_size=10)
+    assert ("add_many" in err.getvalue()) is shown
+    with pytest.raises(InvalidInputError, match="progress"):
+        store.add_many([{"text": "x"}], namespace="n", progress="yes")  # type: ignore[arg-type]

@@ -146,14 +146,15 @@ async def test_an_older_table_gets_the_new_columns_on_open(tmp_path: Path) -> No
     from .conftest import EMBEDDER
 
     legacy = memory_schema(EMBEDDER.dimension, EMBEDDER.name)
-    legacy = legacy.remove(legacy.get_field_index("revision"))
-    data = rows("u", ["written by 0.1"]).drop_columns(["revision"])
+    for added in ("revision", "context_auto"):
+        legacy = legacy.remove(legacy.get_field_index(added))
+    data = rows("u", ["written by 0.1"]).drop_columns(["revision", "context_auto"])
     db = await lancedb.connect_async(str(tmp_path))
     await db.create_table("memories", data=data, schema=legacy)
     t = new_table(tmp_path)
     await t.open()
-    assert (await t.rows(build_where("u"), ["text", "revision"])).to_pylist() == [
-        {"text": "written by 0.1", "revision": 0}
+    assert (await t.rows(build_where("u"), ["text", "revision", "context_auto"])).to_pylist() == [
+        {"text": "written by 0.1", "revision": 0, "context_auto": None}
     ]
     await t.add(rows("u", ["written now"]))
     assert await t.count() == 2
