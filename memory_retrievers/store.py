@@ -14,6 +14,7 @@ import atexit
 import builtins
 import logging
 import os
+import sys
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -282,7 +283,7 @@ class MemoryStore:
         namespace: str | None = None,
         batch_size: int | None = None,
         dedup: bool | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> builtins.list[AddedMemory]:
         """Store many memories: embedded in batches, one LanceDB commit per batch.
 
@@ -291,7 +292,8 @@ class MemoryStore:
             namespace: Namespace for records that do not name one.
             batch_size: Records per commit (default ``StoreConfig.write_batch_size``).
             dedup: Override the config's duplicate detection.
-            progress: Show a tqdm progress bar.
+            progress: Show a tqdm progress bar. ``None`` (default): when stderr is a terminal
+                and the records need more than one batch.
 
         Returns:
             One :class:`AddedMemory` per record, in order.
@@ -311,14 +313,18 @@ class MemoryStore:
         namespace: str | None = None,
         batch_size: int | None = None,
         dedup: bool | None = None,
-        progress: bool = False,
+        progress: bool | None = None,
     ) -> builtins.list[AddedMemory]:
         """Async twin of :meth:`add_many`."""
         self._ensure_open()
         size = batch_size if batch_size is not None else self._config.write_batch_size
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise InvalidInputError(f"batch_size must be a positive int, got {size!r}")
+        if progress is not None and not isinstance(progress, bool):
+            raise InvalidInputError(f"progress must be True, False or None, got {progress!r}")
         recs = self._records(records, namespace)
+        if progress is None:
+            progress = len(recs) > size and sys.stderr is not None and sys.stderr.isatty()
         bar = None
         if progress:
             from tqdm.auto import tqdm
