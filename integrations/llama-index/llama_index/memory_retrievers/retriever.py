@@ -240,14 +240,19 @@ class RecallRetriever(BaseRetriever):
             **overrides: ``similarity_top_k``, ``token_budget``, ``recall_config`` (a dict of
                 overrides), ``project``, ``topic``, ``explain``, ``now`` and any filter field.
         """
+        return await self._arecall(self.memory_retriever, query, overrides)
+
+    async def _arecall(
+        self, recaller: MemoryRetriever, query: str | QueryBundle, overrides: Mapping[str, Any]
+    ) -> RecallResult:
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
-        recaller = self.memory_retriever  # this call's namespace, chosen before anything awaits
         vector = await self._aquery_vector(bundle)
         return await recaller.arecall(bundle.query_str, query_vector=vector, **self._args(overrides))
 
     def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
         """Sync twin of :meth:`arecall`."""
-        return run_sync(self.arecall(query, **overrides))
+        # The namespace is read here, in the caller's context, not on the core's loop thread.
+        return run_sync(self._arecall(self.memory_retriever, query, overrides))
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
         """``aretrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""
