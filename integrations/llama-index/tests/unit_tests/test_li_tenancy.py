@@ -60,9 +60,8 @@ def test_a_query_outside_using_namespace_fails_instead_of_sharing_a_namespace(te
     assert current_namespace() is None
     with pytest.raises(InvalidInputError, match="no namespace"):
         _engine(tenants).query("secret number")
-    with pytest.raises(InvalidInputError, match="namespace"):
-        with using_namespace(""):
-            pass
+    with pytest.raises(InvalidInputError, match="namespace"), using_namespace(""):
+        pass
 
 
 def test_using_namespace_nests_and_restores(tenants: MemoryStore) -> None:
