@@ -119,6 +119,21 @@ def _check_put_namespace(namespace: Sequence[str]) -> tuple[str, ...]:
     return path
 
 
+def _check_op(op: Op) -> None:
+    """The namespace rules of one op (``batch`` takes ops as given: ``BaseStore``'s methods did not check them)."""
+    if isinstance(op, PutOp):
+        _check_put_namespace(op.namespace)
+    elif isinstance(op, GetOp):
+        _check_labels(op.namespace)
+    elif isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            _check_labels(condition.path)
+    else:
+        raise InvalidInputError(f"unknown store operation {type(op).__name__}")
+
+
 def _compare(actual: Any, wanted: Any) -> bool:
     """LangGraph's filter semantics: equality, nested dicts, lists, and ``$eq/$ne/$gt/$gte/$lt/$lte``."""
     if isinstance(wanted, dict):
@@ -312,8 +327,14 @@ class MemoryStoreLangGraph(BaseStore):
         return run_sync(self.abatch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order; consecutive puts to one namespace share one commit."""
+        """Run ops in order; consecutive puts to one namespace share one commit.
+
+        Every op's namespace is checked before any op runs, so a batch with an invalid one changes
+        nothing.
+        """
         ops = list(ops)
+        for op in ops:
+            _check_op(op)
         results: list[Result] = [None] * len(ops)
         i = 0
         while i < len(ops):
