@@ -40,7 +40,9 @@ SKIPPED = {
 }
 
 
-def _open(cls: type[MemoryStoreLangGraph], index: dict[str, Any] | None) -> tuple[MemoryStoreLangGraph, MemoryStore, str]:
+def _open(
+    cls: type[MemoryStoreLangGraph], index: dict[str, Any] | None
+) -> tuple[MemoryStoreLangGraph, MemoryStore, str]:
     folder = tempfile.mkdtemp(prefix="langgraph-standard-")
     if index is not None:
         embedder: Any = LangChainEmbedder(index["embed"], name="langgraph-test-embeddings", dimension=index["dims"])
