@@ -37,8 +37,10 @@ def upstream_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
     release = version(PACKAGE)
     download = tmp_path_factory.mktemp("sdist")
     fetched = subprocess.run(
-        [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"]
-        + ["--dest", str(download), f"{PACKAGE}=={release}"],
+        [
+            *(sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--no-binary", ":all:"),
+            *("--dest", str(download), f"{PACKAGE}=={release}"),
+        ],
         capture_output=True,
         text=True,
         timeout=300,
@@ -59,8 +61,10 @@ def upstream_tests(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_langgraph_store_suite_passes(upstream_tests: Path, tmp_path: Path) -> None:
     report = tmp_path / "report.xml"
     done = subprocess.run(
-        [sys.executable, "-m", "pytest", *SUITES, "-p", "langgraph_store_shim", "-p", "no:cacheprovider"]
-        + ["-k", "not file", "-o", "asyncio_mode=auto", "-q", f"--junitxml={report}"],
+        [
+            *(sys.executable, "-m", "pytest", *SUITES, "-p", "langgraph_store_shim", "-p", "no:cacheprovider"),
+            *("-k", "not file", "-o", "asyncio_mode=auto", "-q", f"--junitxml={report}"),
+        ],
         cwd=upstream_tests,
         env={**os.environ, "PYTHONPATH": str(HERE)},
         capture_output=True,
