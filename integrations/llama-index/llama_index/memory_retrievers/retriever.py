@@ -141,6 +141,10 @@ class RecallRetriever(BaseRetriever):
             isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
         ):
             raise ConfigError(f"similarity_top_k must be an int >= 1 or None, got {similarity_top_k!r}")
+        if token_budget not in ("config", None) and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+        ):
+            raise ConfigError(f"token_budget must be an int >= 0, 'config' or None, got {token_budget!r}")
         if not isinstance(store, MemoryStore):
             raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = register(store)

@@ -238,6 +238,8 @@ def test_true_is_not_an_int(store: MemoryStore, build: Callable[[MemoryStore], A
         build(store)
     with pytest.raises(ConfigError, match="similarity_top_k"):
         RecallRetriever(store, namespace="a", similarity_top_k=True)
+    with pytest.raises(ConfigError, match="token_budget"):
+        RecallRetriever(store, namespace="a", token_budget=True)
 
 
 def test_an_over_long_chat_key_names_max_key_chars(store: MemoryStore) -> None:
