@@ -9,10 +9,9 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
-from memory_retrievers.integration import aall_memories, adelete_ids, run_sync
+from memory_retrievers.integration import aall_memories, adelete_ids, check_store_key, register, run_sync
 
 from ._messages import from_memories, message_record
-from ._support import check_store_key, register
 
 __all__ = ["MemoryChatMessageHistory"]
 

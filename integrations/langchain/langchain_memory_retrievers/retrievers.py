@@ -20,10 +20,19 @@ from memory_retrievers import (
     RecallResult,
     Reranker,
 )
-from memory_retrievers.integration import coerce_filter, validated
+from memory_retrievers.integration import (
+    check_arguments,
+    check_store_key,
+    coerce_filter,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    register,
+    store_spec,
+    validated,
+)
 
 from ._documents import to_documents
-from ._support import check_arguments, check_store_key, deepcopy_memo, is_store_spec, open_store, register, store_spec
 from .llms import child_callbacks, to_memory_llm
 
 __all__ = ["RecallRetriever"]

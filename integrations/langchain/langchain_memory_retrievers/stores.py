@@ -59,10 +59,9 @@ from memory_retrievers import (
     RecallConfig,
     ScoredMemory,
 )
-from memory_retrievers.integration import PAGE_SIZE, aiter_memories, run_sync, unit_rows
+from memory_retrievers.integration import PAGE_SIZE, aiter_memories, register, run_sync, unit_rows
 
 from ._recallers import Recallers
-from ._support import register
 
 __all__ = ["NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
 

@@ -27,10 +27,20 @@ from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, Messag
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
 from memory_retrievers import Memory, MemoryKind, MemoryStore, NotFoundError, StorageError
-from memory_retrievers.integration import aall_memories, adelete_ids, run_sync
+from memory_retrievers.integration import (
+    aall_memories,
+    adelete_ids,
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    register,
+    run_sync,
+    store_spec,
+)
 
 from ._messages import SEQ_KEY, from_memories, message_record, ordered
-from ._support import check_arguments, check_store_key, deepcopy_memo, is_store_spec, open_store, register, store_spec
 
 __all__ = ["ARCHIVED_TAG", "MemoryChatStore", "MemoryDBChatStore"]
 

@@ -10,10 +10,21 @@ from llama_index.core.memory.types import BaseMemory
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import query_text, render_line, run_sync, validated
+from memory_retrievers.integration import (
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    query_text,
+    register,
+    render_line,
+    run_sync,
+    store_spec,
+    validated,
+)
 
 from ._messages import from_memories
-from ._support import check_arguments, check_store_key, deepcopy_memo, is_store_spec, open_store, register, store_spec
 from .bridges import to_memory_llm
 from .chat_store import MemoryChatStore, restore
 from .memory_block import latest_query

@@ -12,10 +12,20 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
 from memory_retrievers import ConfigError, MemoryKind, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import aall_memories, query_text, validated
+from memory_retrievers.integration import (
+    aall_memories,
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    query_text,
+    register,
+    store_spec,
+    validated,
+)
 
 from ._messages import MESSAGE_KEY, message_record, message_text
-from ._support import check_arguments, check_store_key, deepcopy_memo, is_store_spec, open_store, register, store_spec
 from .bridges import to_memory_llm
 from .chat_store import ARCHIVED_TAG, restore
 

@@ -23,9 +23,8 @@ from memory_retrievers import (
     Reranker,
     ScoredMemory,
 )
-from memory_retrievers.integration import coerce_filter, run_sync
+from memory_retrievers.integration import check_store_key, coerce_filter, register, run_sync
 
-from ._support import check_store_key, register
 from .bridges import to_memory_llm
 
 __all__ = ["RecallRetriever", "current_namespace", "to_nodes", "using_namespace"]
