@@ -253,7 +253,8 @@ def _embedder_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
     if type(embedder) is HashEmbedder:
         return {"type": "hash", "name": embedder.name, "dimension": embedder.dimension}
     if type(embedder) is SentenceTransformerEmbedder:
-        return {"type": "sentence-transformers", "name": embedder.name}
+        # The model too: the recorded name may be a label for a hub name or a local path.
+        return {"type": "sentence-transformers", "name": embedder.name, "model": embedder._model_name}
     raise ConfigError(
         f"{owner} cannot be serialised: its store's embedder {embedder.name!r} ({type(embedder).__name__}) "
         "cannot be rebuilt from its name; only HashEmbedder and SentenceTransformerEmbedder stores can. "
@@ -264,7 +265,9 @@ def _embedder_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
 def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
     """What reopens ``store`` in another process: uri, table, embedder and config (never credentials).
 
-    The result is JSON-serialisable and marked with :data:`SPEC_KEY`.
+    The result is JSON-serialisable and marked with :data:`SPEC_KEY`. A
+    :class:`~memory_retrievers.SentenceTransformerEmbedder` is recorded by its name and model (its
+    device and batch size are not: it reopens with the defaults).
 
     Args:
         store: The store to describe.
@@ -336,7 +339,9 @@ def open_store(spec: Mapping[str, Any]) -> MemoryStore:
     if kind == "hash":
         built: Any = HashEmbedder(int(embedder["dimension"]), name=str(embedder["name"]))
     elif kind == "sentence-transformers":
-        built = SentenceTransformerEmbedder(str(embedder["name"]), name=str(embedder["name"]))
+        # Specs written before the model was recorded named the model by its name.
+        model = str(embedder.get("model", embedder["name"]))
+        built = SentenceTransformerEmbedder(model, name=str(embedder["name"]))
     else:
         raise ConfigError(
             f"serialised store names an embedder type {kind!r}; expected 'hash' or 'sentence-transformers'"

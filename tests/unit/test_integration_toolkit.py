@@ -14,7 +14,15 @@ from typing import Any
 
 import pytest
 
-from memory_retrievers import ConfigError, EmbedderMismatchError, HashEmbedder, InvalidInputError, MemoryStore
+from memory_retrievers import (
+    DEFAULT_MODEL,
+    ConfigError,
+    EmbedderMismatchError,
+    HashEmbedder,
+    InvalidInputError,
+    MemoryStore,
+    SentenceTransformerEmbedder,
+)
 from memory_retrievers.integration import (
     SPEC_KEY,
     WrappedEmbedder,
@@ -94,6 +102,32 @@ def test_a_spec_is_json_marked_and_free_of_credentials(make_store: Callable[...,
 )
 def test_only_a_version_1_spec_is_a_spec(value: Any) -> None:
     assert not is_store_spec(value)
+
+
+def test_a_sentence_transformer_store_reopens_its_model_not_its_label(tmp_path: Path) -> None:
+    # The name recorded in the table may be a label; the model is what has to be loaded.
+    store = MemoryStore(tmp_path / "st", embedder=SentenceTransformerEmbedder(DEFAULT_MODEL, name="minilm"))
+    spec = json.loads(json.dumps(store_spec(store, "X")))
+    store.close()
+    assert spec["embedder"] == {"type": "sentence-transformers", "name": "minilm", "model": DEFAULT_MODEL}
+    reopened = open_store(spec)  # lazy: no model is loaded
+    try:
+        assert reopened.embedder.name == "minilm"
+        assert repr(reopened.embedder) == f"SentenceTransformerEmbedder(model={DEFAULT_MODEL!r}, device='cpu')"
+    finally:
+        reopened.close()
+
+
+def test_a_spec_without_a_model_reopens_the_model_named_by_its_name(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "st", embedder=SentenceTransformerEmbedder(DEFAULT_MODEL))
+    spec = store_spec(store, "X")
+    store.close()
+    del spec["embedder"]["model"]
+    reopened = open_store(spec)
+    try:
+        assert repr(reopened.embedder) == f"SentenceTransformerEmbedder(model={DEFAULT_MODEL!r}, device='cpu')"
+    finally:
+        reopened.close()
 
 
 class _Wrapped(WrappedEmbedder):
