@@ -2,7 +2,7 @@
 
 Why this example: agents forget everything between threads. The middleware recalls what matters
 before each model call (a budgeted block in the system message, never piled into the chat state)
-and stores each finished turn, so a new thread can use what the user said in an old one. Offline
+and stores what the user said in each finished turn, so a new thread can use it. Offline
 with LangChain's fake chat model; set ``MEMORY_RETRIEVERS_CHAT_MODEL`` for a real model.
 
     python examples/langchain_agent_memory.py [--store PATH]
@@ -52,7 +52,7 @@ def main() -> None:
             print(f"\n[thread {thread}] user: {question}")
             out = agent.invoke({"messages": [HumanMessage(question)]}, {"configurable": {"thread_id": thread}})
             print(f"[thread {thread}] agent: {out['messages'][-1].text}")
-        print(f"\nstored turns: {store.count('alice')}")
+        print(f"\nstored memories (the user's turns): {store.count('alice')}")
 
 
 if __name__ == "__main__":

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
-from memory_retrievers.integration import aall_memories, adelete_ids, check_key, run_sync
+from memory_retrievers.integration import aall_memories, adelete_ids, check_store_key, register, run_sync
 
 from ._messages import from_memories, message_record
 
@@ -28,8 +29,12 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         namespace: The user or tenant.
         session_id: The conversation.
 
+    ``namespace`` and ``session_id`` can be reassigned (checked like the constructor's); every
+    read and write uses their current values.
+
     Raises:
-        InvalidInputError: Empty or invalid ``namespace`` / ``session_id``.
+        InvalidInputError: Empty or invalid ``namespace`` / ``session_id`` (longer than
+            ``StoreConfig.max_key_chars``...).
 
     Example:
         .. code-block:: python
@@ -42,11 +47,37 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     def __init__(self, store: MemoryStore, *, namespace: str, session_id: str) -> None:
         if not isinstance(store, MemoryStore):
             raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
-        keys = store.config.max_key_chars
-        self.store = store
-        self.namespace = check_key(namespace, field="namespace", max_chars=keys)
-        self.session_id = check_key(session_id, field="session_id", max_chars=keys)
-        self._filter = {"session_ids": [self.session_id], "kinds": [MemoryKind.MESSAGE], "include_superseded": True}
+        self._store = register(store)
+        self.namespace = namespace
+        self.session_id = session_id
+
+    @property
+    def store(self) -> MemoryStore:
+        """The memory store (fixed: build another history for another store)."""
+        return self._store
+
+    @property
+    def namespace(self) -> str:
+        """The user or tenant whose session this is."""
+        return self._namespace
+
+    @namespace.setter
+    def namespace(self, value: str) -> None:
+        self._namespace = check_store_key(value, field="namespace", store=self._store)
+
+    @property
+    def session_id(self) -> str:
+        """The conversation."""
+        return self._session_id
+
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self._session_id = check_store_key(value, field="session_id", store=self._store)
+
+    @property
+    def _filter(self) -> dict[str, Any]:
+        # Derived on every use, so a reassigned session_id is read and written alike.
+        return {"session_ids": [self._session_id], "kinds": [MemoryKind.MESSAGE], "include_superseded": True}
 
     def __repr__(self) -> str:
         return f"MemoryChatMessageHistory(namespace={self.namespace!r}, session_id={self.session_id!r})"

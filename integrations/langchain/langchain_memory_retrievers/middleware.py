@@ -4,8 +4,16 @@ Before each model call it recalls the memories that matter for the latest user m
 them, within a token budget, to the system message (the agent state is not changed, so the block
 never piles up in the conversation). Memories that are messages already in the conversation are
 left out, and the recall of a user turn is reused by the later model calls of its tool loop. After
-the agent finishes a turn it stores the user message and the final answer as memories, so later
-conversations can recall them.
+the agent finishes a turn it stores what ``remember`` says as memories, so later conversations can
+recall them: by default the user's message only.
+
+Why the user's turns by default: memory layers such as mem0 and langmem keep facts *about the
+user*, extracted from the conversation, not the assistant's replies. Without an extraction model,
+the user's own words are the closest verbatim equivalent. An assistant reply is the model's words
+(a restatement at best, a guess at worst); stored by default, the agent would later recall its own
+answers as if they were facts about the user. ``remember="turn"`` also keeps the final answer
+(each message labelled by role: ``"user: ..."``, ``"assistant: ..."``) for apps where what the
+assistant said or promised matters; ``remember="off"`` stores nothing.
 """
 
 from __future__ import annotations
@@ -13,7 +21,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from langchain.agents.middleware import AgentMiddleware, AgentState, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -35,6 +43,8 @@ from ._recallers import Recallers
 __all__ = ["MemoryMiddleware"]
 
 Resolver = Callable[[Runtime[Any]], str | None]
+Remember = Literal["user", "turn", "off"]
+_REMEMBER: tuple[Remember, ...] = ("user", "turn", "off")
 
 # Recalls kept for reuse by later model calls of the same user turn (one entry per live turn).
 _TURN_CACHE_SIZE = 1024
@@ -88,7 +98,9 @@ class MemoryMiddleware(AgentMiddleware):
         token_budget: Maximum tokens of the injected block (``None``: unlimited).
         recall_config: :class:`~memory_retrievers.RecallConfig` (or a dict of overrides).
         llm: Optional LangChain model for query expansion / HyDE during recall.
-        remember: Store each finished turn (user message and final answer).
+        remember: What each finished turn leaves as memories: ``"user"`` (default: the user's
+            message), ``"turn"`` (the user's message and the final answer, labelled by role) or
+            ``"off"``. ``True``/``False`` mean ``"user"``/``"off"``. See the module docstring for why.
         header: Text placed before the recalled memories in the system message.
         recall_once_per_turn: Recall for the first model call of a user turn and reuse the result
             for the later calls of its tool loop (the query is the same user message). Saves a
@@ -115,7 +127,7 @@ class MemoryMiddleware(AgentMiddleware):
         token_budget: int | None = 1000,
         recall_config: RecallConfig | Mapping[str, Any] | None = None,
         llm: Any = None,
-        remember: bool = True,
+        remember: Remember | bool = "user",
         header: str = "Long-term memory about the user (recalled; may be outdated):",
         recall_once_per_turn: bool = True,
     ) -> None:
@@ -128,10 +140,16 @@ class MemoryMiddleware(AgentMiddleware):
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
         ):
             raise ConfigError(f"token_budget must be an int >= 0 or None, got {token_budget!r}")
-        self.store = store
+        if isinstance(remember, bool):
+            remember = "user" if remember else "off"
+        if remember not in _REMEMBER:
+            raise ConfigError(
+                f"remember must be one of {', '.join(map(repr, _REMEMBER))} (or a bool), got {remember!r}"
+            )
+        self._store = store
         self.k = k
         self.token_budget = token_budget
-        self.remember = bool(remember)
+        self.remember: Remember = remember
         self.header = header
         self._namespace = _resolver(namespace, "namespace")
         self._session = _resolver(session_id, "session_id") if session_id is not None else _thread_id
@@ -139,6 +157,11 @@ class MemoryMiddleware(AgentMiddleware):
         self.recall_once_per_turn = bool(recall_once_per_turn)
         self._turns: OrderedDict[_TurnKey, RecallResult] = OrderedDict()
         self._turns_lock = threading.Lock()
+
+    @property
+    def store(self) -> MemoryStore:
+        """The memory store (fixed: build another middleware for another store)."""
+        return self._store
 
     # ------------------------------------------------------------------ shared logic
     def _resolve_namespace(self, runtime: Runtime[Any]) -> str:
@@ -206,10 +229,15 @@ class MemoryMiddleware(AgentMiddleware):
             return []
         final = messages[-1]
         turn = [messages[start]]
-        if isinstance(final, AIMessage) and final is not messages[start] and final.text.strip():
+        if (
+            self.remember == "turn"
+            and isinstance(final, AIMessage)
+            and final is not messages[start]
+            and final.text.strip()
+        ):
             turn.append(final)
         session = self._session(runtime)
-        max_chars = self.store.config.max_text_chars
+        max_chars = self._store.config.max_text_chars
         records = []
         for message in turn:
             record = message_record(message, session_id=session, max_chars=max_chars)
@@ -250,17 +278,17 @@ class MemoryMiddleware(AgentMiddleware):
         return await handler(request)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Store the finished turn (user message and final answer)."""
-        if self.remember:
+        """Store the finished turn as ``remember`` says."""
+        if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
-                self.store.add_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+                self._store.add_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
         return None
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
-        if self.remember:
+        if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
-                await self.store.aadd_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+                await self._store.aadd_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
         return None

@@ -1,21 +1,42 @@
 """``MemoryStoreLangGraph``: LangGraph's long-term memory ``BaseStore`` on a memory store.
 
-A LangGraph namespace tuple maps to one of our namespaces by joining its labels with ``"."``
-(LangGraph forbids ``"."`` inside a label, so the mapping is exact both ways): the item
-``("memories", "alice"), key "k1"`` is the memory ``k1`` of namespace ``"memories.alice"``, and a
-:class:`~langchain_memory_retrievers.RecallRetriever` over ``"memories.alice"`` recalls it.
+**Namespaces.** A LangGraph namespace tuple is kept in one core namespace of a reserved form:
+``"langgraph:"`` followed by its labels joined with ``"."`` (LangGraph forbids ``"."`` in a label,
+so the mapping is exact both ways). ``("memories", "alice")`` is the core namespace
+``"langgraph:memories.alice"``; :meth:`MemoryStoreLangGraph.core_namespace` gives it, so a
+:class:`~langchain_memory_retrievers.RecallRetriever` can read the same memories. Core namespaces
+not of that form (``"alice.smith"`` written through the core API) are never LangGraph items.
+
+**Indexing.** An item's text is what ``index_fields`` (or the put's ``index=[...]``) select; by
+default every string of the value. With one selected text the memory's vector is that text's
+embedding. With several (several paths, or a path matching a list), each text is embedded on its
+own, as LangGraph does: the vectors are kept in the memory's metadata and the memory's own vector
+is their normalised mean (so no extra embedding is spent on the joined text). ``index=False``, or
+a value with no selected text, makes an item that semantic search never returns (still found by
+``get``, listing and filter-only search); it is tagged :data:`UNINDEXED_TAG`.
+
+**Search.** ``search(prefix, query=...)`` selects the items (namespaces under ``prefix``, then
+``filter``) *before* ranking them, and pages over all of them: ranking is the full recall pipeline
+(``ranking="recall"``, the default: vector, BM25, entity, recency, links, decay, MMR) over the
+selected items, followed by any the pipeline's candidate lists did not reach, by cosine; or the
+cosine alone (``ranking="vector"``, LangGraph's own ordering). ``SearchItem.score`` is always the
+cosine similarity between the query and the item's best-matching indexed text.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal, cast
 
+import numpy as np
 from langgraph.store.base import (
     BaseStore,
     GetOp,
+    InvalidNamespaceError,
     Item,
     ListNamespacesOp,
     MatchCondition,
@@ -26,9 +47,9 @@ from langgraph.store.base import (
     SearchOp,
     get_text_at_path,
 )
-from langgraph.store.base import _validate_namespace as validate_namespace
 
 from memory_retrievers import (
+    ConfigError,
     FilterError,
     InvalidInputError,
     Memory,
@@ -36,33 +57,94 @@ from memory_retrievers import (
     MemoryStore,
     NotFoundError,
     RecallConfig,
+    ScoredMemory,
 )
-from memory_retrievers.integration import aiter_memories, run_sync
+from memory_retrievers.integration import PAGE_SIZE, aiter_memories, register, run_sync, unit_rows
 
 from ._recallers import Recallers
 
-__all__ = ["MemoryStoreLangGraph"]
+__all__ = ["NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
 
+#: Every core namespace holding LangGraph items starts with this.
+NAMESPACE_PREFIX = "langgraph:"
+#: Tag of items that semantic search must not return (``index=False``, or nothing to index).
+UNINDEXED_TAG = "langgraph:unindexed"
 VALUE_KEY = "langgraph_value"
+VECTORS_KEY = "langgraph_vectors"
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+# Recall's candidate lists and k stop here; items beyond them are ranked by cosine.
+_RECALL_MAX = 1000
+Ranking = Literal["recall", "vector"]
 
 
-def to_namespace(path: tuple[str, ...]) -> str:
-    """Our namespace for a LangGraph namespace tuple."""
-    return ".".join(path)
+def core_namespace(namespace: Sequence[str]) -> str:
+    """The core namespace that holds the LangGraph namespace ``namespace``."""
+    return NAMESPACE_PREFIX + ".".join(namespace)
 
 
-def to_path(namespace: str) -> tuple[str, ...]:
-    """The LangGraph namespace tuple of one of our namespaces."""
-    return tuple(namespace.split("."))
+def langgraph_namespace(namespace: str) -> tuple[str, ...] | None:
+    """The LangGraph namespace a core namespace holds (``None``: not one of the reserved form)."""
+    if not namespace.startswith(NAMESPACE_PREFIX):
+        return None
+    rest = namespace[len(NAMESPACE_PREFIX) :]
+    return tuple(rest.split(".")) if rest else ()
+
+
+def _check_labels(namespace: Sequence[str]) -> tuple[str, ...]:
+    """LangGraph's label rules, for every operation (``put`` adds its own, see :func:`_check_put_namespace`)."""
+    if isinstance(namespace, str):
+        raise InvalidNamespaceError(
+            f"a namespace is a tuple of labels, got the str {namespace!r}; wrap it: ({namespace!r},)"
+        )
+    for label in namespace:
+        if not isinstance(label, str):
+            raise InvalidNamespaceError(
+                f"namespace labels must be strings, got {type(label).__name__} in {namespace!r}"
+            )
+        if not label:
+            raise InvalidNamespaceError(f"namespace labels cannot be empty strings, got {namespace!r}")
+        if "." in label or "\x00" in label:
+            raise InvalidNamespaceError(f"namespace labels cannot contain '.' or NUL, got {label!r} in {namespace!r}")
+    return tuple(namespace)
+
+
+def _check_put_namespace(namespace: Sequence[str]) -> tuple[str, ...]:
+    path = _check_labels(namespace)
+    # LangGraph reserves the root "langgraph" for itself, for writes only: reads of it just find nothing.
+    if not path:
+        raise InvalidNamespaceError("namespace cannot be empty")
+    if path[0] == "langgraph":
+        raise InvalidNamespaceError(f'root label for namespace cannot be "langgraph", got {path!r}')
+    return path
+
+
+def _check_op(op: Op) -> None:
+    """The namespace rules of one op (``batch`` takes ops as given: ``BaseStore``'s methods did not check them)."""
+    if isinstance(op, PutOp):
+        _check_put_namespace(op.namespace)
+    elif isinstance(op, GetOp):
+        _check_labels(op.namespace)
+    elif isinstance(op, SearchOp):
+        _check_labels(op.namespace_prefix)
+    elif isinstance(op, ListNamespacesOp):
+        for condition in op.match_conditions or ():
+            _check_labels(condition.path)
+    else:
+        raise InvalidInputError(f"unknown store operation {type(op).__name__}")
 
 
 def _compare(actual: Any, wanted: Any) -> bool:
-    """LangGraph's filter semantics: equality, nested dicts, and ``$eq/$ne/$gt/$gte/$lt/$lte``."""
+    """LangGraph's filter semantics: equality, nested dicts, lists, and ``$eq/$ne/$gt/$gte/$lt/$lte``."""
     if isinstance(wanted, dict):
         if any(key.startswith("$") for key in wanted):
             return all(_operator(actual, op, operand) for op, operand in wanted.items())
         return isinstance(actual, dict) and all(_compare(actual.get(k), v) for k, v in wanted.items())
+    if isinstance(wanted, (list, tuple)):
+        return (
+            isinstance(actual, (list, tuple))
+            and len(actual) == len(wanted)
+            and all(_compare(a, w) for a, w in zip(actual, wanted, strict=True))
+        )
     return bool(actual == wanted)
 
 
@@ -80,8 +162,20 @@ def _operator(actual: Any, op: str, operand: Any) -> bool:
     return {"$gt": a > b, "$gte": a >= b, "$lt": a < b, "$lte": a <= b}[op]
 
 
+def _lookup(value: Mapping[str, Any], key: str) -> Any:
+    """``value[key]``, or a nested field for a dotted key (``"user.name"``) as LangGraph's SQL stores read it."""
+    if key in value or "." not in key:
+        return value.get(key)
+    current: Any = value
+    for part in key.split("."):
+        if not isinstance(current, Mapping):
+            return None
+        current = current.get(part)
+    return current
+
+
 def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
-    return not flt or all(_compare(value.get(key), wanted) for key, wanted in flt.items())
+    return not flt or all(_compare(_lookup(value, key), wanted) for key, wanted in flt.items())
 
 
 def _path_matches(path: tuple[str, ...], condition: MatchCondition) -> bool:
@@ -103,22 +197,44 @@ def _strings(value: Any) -> Iterable[str]:
             yield from _strings(item)
 
 
+def _encode(vector: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(vector, dtype=np.float32).tobytes()).decode("ascii")
+
+
+def _decode(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype=np.float32)
+
+
+@dataclass
+class _Found:
+    """One search result before paging: the memory, its recall score (ranked ones) and its cosine."""
+
+    memory: Memory
+    cosine: float
+
+
 class MemoryStoreLangGraph(BaseStore):
     """A LangGraph ``BaseStore`` whose items are memories, searched by the full recall pipeline.
 
-    ``search(prefix, query=...)`` runs hybrid recall (vector, BM25, entity, recency, links, decay,
-    MMR) in every namespace under ``prefix``; without a query it lists items, newest first.
-    ``filter`` matches item values with LangGraph's semantics (equality and ``$eq``, ``$ne``,
-    ``$gt``, ``$gte``, ``$lt``, ``$lte``). Memories written through other APIs appear as items whose
-    value is ``{"text": ..., "kind": ...}``.
+    See the module docstring for how namespaces map, what is embedded and how search ranks and
+    scores. ``filter`` matches item values with LangGraph's semantics (equality, lists, nested
+    dicts and dotted keys, ``$eq``, ``$ne``, ``$gt``, ``$gte``, ``$lt``, ``$lte``). Memories written
+    through other APIs in a reserved namespace appear as items whose value is
+    ``{"text": ..., "kind": ...}``.
 
     Args:
-        store: The memory store.
-        index_fields: JSON paths of the value whose text is embedded and indexed (LangGraph's
-            ``index={"fields": [...]}``); by default every string in the value.
+        store: The memory store. Closing it closes this store too: every operation then raises
+            :class:`~memory_retrievers.StorageError`.
+        index_fields: JSON paths of the value whose texts are embedded (LangGraph's
+            ``index={"fields": [...]}``), each on its own; by default every string in the value,
+            as one text.
         recall_config: Settings for ``search`` with a query.
         llm: Optional LangChain model for query expansion / HyDE in ``search``.
         kind: The memory kind of stored items.
+        ranking: ``"recall"`` (the fused pipeline orders results) or ``"vector"`` (the cosine alone).
+
+    Raises:
+        ConfigError: Bad arguments.
 
     Example:
         .. code-block:: python
@@ -138,29 +254,51 @@ class MemoryStoreLangGraph(BaseStore):
         recall_config: RecallConfig | Mapping[str, Any] | None = None,
         llm: Any = None,
         kind: MemoryKind | str = MemoryKind.FACT,
+        ranking: Ranking = "recall",
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
         if isinstance(index_fields, str):
             raise InvalidInputError(f"index_fields must be a list of paths; wrap it: [{index_fields!r}]")
-        self.store = store
+        if ranking not in ("recall", "vector"):
+            raise ConfigError(f"ranking must be 'recall' or 'vector', got {ranking!r}")
+        self._store = register(store)
         self.index_fields = tuple(index_fields) if index_fields is not None else None
         self.kind = MemoryKind(kind)
+        self.ranking: Ranking = ranking
         self._recallers = Recallers(store, recall_config, llm)
 
     def __repr__(self) -> str:
-        return f"MemoryStoreLangGraph({self.store!r})"
+        return f"MemoryStoreLangGraph({self._store!r}, ranking={self.ranking!r})"
+
+    @property
+    def store(self) -> MemoryStore:
+        """The memory store (fixed: build another ``MemoryStoreLangGraph`` for another store)."""
+        return self._store
+
+    @staticmethod
+    def core_namespace(namespace: Sequence[str]) -> str:
+        """The core namespace holding a LangGraph namespace (for a ``RecallRetriever``, the CLI...).
+
+        Example:
+            >>> MemoryStoreLangGraph.core_namespace(("memories", "alice"))
+            'langgraph:memories.alice'
+        """
+        return core_namespace(_check_labels(namespace))
+
+    @staticmethod
+    def langgraph_namespace(namespace: str) -> tuple[str, ...] | None:
+        """The LangGraph namespace a core namespace holds, or ``None`` if it holds none."""
+        return langgraph_namespace(namespace)
 
     # ------------------------------------------------------------------ conversions
-    def _text(self, value: Mapping[str, Any], index: Sequence[str] | None) -> str:
+    def _texts(self, value: Mapping[str, Any], index: Sequence[str] | None) -> list[str]:
+        """The texts to embed, each on its own; ``[]``: nothing to index."""
         fields = index if index is not None else self.index_fields
-        parts = (
-            [t for path in fields for t in get_text_at_path(value, path)]
-            if fields is not None
-            else list(_strings(value))
-        )
-        text = "\n".join(p for p in parts if p and p.strip()) or json.dumps(value, ensure_ascii=False, sort_keys=True)
-        return text[: self.store.config.max_text_chars]
+        if fields is None:
+            joined = "\n".join(t for t in _strings(value) if t.strip())
+            return [joined] if joined else []
+        return [t for path in fields for t in get_text_at_path(value, path) if isinstance(t, str) and t.strip()]
 
     @staticmethod
     def _value(memory: Memory) -> dict[str, Any]:
@@ -173,7 +311,7 @@ class MemoryStoreLangGraph(BaseStore):
         return Item(
             value=self._value(memory),
             key=memory.id,
-            namespace=to_path(memory.namespace),
+            namespace=langgraph_namespace(memory.namespace) or (),
             created_at=memory.created_at or datetime.min,
             updated_at=memory.updated_at or memory.created_at or datetime.min,
         )
@@ -188,8 +326,14 @@ class MemoryStoreLangGraph(BaseStore):
         return run_sync(self.abatch(ops))
 
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
-        """Run ops in order; consecutive puts to one namespace share one commit."""
+        """Run ops in order; consecutive puts to one namespace share one commit.
+
+        Every op's namespace is checked before any op runs, so a batch with an invalid one changes
+        nothing.
+        """
         ops = list(ops)
+        for op in ops:
+            _check_op(op)
         results: list[Result] = [None] * len(ops)
         i = 0
         while i < len(ops):
@@ -213,82 +357,195 @@ class MemoryStoreLangGraph(BaseStore):
         return results
 
     async def _aget(self, op: GetOp) -> Item | None:
-        validate_namespace(op.namespace)
+        path = _check_labels(op.namespace)
         try:
-            memory = await self.store.aget(op.key, namespace=to_namespace(op.namespace))
+            memory = await self._store.aget(op.key, namespace=core_namespace(path))
         except NotFoundError:
             return None
         return self._item(memory)  # type: ignore[arg-type]
 
-    async def _aput_many(self, path: tuple[str, ...], ops: Sequence[PutOp]) -> None:
-        validate_namespace(path)
-        ns = to_namespace(path)
+    async def _aput_many(self, namespace: Sequence[str], ops: Sequence[PutOp]) -> None:
+        ns = core_namespace(_check_put_namespace(namespace))
         latest: dict[str, PutOp] = {}
         for op in ops:  # LangGraph semantics: the last op on a key wins
             latest.pop(op.key, None)
             latest[op.key] = op
         deletes = [key for key, op in latest.items() if op.value is None]
-        records = []
+        records: list[dict[str, Any]] = []
+        several: list[tuple[dict[str, Any], list[str]]] = []  # records whose texts are embedded one by one
         for key, op in latest.items():
             if op.value is None:
                 continue
             if not isinstance(op.value, dict):
                 raise InvalidInputError(f"item values must be dicts, got {type(op.value).__name__} for key {key!r}")
-            index = None if op.index is None else ([] if op.index is False else list(op.index))
-            records.append(
-                {
-                    "id": key,
-                    "text": self._text(op.value, index),
-                    "kind": self.kind,
-                    "metadata": {VALUE_KEY: op.value},
-                }
-            )
+            texts = [] if op.index is False else self._texts(op.value, None if op.index is None else list(op.index))
+            record: dict[str, Any] = {"id": key, "kind": self.kind, "metadata": {VALUE_KEY: op.value}}
+            if not texts:
+                # Found by get/list/filter, never by semantic search. Its text (the value as JSON)
+                # is still embedded by the store, like any memory.
+                record["text"] = json.dumps(op.value, ensure_ascii=False, sort_keys=True)
+                record["tags"] = [UNINDEXED_TAG]
+            else:
+                record["text"] = "\n".join(texts)
+                if len(texts) > 1:
+                    several.append((record, texts))
+            record["text"] = record["text"][: self._store.config.max_text_chars]
+            records.append(record)
+        if several:
+            await self._embed_each(several)
         if records:
             # Keys identify items: near-duplicate detection must never swallow a put.
-            await self.store.aadd_many(records, namespace=ns, dedup=False)
+            await self._store.aadd_many(records, namespace=ns, dedup=False)
         if deletes:
-            await self.store.adelete(deletes, namespace=ns, missing_ok=True)
+            await self._store.adelete(deletes, namespace=ns, missing_ok=True)
 
-    async def _anamespaces_under(self, prefix: tuple[str, ...]) -> list[str]:
-        if prefix:
-            validate_namespace(prefix)
-        return [ns for ns in await self.store.anamespaces() if to_path(ns)[: len(prefix)] == prefix]
+    async def _embed_each(self, several: Sequence[tuple[dict[str, Any], list[str]]]) -> None:
+        """Embed each selected text on its own (one call for the whole batch), as LangGraph does."""
+        flat = [text for _, texts in several for text in texts]
+        vectors = unit_rows(await self._store.embedder.aembed_documents(flat), source="the store's embedder")
+        if vectors.shape[0] != len(flat):
+            raise InvalidInputError(f"the embedder returned {vectors.shape[0]} vectors for {len(flat)} texts")
+        start = 0
+        for record, texts in several:
+            own = vectors[start : start + len(texts)]
+            start += len(texts)
+            mean = own.mean(axis=0)
+            norm = float(np.linalg.norm(mean))
+            # The memory's own vector (recall's vector channel) is the mean of its texts'; opposite
+            # texts can cancel out, then the first text's vector stands in.
+            record["vector"] = mean / norm if norm > 1e-6 else own[0]
+            record["metadata"][VECTORS_KEY] = [_encode(v) for v in own]
+
+    # ------------------------------------------------------------------ search
+    async def _anamespaces_under(self, prefix: Sequence[str]) -> list[str]:
+        wanted = _check_labels(prefix)
+        out = []
+        for ns in await self._store.anamespaces():
+            path = langgraph_namespace(ns)
+            if path is not None and path[: len(wanted)] == wanted:
+                out.append(ns)
+        return out
 
     async def _asearch(self, op: SearchOp) -> list[SearchItem]:
         if op.limit < 1 or op.offset < 0:
             raise InvalidInputError(f"limit must be >= 1 and offset >= 0, got limit={op.limit}, offset={op.offset}")
+        if op.filter:
+            _matches({}, op.filter)  # an unsupported operator fails even when nothing is stored
+        namespaces = await self._anamespaces_under(op.namespace_prefix)
         wanted = op.offset + op.limit
-        scored: list[tuple[float, Memory]] = []
-        for ns in await self._anamespaces_under(op.namespace_prefix):
-            if op.query:
-                scored.extend(await self._arecall(ns, op.query, op.filter, wanted))
-            else:
-                scored.extend(await self._alist(ns, op.filter, wanted))
-        if op.query:
-            scored.sort(key=lambda pair: -pair[0])
+        if not op.query:
+            listed: list[Memory] = []
+            for ns in namespaces:
+                listed.extend(await self._alist(ns, op.filter, wanted))
+            listed.sort(key=lambda m: m.updated_at or datetime.min, reverse=True)
+            return [self._search_item(m, None) for m in listed[op.offset : wanted]]
+        qvec = np.asarray(await self._store.aembed_query(op.query), dtype=np.float32)
+        ranked: list[tuple[float, _Found]] = []
+        rest: list[_Found] = []
+        for ns in namespaces:
+            got, tail = await self._asearch_namespace(ns, op.query, qvec, op.filter, wanted)
+            ranked.extend(got)
+            rest.extend(tail)
+        ranked.sort(key=lambda pair: -pair[0])
+        rest.sort(key=lambda found: -found.cosine)
+        found = [f for _, f in ranked] + rest
+        return [self._search_item(f.memory, f.cosine) for f in found[op.offset : wanted]]
+
+    async def _asearch_namespace(
+        self, ns: str, query: str, qvec: np.ndarray, flt: Mapping[str, Any] | None, wanted: int
+    ) -> tuple[list[tuple[float, _Found]], list[_Found]]:
+        """One namespace's results: those recall ranked (with their fused score), and the rest."""
+        # Select first, rank second: a filter (or index=False) decides which items compete at all.
+        selected: list[Memory] | None = None
+        unindexed: list[str] = []
+        if flt or self.ranking == "vector":
+            selected = [
+                m for m in await self._aall(ns) if UNINDEXED_TAG not in m.tags and _matches(self._value(m), flt)
+            ]
+            if not selected:
+                return [], []
         else:
-            scored.sort(key=lambda pair: pair[1].updated_at or datetime.min, reverse=True)
-        page = scored[op.offset : wanted]
-        return [self._search_item(m, score if op.query else None) for score, m in page]
+            unindexed = [m.id for m in await self._aall(ns, {"tags_any": [UNINDEXED_TAG]})]
+        ranked: list[tuple[float, _Found]] = []
+        if self.ranking == "recall":
+            scored = await self._arecall(ns, query, qvec, wanted, selected, unindexed)
+            ranked = [(s.score, _Found(s.memory, self._cosine(s, qvec))) for s in scored]
+        if len(ranked) >= wanted:
+            return ranked, []
+        # Beyond recall's candidate lists (or with ranking="vector"): the other items, by cosine.
+        seen = {f.memory.id for _, f in ranked}
+        if selected is None:
+            skip = set(unindexed)
+            selected = [m for m in await self._aall(ns) if m.id not in skip and UNINDEXED_TAG not in m.tags]
+        others = [m for m in selected if m.id not in seen]
+        return ranked, await self._by_cosine(ns, others, qvec)
 
     async def _arecall(
-        self, ns: str, query: str, flt: Mapping[str, Any] | None, wanted: int
-    ) -> list[tuple[float, Memory]]:
-        # A value filter applies after recall, so over-fetch when there is one.
-        k = min(1000, wanted * (4 if flt else 1))
-        result = await self._recallers.get(ns).arecall(query, k=k, token_budget=None)
-        return [(m.score, m.memory) for m in result.memories if _matches(self._value(m.memory), flt)][:wanted]
+        self, ns: str, query: str, qvec: np.ndarray, wanted: int, selected: list[Memory] | None, unindexed: list[str]
+    ) -> list[ScoredMemory]:
+        depth = min(max(wanted, 30), _RECALL_MAX)
+        args: dict[str, Any] = {
+            "k": min(wanted, _RECALL_MAX),
+            "token_budget": None,
+            "config": {"candidate_depth": depth},
+            "query_vector": qvec,
+        }
+        if selected is not None:
+            args["ids"] = [m.id for m in selected]
+        if unindexed:
+            args["exclude_ids"] = unindexed
+        result = await self._recallers.get(ns).arecall(query, **args)
+        return list(result.memories)
 
-    async def _alist(self, ns: str, flt: Mapping[str, Any] | None, wanted: int) -> list[tuple[float, Memory]]:
-        out: list[tuple[float, Memory]] = []
-        async for page in aiter_memories(self.store, ns):
-            out.extend((0.0, m) for m in page if _matches(self._value(m), flt))
+    @staticmethod
+    def _cosine(scored: ScoredMemory, qvec: np.ndarray) -> float:
+        vectors = scored.memory.metadata.get(VECTORS_KEY)
+        if isinstance(vectors, list) and vectors:
+            return float(max(np.dot(_decode(v), qvec) for v in vectors))
+        semantic = scored.explanation.semantic
+        return float(semantic) if semantic is not None else 0.0
+
+    async def _by_cosine(self, ns: str, memories: list[Memory], qvec: np.ndarray) -> list[_Found]:
+        """``memories`` scored by their best text's cosine (LangGraph's max over an item's vectors)."""
+        out: list[_Found] = []
+        single: list[Memory] = []
+        for memory in memories:
+            vectors = memory.metadata.get(VECTORS_KEY)
+            if isinstance(vectors, list) and vectors:
+                out.append(_Found(memory, float(max(np.dot(_decode(v), qvec) for v in vectors))))
+            else:
+                single.append(memory)
+        for start in range(0, len(single), PAGE_SIZE):
+            chunk = single[start : start + PAGE_SIZE]
+            # A list of ids gives a list (the overload for a str id gives one Memory).
+            with_vectors = cast(
+                "list[Memory]", await self._store.aget([m.id for m in chunk], namespace=ns, include_vector=True)
+            )
+            for memory, full in zip(chunk, with_vectors, strict=True):
+                vector = full.vector
+                cosine = float(np.dot(np.asarray(vector, dtype=np.float32), qvec)) if vector is not None else 0.0
+                out.append(_Found(memory, cosine))
+        out.sort(key=lambda found: -found.cosine)
+        return out
+
+    async def _aall(self, ns: str, flt: Mapping[str, Any] | None = None) -> list[Memory]:
+        out: list[Memory] = []
+        async for page in aiter_memories(self._store, ns, filter=flt):
+            out.extend(page)
+        return out
+
+    async def _alist(self, ns: str, flt: Mapping[str, Any] | None, wanted: int) -> list[Memory]:
+        out: list[Memory] = []
+        async for page in aiter_memories(self._store, ns):
+            out.extend(m for m in page if _matches(self._value(m), flt))
             if len(out) >= wanted:
                 break
         return out[:wanted]
 
     async def _alist_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
-        paths = [to_path(ns) for ns in await self.store.anamespaces()]
+        for condition in op.match_conditions or ():
+            _check_labels(condition.path)
+        paths = [p for p in (langgraph_namespace(ns) for ns in await self._store.anamespaces()) if p]
         if op.match_conditions:
             paths = [p for p in paths if all(_path_matches(p, c) for c in op.match_conditions)]
         if op.max_depth is not None:

@@ -76,7 +76,10 @@ def test_recalls_before_the_model_and_remembers_the_turn(store: MemoryStore) -> 
     store.add("Bob prefers the light theme", namespace="bob", kind="preference")
     model = spy("You like the dark theme.")
     agent = create_agent(
-        model, tools=[], system_prompt="Be brief.", middleware=[MemoryMiddleware(store, namespace="alice")]
+        model,
+        tools=[],
+        system_prompt="Be brief.",
+        middleware=[MemoryMiddleware(store, namespace="alice", remember="turn")],
     )
     out = agent.invoke({"messages": [HumanMessage("Which theme do I like?")]}, {"configurable": {"thread_id": "t1"}})
 
@@ -107,7 +110,10 @@ def test_a_later_conversation_recalls_an_earlier_one(store: MemoryStore) -> None
 def test_turns_are_stored_once_with_a_checkpointer(store: MemoryStore) -> None:
     model = spy("one", "two")
     agent = create_agent(
-        model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice")], checkpointer=InMemorySaver()
+        model,
+        tools=[],
+        middleware=[MemoryMiddleware(store, namespace="alice", remember="turn")],
+        checkpointer=InMemorySaver(),
     )
     config = {"configurable": {"thread_id": "t"}}
     agent.invoke({"messages": [HumanMessage("first question")]}, config)
@@ -195,7 +201,7 @@ def test_recall_once_per_turn_can_be_turned_off(store: MemoryStore) -> None:
 
 
 def test_turns_already_in_the_conversation_are_not_recalled_again(store: MemoryStore) -> None:
-    middleware = MemoryMiddleware(store, namespace="alice", k=3)
+    middleware = MemoryMiddleware(store, namespace="alice", k=3, remember="turn")
     config = {"configurable": {"thread_id": "t"}}
     # another conversation, earlier: recallable in this one
     create_agent(spy("Noted."), tools=[], middleware=[middleware]).invoke(
@@ -212,3 +218,35 @@ def test_turns_already_in_the_conversation_are_not_recalled_again(store: MemoryS
     assert "user: My sister Carla lives in Lisbon" in system  # the other conversation is recalled
     assert "Carla plays the cello" not in system  # this one is already in the prompt: not repeated
     assert store.count("alice", filter={"session_ids": ["t"]}) == 4  # but it is stored
+
+
+# ---------------------------------------------------------------- what a finished turn leaves (first-hour review)
+def test_every_assistant_reply_is_not_stored_as_a_long_term_memory_by_default(store: MemoryStore) -> None:
+    model = spy("Sure! I think you probably like dark themes.")
+    agent = create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice")])
+    agent.invoke({"messages": [HumanMessage("Remember that I use vim")]}, {"configurable": {"thread_id": "t"}})
+    assert [m.text for m in store.list("alice")] == ["user: Remember that I use vim"]
+    assert store.list("alice")[0].metadata["role"] == "human"
+
+
+@pytest.mark.parametrize(
+    ("remember", "stored"),
+    [
+        ("user", ["user: I use vim"]),
+        (True, ["user: I use vim"]),
+        ("turn", ["assistant: Noted.", "user: I use vim"]),
+        ("off", []),
+        (False, []),
+    ],
+)
+def test_remember_chooses_what_a_turn_leaves(store: MemoryStore, remember: Any, stored: list[str]) -> None:
+    agent = create_agent(
+        spy("Noted."), tools=[], middleware=[MemoryMiddleware(store, namespace="alice", remember=remember)]
+    )
+    agent.invoke({"messages": [HumanMessage("I use vim")]})
+    assert sorted(m.text for m in store.list("alice")) == stored
+
+
+def test_an_unknown_remember_value_is_refused(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match="remember must be one of 'user', 'turn', 'off'"):
+        MemoryMiddleware(store, namespace="alice", remember="assistant")  # type: ignore[arg-type]

@@ -82,9 +82,9 @@ def test_index_fields_choose_the_searchable_text(store: MemoryStore) -> None:
     lg = MemoryStoreLangGraph(store, index_fields=["summary"])
     lg.put(("docs",), "d1", {"summary": "quarterly revenue report", "body": "zebra giraffe"})
     lg.put(("docs",), "d2", {"summary": "zebra migration notes", "body": "revenue"}, index=["body"])
-    memory_d1 = store.get("d1", namespace="docs")
+    memory_d1 = store.get("d1", namespace="langgraph:docs")
     assert memory_d1.text == "quarterly revenue report"
-    assert store.get("d2", namespace="docs").text == "revenue"
+    assert store.get("d2", namespace="langgraph:docs").text == "revenue"
 
 
 def test_list_namespaces(lg: MemoryStoreLangGraph) -> None:
@@ -131,9 +131,11 @@ async def test_async_api(lg: MemoryStoreLangGraph) -> None:
 def test_items_are_memories_the_retriever_recalls(store: MemoryStore) -> None:
     lg = MemoryStoreLangGraph(store)
     lg.put(("memories", "alice"), "pet", {"text": "Alice's dog is called Rex"})
-    docs = RecallRetriever(store=store, namespace="memories.alice").invoke("dog name")
+    namespace = MemoryStoreLangGraph.core_namespace(("memories", "alice"))
+    assert namespace == "langgraph:memories.alice"
+    docs = RecallRetriever(store=store, namespace=namespace).invoke("dog name")
     assert docs[0].id == "pet"
-    store.add("Alice likes green tea", namespace="memories.alice", id="tea")
+    store.add("Alice likes green tea", namespace=namespace, id="tea")
     assert lg.get(("memories", "alice"), "tea").value == {"text": "Alice likes green tea", "kind": "fact"}  # type: ignore[union-attr]
 
 

@@ -4,6 +4,8 @@
 - :class:`RecallMemoryBlock`: a block for LlamaIndex's ``Memory``.
 - :class:`RecallMemory`: a ``BaseMemory`` for agents and chat engines that take ``memory=``.
 - :class:`MemoryChatStore`: a ``BaseChatStore`` on LanceDB.
+- :class:`MemoryDBChatStore`: the short-term chat of LlamaIndex's ``Memory`` (an ``AsyncDBChatStore``).
+- :func:`using_namespace`: pick the user per request for retrievers built with ``namespace=None``.
 - :class:`LlamaIndexLLM` and :class:`LlamaIndexEmbedder`: LlamaIndex models inside the core.
 """
 
@@ -12,10 +14,10 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 
 from .bridges import LlamaIndexEmbedder, LlamaIndexLLM
-from .chat_store import MemoryChatStore
+from .chat_store import MemoryChatStore, MemoryDBChatStore
 from .memory import RecallMemory
 from .memory_block import RecallMemoryBlock
-from .retriever import RecallRetriever
+from .retriever import RecallRetriever, current_namespace, using_namespace
 
 try:
     __version__ = version("llama-index-memory-retrievers")
@@ -26,8 +28,11 @@ __all__ = [
     "LlamaIndexEmbedder",
     "LlamaIndexLLM",
     "MemoryChatStore",
+    "MemoryDBChatStore",
     "RecallMemory",
     "RecallMemoryBlock",
     "RecallRetriever",
     "__version__",
+    "current_namespace",
+    "using_namespace",
 ]

@@ -10,7 +10,7 @@ from llama_index.core.base.llms.types import ChatMessage
 from memory_retrievers import InvalidInputError, Memory
 from memory_retrievers.integration import chat_record, chat_text, ordered_messages
 
-__all__ = ["MESSAGE_KEY", "from_memories", "message_record", "message_text", "ordered"]
+__all__ = ["MESSAGE_KEY", "SEQ_KEY", "from_memories", "message_record", "message_text", "ordered"]
 
 MESSAGE_KEY = "llama_index_message"
 SEQ_KEY = "llama_index_seq"

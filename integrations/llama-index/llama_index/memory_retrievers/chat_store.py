@@ -1,89 +1,241 @@
-"""``MemoryChatStore``: a LlamaIndex ``BaseChatStore`` on the memory store's LanceDB table."""
+"""LlamaIndex chat stores on the memory store's LanceDB table.
+
+- :class:`MemoryChatStore`: a ``BaseChatStore`` (chat engines, ``ChatMemoryBuffer``).
+- :class:`MemoryDBChatStore`: an ``AsyncDBChatStore``, the short-term side of LlamaIndex's
+  ``Memory`` (``Memory.from_defaults(chat_store=...)``), with its active/archived queue.
+
+Both keep a chat store key as a ``session_id`` and each message as a ``message`` memory of one
+namespace, in the same format: they read each other's sessions, and a
+:class:`~llama_index.memory_retrievers.RecallRetriever` over the namespace recalls the turns.
+
+Every write is one commit and validated first. Replacing a session (``set_messages``) goes through
+the store's ``replace``: readers see the old messages or the new ones, and a message the store
+rejects (too large, invalid Unicode) leaves the old ones untouched. Inserting at a position gives
+the message an order stamp between its neighbours' (no read-delete-rewrite, so concurrent inserts
+all land); deleting one message deletes it only if it is still there, and otherwise looks again, so
+two concurrent "delete the last message" delete two different messages.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store.base import BaseChatStore
-from pydantic import ConfigDict, Field, field_validator
+from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
 
-from memory_retrievers import Memory, MemoryKind, MemoryStore
-from memory_retrievers.integration import aall_memories, adelete_ids, check_key, run_sync
+from memory_retrievers import Memory, MemoryKind, MemoryStore, NotFoundError, StorageError
+from memory_retrievers.integration import (
+    aall_memories,
+    adelete_ids,
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    register,
+    run_sync,
+    store_spec,
+)
 
-from ._messages import MESSAGE_KEY, from_memories, message_record, ordered
+from ._messages import SEQ_KEY, from_memories, message_record, ordered
 
-__all__ = ["MemoryChatStore"]
+__all__ = ["ARCHIVED_TAG", "MemoryChatStore", "MemoryDBChatStore"]
+
+#: Tag of a message that ``Memory`` moved out of its short-term queue (``MessageStatus.ARCHIVED``).
+ARCHIVED_TAG = "llama_index:archived"
+
+# An insert before the first message takes a stamp this far (1 ms of the nanosecond clock) below it.
+_BEFORE_FIRST = 1_000_000
+# Compare-and-delete retries: each retry means another caller deleted the message first.
+_DELETE_TRIES = 64
 
 
-class MemoryChatStore(BaseChatStore):
-    """Chat histories that survive restarts, stored as ``message`` memories of one namespace.
+def _stamp(memory: Memory) -> int:
+    value = memory.metadata.get(SEQ_KEY, 0)
+    return value if isinstance(value, int) else 0
 
-    A chat store key is a session: ``get_messages("chat-1")`` returns that session's messages in
-    the order they were added, exactly as they were put (roles, blocks, extra kwargs). Because they
-    are memories, a :class:`RecallRetriever` over the namespace recalls them.
 
-    Args:
-        store: The memory store.
-        namespace: The user or tenant whose chats these are.
-    """
+def stamp_between(before: Memory | None, after: Memory) -> int | None:
+    """An order stamp strictly between two neighbours' (``None`` when they leave no gap)."""
+    high = _stamp(after)
+    if before is None:
+        return high - _BEFORE_FIRST
+    low = _stamp(before)
+    return (low + high) // 2 if high - low >= 2 else None
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+def _status(memory: Memory) -> MessageStatus:
+    return MessageStatus.ARCHIVED if ARCHIVED_TAG in memory.tags else MessageStatus.ACTIVE
+
+
+def restore(cls: type[BaseModel], state: dict[str, Any]) -> BaseModel:
+    """Unpickle an adapter: rebuild it from its fields (the store from its spec)."""
+    return cls(**state)
+
+
+class _Sessions(BaseModel):
+    """Messages of the sessions of one namespace: what both chat stores are made of."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
 
     store: MemoryStore = Field(description="The memory store.")
     namespace: str = Field(description="The user or tenant whose chats these are.")
 
+    def __init__(self, **data: Any) -> None:
+        check_arguments(type(self).__name__, data, [*type(self).model_fields, "class_name"])
+        data.pop("class_name", None)
+        super().__init__(**data)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _reopen(cls, value: Any) -> Any:
+        return register(open_store(value)) if is_store_spec(value) else value
+
     @field_validator("namespace")
     @classmethod
-    def _check_namespace(cls, value: str) -> str:
-        return check_key(value, field="namespace", max_chars=1024)
+    def _check_namespace(cls, value: str, info: ValidationInfo) -> str:
+        store = info.data.get("store")
+        if not isinstance(store, MemoryStore):
+            return value  # the store's own error is reported
+        return check_store_key(value, field="namespace", store=register(store))
+
+    @field_serializer("store")
+    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
+        return store_spec(store, type(self).__name__)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> _Sessions:
+        return super().__deepcopy__(deepcopy_memo(memo, self.store))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        state = {name: getattr(self, name) for name in type(self).model_fields}
+        state["store"] = store_spec(self.store, type(self).__name__)
+        return (restore, (type(self), state))
+
+    # ------------------------------------------------------------------ building blocks
+    def _key(self, key: str) -> str:
+        return check_store_key(key, field="chat store key", store=self.store)
+
+    def _session_filter(self, key: str) -> dict[str, Any]:
+        return {"session_ids": [self._key(key)], "kinds": [MemoryKind.MESSAGE], "include_superseded": True}
+
+    async def amemories(self, key: str | None) -> list[Memory]:
+        """The stored memories of a session's messages (all sessions for ``None``), in order."""
+        flt: dict[str, Any] = (
+            {"kinds": [MemoryKind.MESSAGE], "include_superseded": True} if key is None else self._session_filter(key)
+        )
+        return ordered(await aall_memories(self.store, self.namespace, filter=flt))
+
+    def _records(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> list[dict[str, Any]]:
+        session = self._key(key)
+        max_chars = self.store.config.max_text_chars
+        records = [message_record(m, session_id=session, max_chars=max_chars) for m in messages]
+        if archived:
+            for record in records:
+                record["tags"] = [ARCHIVED_TAG]
+        return records
+
+    async def _append(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> None:
+        records = self._records(key, messages, archived=archived)
+        if records:
+            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+
+    async def _replace(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> None:
+        # One commit, every record validated first: a rejected message leaves the old session.
+        records = self._records(key, messages, archived=archived)
+        await self.store.areplace(self.namespace, records, filter=self._session_filter(key))
+
+    async def _insert(self, key: str, message: ChatMessage, idx: int) -> None:
+        records = self._records(key, [message])  # checks the message before reading anything
+        memories = await self.amemories(key)
+        # list.insert's semantics: negative positions count from the end, anything past it appends.
+        position = max(0, len(memories) + idx) if idx < 0 else min(idx, len(memories))
+        if position == len(memories):
+            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            return
+        stamp = stamp_between(memories[position - 1] if position else None, memories[position])
+        if stamp is None:  # the neighbours' stamps are adjacent: restamp the session in one replace
+            messages = from_memories(memories)
+            messages.insert(position, message)
+            await self._replace(key, messages)
+            return
+        records[0]["metadata"][SEQ_KEY] = stamp
+        await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+
+    async def _delete_where(self, key: str, pick: Any) -> list[Memory]:
+        """Delete the memories ``pick(session memories)`` chooses, only while they are all still there.
+
+        When another caller deleted one of them first (``NotFoundError``), nothing is deleted and
+        the choice is made again on the session as it is now.
+        """
+        for _ in range(_DELETE_TRIES):
+            chosen: list[Memory] = pick(await self.amemories(key))
+            if not chosen:
+                return []
+            try:
+                await self.store.adelete([m.id for m in chosen], namespace=self.namespace)
+            except NotFoundError:
+                continue
+            return chosen
+        raise StorageError(
+            f"could not delete from chat {key!r}: other callers deleted the chosen messages first {_DELETE_TRIES} "
+            "times in a row; retry"
+        )
+
+    async def _delete_at(self, key: str, idx: int) -> ChatMessage | None:
+        def pick(memories: list[Memory]) -> list[Memory]:
+            return [memories[idx]] if -len(memories) <= idx < len(memories) else []
+
+        deleted = await self._delete_where(key, pick)
+        return from_memories(deleted)[0] if deleted else None
+
+    async def _keys(self) -> list[str]:
+        return sorted({m.session_id for m in await self.amemories(None) if m.session_id})
+
+
+class MemoryChatStore(_Sessions, BaseChatStore):
+    """Chat histories that survive restarts, stored as ``message`` memories of one namespace.
+
+    A chat store key is a session: ``get_messages("chat-1")`` returns that session's messages in
+    the order they were added, exactly as they were put (roles, blocks, extra kwargs). Because they
+    are memories, a :class:`RecallRetriever` over the namespace recalls them. See the module
+    docstring for what each write guarantees.
+
+    Args:
+        store: The memory store.
+        namespace: The user or tenant whose chats these are.
+
+    Raises:
+        ConfigError: An unknown argument.
+        pydantic.ValidationError: An invalid store or namespace.
+    """
 
     @classmethod
     def class_name(cls) -> str:
         """Serialisation name."""
         return "MemoryChatStore"
 
-    def _key(self, key: str) -> str:
-        return check_key(key, field="chat store key", max_chars=self.store.config.max_key_chars)
-
-    async def amemories(self, key: str | None) -> list[Memory]:
-        """The stored memories of a session's messages (all sessions for ``None``), in order."""
-        flt: dict[str, Any] = {"kinds": [MemoryKind.MESSAGE], "include_superseded": True}
-        if key is not None:
-            flt["session_ids"] = [self._key(key)]
-        return ordered(await aall_memories(self.store, self.namespace, filter=flt))
-
-    def _records(self, key: str, messages: list[ChatMessage]) -> list[dict[str, Any]]:
-        session = self._key(key)
-        max_chars = self.store.config.max_text_chars
-        return [message_record(m, session_id=session, max_chars=max_chars) for m in messages]
-
     # ------------------------------------------------------------------ async (the implementation)
     async def aset_messages(self, key: str, messages: list[ChatMessage]) -> None:
-        """Replace a session's messages (validated first: a bad message changes nothing)."""
-        records = self._records(key, list(messages))
-        await self.adelete_messages(key)
-        if records:
-            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+        """Replace a session's messages in one commit (a rejected message changes nothing)."""
+        await self._replace(key, list(messages))
 
     async def aget_messages(self, key: str) -> list[ChatMessage]:
         """A session's messages, oldest first."""
         return from_memories(await self.amemories(key))
 
     async def async_add_message(self, key: str, message: ChatMessage, idx: int | None = None) -> None:
-        """Append a message (``idx`` inserts it at that position instead)."""
+        """Append a message (``idx`` inserts it at that position, as ``list.insert`` does)."""
         if idx is None:
-            await self.store.aadd_many(self._records(key, [message]), namespace=self.namespace, dedup=False)
-            return
-        messages = await self.aget_messages(key)
-        messages.insert(idx, message)
-        await self.aset_messages(key, messages)
+            await self._append(key, [message])
+        else:
+            await self._insert(key, message, idx)
 
     async def aadd_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Append several messages in one commit (validated first: a bad one writes nothing)."""
-        records = self._records(key, list(messages))
-        if records:
-            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+        await self._append(key, list(messages))
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """Delete a session's messages; returns them (``None`` if there were none)."""
@@ -95,20 +247,15 @@ class MemoryChatStore(BaseChatStore):
 
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at ``idx`` (``None`` if out of range)."""
-        memories = await self.amemories(key)
-        if not -len(memories) <= idx < len(memories):
-            return None
-        target = memories[idx]
-        await self.store.adelete(target.id, namespace=self.namespace)
-        return from_memories([target])[0]
+        return await self._delete_at(key, idx)
 
     async def adelete_last_message(self, key: str) -> ChatMessage | None:
-        """Delete the newest message of a session."""
-        return await self.adelete_message(key, -1)
+        """Delete the newest message of a session (``None`` if it is empty)."""
+        return await self._delete_at(key, -1)
 
     async def aget_keys(self) -> list[str]:
         """Every session with stored messages, sorted."""
-        return sorted({m.session_id for m in await self.amemories(None) if m.session_id and MESSAGE_KEY in m.metadata})
+        return await self._keys()
 
     # ------------------------------------------------------------------ sync shells
     def set_messages(self, key: str, messages: list[ChatMessage]) -> None:
@@ -138,3 +285,96 @@ class MemoryChatStore(BaseChatStore):
     def get_keys(self) -> list[str]:
         """Sync twin of :meth:`aget_keys`."""
         return run_sync(self.aget_keys())
+
+
+class MemoryDBChatStore(_Sessions, AsyncDBChatStore):
+    """The short-term chat of LlamaIndex's ``Memory``, kept in the memory store.
+
+    ``Memory.from_defaults(session_id=..., chat_store=MemoryDBChatStore(store=store, namespace="alice"))``
+    keeps the active queue and the archived messages here instead of in SQLite: the chat survives a
+    restart (a new process over the same folder picks the session up), and every message is a
+    recallable memory. A message ``Memory`` archives (moves out of its short-term queue) is tagged
+    :data:`ARCHIVED_TAG`; :class:`~llama_index.memory_retrievers.RecallMemoryBlock` on the same
+    namespace does not store such messages a second time when ``Memory`` hands them to it.
+
+    ``delete_message(key, idx)`` deletes the message at position ``idx`` of the session (all
+    statuses, oldest first); SQLAlchemy's store takes a row id there, which this store does not have.
+
+    Args:
+        store: The memory store.
+        namespace: The user or tenant whose chats these are.
+
+    Raises:
+        ConfigError: An unknown argument.
+        pydantic.ValidationError: An invalid store or namespace.
+    """
+
+    @classmethod
+    def class_name(cls) -> str:
+        """Serialisation name."""
+        return "MemoryDBChatStore"
+
+    async def _with_status(self, key: str, status: MessageStatus | None) -> list[Memory]:
+        memories = await self.amemories(key)
+        return memories if status is None else [m for m in memories if _status(m) == MessageStatus(status)]
+
+    async def get_messages(
+        self,
+        key: str,
+        status: MessageStatus | None = MessageStatus.ACTIVE,
+        limit: int | None = None,
+        offset: int | None = None,
+    ) -> list[ChatMessage]:
+        """A session's messages with ``status`` (``None``: all), oldest first, optionally paged."""
+        memories = await self._with_status(key, status)
+        start = offset or 0
+        return from_memories(memories[start : None if limit is None else start + limit])
+
+    async def count_messages(self, key: str, status: MessageStatus | None = MessageStatus.ACTIVE) -> int:
+        """How many messages of a session have ``status`` (``None``: all)."""
+        return len(await self._with_status(key, status))
+
+    async def add_message(self, key: str, message: ChatMessage, status: MessageStatus = MessageStatus.ACTIVE) -> None:
+        """Append a message with ``status``."""
+        await self._append(key, [message], archived=MessageStatus(status) is MessageStatus.ARCHIVED)
+
+    async def add_messages(
+        self, key: str, messages: list[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+    ) -> None:
+        """Append messages with ``status`` in one commit (validated first: a bad one writes nothing)."""
+        await self._append(key, list(messages), archived=MessageStatus(status) is MessageStatus.ARCHIVED)
+
+    async def set_messages(
+        self, key: str, messages: list[ChatMessage], status: MessageStatus = MessageStatus.ACTIVE
+    ) -> None:
+        """Replace all of a session's messages in one commit (a rejected message changes nothing)."""
+        await self._replace(key, list(messages), archived=MessageStatus(status) is MessageStatus.ARCHIVED)
+
+    async def delete_message(self, key: str, idx: int) -> ChatMessage | None:
+        """Delete the message at position ``idx`` of the session (``None`` if out of range)."""
+        return await self._delete_at(key, idx)
+
+    async def delete_messages(self, key: str, status: MessageStatus | None = None) -> None:
+        """Delete a session's messages with ``status`` (``None``: all of them)."""
+        doomed = await self._with_status(key, status)
+        await adelete_ids(self.store, self.namespace, [m.id for m in doomed])
+
+    async def delete_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
+        """Delete the oldest ``n`` active messages and return them."""
+
+        def pick(memories: list[Memory]) -> list[Memory]:
+            return [m for m in memories if _status(m) is MessageStatus.ACTIVE][: max(0, n)]
+
+        return from_memories(await self._delete_where(key, pick))
+
+    async def archive_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
+        """Tag the oldest ``n`` active messages archived and return them (they stay recallable)."""
+        oldest = [m for m in await self.amemories(key) if _status(m) is MessageStatus.ACTIVE][: max(0, n)]
+        for memory in oldest:
+            # One update per message: only its tags change, so nothing is re-embedded.
+            await self.store.aupdate(memory.id, namespace=self.namespace, tags=[*memory.tags, ARCHIVED_TAG])
+        return from_memories(oldest)
+
+    async def get_keys(self) -> list[str]:
+        """Every session with stored messages, sorted."""
+        return await self._keys()

@@ -2,21 +2,37 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from typing import Annotated, Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory.types import BaseMemory
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import query_text, render_line, run_sync
+from memory_retrievers.integration import (
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    query_text,
+    register,
+    render_line,
+    run_sync,
+    store_spec,
+    validated,
+)
 
 from ._messages import from_memories
 from .bridges import to_memory_llm
-from .chat_store import MemoryChatStore
+from .chat_store import MemoryChatStore, restore
 from .memory_block import latest_query
 
 __all__ = ["RecallMemory"]
+
+_Count = Annotated[int, Field(strict=True, ge=1)]
+_Budget = Annotated[int, Field(strict=True, ge=0)]
 
 
 class RecallMemory(BaseMemory):
@@ -26,7 +42,14 @@ class RecallMemory(BaseMemory):
     input (from every past session of the namespace, this session's recent turns excluded),
     followed by the recent chat of this session within ``token_limit``. The chat is persisted in a
     :class:`MemoryChatStore` on the same LanceDB table, so it survives restarts and its turns become
-    recallable memories. ``reset`` clears this session's chat, not the long-term memories.
+    recallable memories. ``set`` replaces the session in one commit (a message the store rejects
+    leaves the old chat). ``reset`` clears this session's chat, not the long-term memories.
+
+    Every field can be reassigned (checked like the constructor's); the chat store and core
+    retriever are rebuilt when a field they were built from changed. Unknown arguments raise
+    :class:`~memory_retrievers.ConfigError` naming the valid ones. ``to_dict``/``to_json``/
+    ``from_dict``/``from_json`` and ``pickle`` round-trip it (the store as its spec) when ``llm`` is
+    ``None``.
 
     Example:
         .. code-block:: python
@@ -36,28 +59,78 @@ class RecallMemory(BaseMemory):
             await agent.run("Where do I live?", memory=memory)
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
 
     store: MemoryStore = Field(description="The memory store.")
     namespace: str = Field(description="Whose memories.")
     session_id: str = Field(default="default", description="This conversation (the chat store key).")
-    token_limit: int = Field(default=3000, ge=1, description="Token limit of the recent chat returned by get().")
-    k: int = Field(default=5, ge=1, description="Maximum recalled memories.")
-    recall_token_budget: int = Field(default=800, ge=0, description="Token budget of the recalled block.")
-    recall_config: RecallConfig | dict[str, Any] | None = None
+    token_limit: _Count = Field(default=3000, description="Token limit of the recent chat returned by get().")
+    k: _Count = Field(default=5, description="Maximum recalled memories.")
+    recall_token_budget: _Budget = Field(default=800, description="Token budget of the recalled block.")
+    recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
-    header: str = "Long-term memory about the user (recalled; may be outdated):"
+    header: str = Field(
+        default="Long-term memory about the user (recalled; may be outdated):",
+        description="Text before the recalled memories in the system message.",
+    )
 
-    _chat: MemoryChatStore = PrivateAttr()
-    _recaller: MemoryRetriever = PrivateAttr()
+    _built: tuple[tuple[Any, ...], tuple[MemoryChatStore, MemoryRetriever]] | None = PrivateAttr(default=None)
 
-    @model_validator(mode="after")
-    def _build(self) -> RecallMemory:
-        self._chat = MemoryChatStore(store=self.store, namespace=self.namespace)
-        self._recaller = MemoryRetriever(
-            self.store, namespace=self.namespace, config=self.recall_config, llm=to_memory_llm(self.llm)
-        )
-        return self
+    def __init__(self, **data: Any) -> None:
+        check_arguments("RecallMemory", data, [*type(self).model_fields, "class_name"])
+        data.pop("class_name", None)
+        super().__init__(**data)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _reopen(cls, value: Any) -> Any:
+        return open_store(value) if is_store_spec(value) else value
+
+    @field_validator("namespace", "session_id")
+    @classmethod
+    def _key(cls, value: str, info: ValidationInfo) -> str:
+        store = info.data.get("store")
+        if not isinstance(store, MemoryStore):
+            return value
+        return check_store_key(value, field=str(info.field_name), store=register(store))
+
+    @field_validator("recall_config", mode="before")
+    @classmethod
+    def _config(cls, value: Any) -> Any:
+        return None if value is None else validated(RecallConfig, value, "RecallConfig")
+
+    @field_validator("llm")
+    @classmethod
+    def _llm(cls, value: Any) -> Any:
+        to_memory_llm(value)
+        return value
+
+    @field_serializer("store")
+    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
+        return store_spec(store, "RecallMemory")
+
+    def _check_serialisable(self) -> None:
+        if self.llm is not None:
+            raise ConfigError("a RecallMemory with an llm cannot be serialised; rebuild it with the llm instead")
+        store_spec(self.store, "RecallMemory")  # raises ConfigError for an embedder that cannot be rebuilt
+
+    def to_dict(self, **kwargs: Any) -> dict[str, Any]:
+        """The fields as JSON-friendly data (the store as its spec); ``from_dict`` reopens it.
+
+        Raises:
+            ConfigError: ``llm`` is set, or the store's embedder cannot be rebuilt from its name.
+        """
+        self._check_serialisable()
+        return super().to_dict(**kwargs)
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemory:
+        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        self._check_serialisable()
+        state = {name: getattr(self, name) for name in type(self).model_fields}
+        state["store"] = store_spec(self.store, "RecallMemory")
+        return (restore, (type(self), state))
 
     @classmethod
     def class_name(cls) -> str:
@@ -65,21 +138,54 @@ class RecallMemory(BaseMemory):
         return "RecallMemory"
 
     @classmethod
-    def from_defaults(cls, **kwargs: Any) -> RecallMemory:
-        """Build from keyword arguments (``store``, ``namespace``, ``session_id``, ``token_limit``...)."""
+    def from_defaults(cls, chat_history: Sequence[ChatMessage] | None = None, **kwargs: Any) -> RecallMemory:
+        """Build from keyword arguments (``store``, ``namespace``, ``session_id``, ``token_limit``...).
+
+        Args:
+            chat_history: Messages that become this session's chat (replacing any stored ones, as
+                LlamaIndex's ``ChatMemoryBuffer.from_defaults`` does).
+            **kwargs: The fields.
+
+        Raises:
+            ConfigError: ``store`` or ``namespace`` missing, or an unknown argument.
+        """
+        check_arguments("RecallMemory.from_defaults", kwargs, [*cls.model_fields, "chat_history"])
         if "store" not in kwargs or "namespace" not in kwargs:
             raise ConfigError("RecallMemory.from_defaults needs store= and namespace=")
-        return cls(**kwargs)
+        memory = cls(**kwargs)
+        if chat_history is not None:
+            memory.set(list(chat_history))
+        return memory
+
+    def _parts(self) -> tuple[MemoryChatStore, MemoryRetriever]:
+        """The chat store and core retriever of the current fields (rebuilt when one changed)."""
+        inputs = (self.store, self.namespace, self.recall_config, self.llm)
+        built = self._built
+        if built is not None and all(a is b for a, b in zip(built[0], inputs, strict=True)):
+            return built[1]
+        parts = (
+            MemoryChatStore(store=self.store, namespace=self.namespace),
+            MemoryRetriever(
+                self.store, namespace=self.namespace, config=self.recall_config, llm=to_memory_llm(self.llm)
+            ),
+        )
+        self._built = (inputs, parts)
+        return parts
 
     @property
     def chat_store(self) -> MemoryChatStore:
         """Where this memory keeps the chat."""
-        return self._chat
+        return self._parts()[0]
+
+    @property
+    def memory_retriever(self) -> MemoryRetriever:
+        """The core retriever recalling the long-term memories."""
+        return self._parts()[1]
 
     # ------------------------------------------------------------------ async (the implementation)
     def _recent(self, memories: list[Memory]) -> list[Memory]:
         """The newest messages within ``token_limit`` (always at least the last one)."""
-        counter = self._recaller.token_counter
+        counter = self.memory_retriever.token_counter
         kept: list[Memory] = []
         used = 0
         for memory in reversed(memories):
@@ -95,13 +201,13 @@ class RecallMemory(BaseMemory):
 
     async def aget(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
         """Recalled long-term memories (a system message) and the recent chat."""
-        recent_memories = self._recent(await self._chat.amemories(self.session_id))
+        recent_memories = self._recent(await self.chat_store.amemories(self.session_id))
         recent = from_memories(recent_memories)
         query = input if input and input.strip() else latest_query(recent)
         if query is None:
             return recent
         # This session's recent turns are already in the prompt: recall past them, not them.
-        result = await self._recaller.arecall(
+        result = await self.memory_retriever.arecall(
             query_text(query),
             k=self.k,
             token_budget=self.recall_token_budget,
@@ -115,23 +221,23 @@ class RecallMemory(BaseMemory):
 
     async def aget_all(self) -> list[ChatMessage]:
         """Every message of this session."""
-        return await self._chat.aget_messages(self.session_id)
+        return await self.chat_store.aget_messages(self.session_id)
 
     async def aput(self, message: ChatMessage) -> None:
         """Add a message to the chat (and so to the long-term memories)."""
-        await self._chat.async_add_message(self.session_id, message)
+        await self.chat_store.async_add_message(self.session_id, message)
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
         """Add messages in one commit."""
-        await self._chat.aadd_messages(self.session_id, messages)
+        await self.chat_store.aadd_messages(self.session_id, messages)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace this session's chat."""
-        await self._chat.aset_messages(self.session_id, messages)
+        await self.chat_store.aset_messages(self.session_id, messages)
 
     async def areset(self) -> None:
         """Clear this session's chat (long-term memories of other sessions stay)."""
-        await self._chat.adelete_messages(self.session_id)
+        await self.chat_store.adelete_messages(self.session_id)
 
     # ------------------------------------------------------------------ sync shells
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:

@@ -2,20 +2,36 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Mapping
-from typing import Any
+from typing import Annotated, Any
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
-from pydantic import ConfigDict, Field, PrivateAttr, model_validator
+from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
-from memory_retrievers import MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import query_text
+from memory_retrievers import ConfigError, MemoryKind, MemoryRetriever, MemoryStore, RecallConfig
+from memory_retrievers.integration import (
+    aall_memories,
+    check_arguments,
+    check_store_key,
+    deepcopy_memo,
+    is_store_spec,
+    open_store,
+    query_text,
+    register,
+    store_spec,
+    validated,
+)
 
-from ._messages import message_record, message_text
+from ._messages import MESSAGE_KEY, message_record, message_text
 from .bridges import to_memory_llm
+from .chat_store import ARCHIVED_TAG, restore
 
 __all__ = ["RecallMemoryBlock", "latest_query"]
+
+_Count = Annotated[int, Field(strict=True, ge=1)]
 
 
 def latest_query(messages: list[ChatMessage] | None) -> str | None:
@@ -30,13 +46,29 @@ def latest_query(messages: list[ChatMessage] | None) -> str | None:
     return None
 
 
+def _payload(message: ChatMessage, session: str | None) -> str:
+    """A message's stored form, for matching; without the ``session_id`` that ``Memory`` adds to flushed ones."""
+    data = message.model_dump(mode="json")
+    kwargs = data.get("additional_kwargs")
+    if isinstance(kwargs, dict) and session is not None and kwargs.get("session_id") == session:
+        data["additional_kwargs"] = {k: v for k, v in kwargs.items() if k != "session_id"}
+    return json.dumps(data, sort_keys=True)
+
+
 class RecallMemoryBlock(BaseMemoryBlock[str]):
     """Recall the memories that matter for the latest messages, within this block's token budget.
 
     ``Memory`` calls ``aget`` with the current chat; the block recalls for the latest user message
     and returns a context block. Messages flushed out of short-term memory (``aput``) are stored as
-    ``message`` memories, so later sessions can recall them. ``atruncate`` re-selects within a
-    smaller budget rather than dropping the whole block.
+    ``message`` memories, so later sessions can recall them (unless a
+    :class:`~llama_index.memory_retrievers.MemoryDBChatStore` on this namespace already keeps them:
+    those are not stored twice). ``atruncate`` re-selects within a smaller budget rather than
+    dropping the whole block.
+
+    Every field can be reassigned (checked like the constructor's): the core retriever is rebuilt
+    when one it was built from changed. Unknown arguments raise
+    :class:`~memory_retrievers.ConfigError`. ``pickle`` and ``model_dump``/``model_validate``
+    round-trip it (the store as its spec) when ``llm`` is ``None``.
 
     Example:
         .. code-block:: python
@@ -45,28 +77,81 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
             memory = Memory.from_defaults(session_id="chat-1", memory_blocks=[block])
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True)
+    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
 
     name: str = Field(default="recalled_memories", description="The block's name in the memory template.")
     store: MemoryStore = Field(description="The memory store.")
     namespace: str = Field(description="Whose memories.")
-    k: int = Field(default=5, ge=1, description="Maximum memories in the block.")
-    token_budget: int = Field(default=800, ge=1, description="Maximum tokens of the block.")
-    recall_config: RecallConfig | dict[str, Any] | None = Field(default=None, description="Recall settings.")
+    k: _Count = Field(default=5, description="Maximum memories in the block.")
+    token_budget: _Count = Field(default=800, description="Maximum tokens of the block.")
+    recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
 
-    _recaller: MemoryRetriever = PrivateAttr()
+    _built: tuple[tuple[Any, ...], MemoryRetriever] | None = PrivateAttr(default=None)
     _last_query: str | None = PrivateAttr(default=None)
 
-    @model_validator(mode="after")
-    def _build(self) -> RecallMemoryBlock:
-        self._recaller = MemoryRetriever(
-            self.store, namespace=self.namespace, config=self.recall_config, llm=to_memory_llm(self.llm)
+    def __init__(self, **data: Any) -> None:
+        check_arguments("RecallMemoryBlock", data, type(self).model_fields)
+        super().__init__(**data)
+
+    @field_validator("store", mode="before")
+    @classmethod
+    def _reopen(cls, value: Any) -> Any:
+        return open_store(value) if is_store_spec(value) else value
+
+    @field_validator("namespace")
+    @classmethod
+    def _namespace(cls, value: str, info: ValidationInfo) -> str:
+        store = info.data.get("store")
+        return (
+            check_store_key(value, field="namespace", store=register(store))
+            if isinstance(store, MemoryStore)
+            else value
         )
-        return self
+
+    @field_validator("recall_config", mode="before")
+    @classmethod
+    def _config(cls, value: Any) -> Any:
+        return None if value is None else validated(RecallConfig, value, "RecallConfig")
+
+    @field_validator("llm")
+    @classmethod
+    def _llm(cls, value: Any) -> Any:
+        to_memory_llm(value)
+        return value
+
+    @field_serializer("store")
+    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
+        return store_spec(store, "RecallMemoryBlock")
+
+    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemoryBlock:
+        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built))
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        if self.llm is not None:
+            raise ConfigError("a RecallMemoryBlock with an llm cannot be serialised; rebuild it with the llm instead")
+        state = {name: getattr(self, name) for name in type(self).model_fields}
+        state["store"] = store_spec(self.store, "RecallMemoryBlock")
+        return (restore, (type(self), state))
+
+    @property
+    def memory_retriever(self) -> MemoryRetriever:
+        """The core retriever of the current fields (rebuilt when one it was built from changed)."""
+        inputs = (self.store, self.namespace, self.recall_config, self.llm)
+        built = self._built
+        if built is not None and all(a is b for a, b in zip(built[0], inputs, strict=True)):
+            return built[1]
+        recaller = MemoryRetriever(
+            self.store,
+            namespace=check_store_key(self.namespace, field="namespace", store=self.store),
+            config=self.recall_config,
+            llm=to_memory_llm(self.llm),
+        )
+        self._built = (inputs, recaller)
+        return recaller
 
     async def _recall(self, query: str, budget: int) -> str:
-        result = await self._recaller.arecall(query, k=self.k, token_budget=budget)
+        result = await self.memory_retriever.arecall(query, k=self.k, token_budget=budget)
         return result.to_context()
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
@@ -76,13 +161,31 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
             return ""
         return await self._recall(query, self.token_budget)
 
+    async def _kept_already(self, session: str | None) -> Counter[str]:
+        """Payloads of this session's messages a ``MemoryDBChatStore`` archived here (they are memories already)."""
+        if session is None:
+            return Counter()
+        flt = {"session_ids": [session], "kinds": [MemoryKind.MESSAGE], "tags_any": [ARCHIVED_TAG]}
+        archived = await aall_memories(self.store, self.namespace, filter=flt)
+        return Counter(
+            json.dumps(m.metadata[MESSAGE_KEY], sort_keys=True) for m in archived if MESSAGE_KEY in m.metadata
+        )
+
     async def _aput(self, messages: list[ChatMessage]) -> None:
         max_chars = self.store.config.max_text_chars
-        records = [
-            message_record(m, session_id=_session(m.additional_kwargs), max_chars=max_chars)
-            for m in messages
-            if message_text(m).strip()
-        ]
+        kept: dict[str | None, Counter[str]] = {}
+        records = []
+        for message in messages:
+            if not message_text(message).strip():
+                continue
+            session = _session(message.additional_kwargs)
+            if session not in kept:
+                kept[session] = await self._kept_already(session)
+            payload = _payload(message, session)
+            if kept[session][payload] > 0:
+                kept[session][payload] -= 1
+                continue
+            records.append(message_record(message, session_id=session, max_chars=max_chars))
         if records:
             await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
 
@@ -90,7 +193,7 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         """Re-select within ``tokens(content) - tokens_to_truncate`` tokens (``None`` if nothing fits)."""
         if not content or self._last_query is None:
             return None
-        budget = self._recaller.token_counter.count(content) - tokens_to_truncate
+        budget = self.memory_retriever.token_counter.count(content) - tokens_to_truncate
         if budget <= 0:
             return None
         smaller = await self._recall(self._last_query, budget)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import contextlib
+from collections.abc import Iterator, Mapping
+from contextvars import ContextVar
 from typing import Any, Literal
 
 import numpy as np
@@ -12,6 +14,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from memory_retrievers import (
     ConfigError,
+    InvalidInputError,
     MemoryFilter,
     MemoryRetriever,
     MemoryStore,
@@ -20,11 +23,47 @@ from memory_retrievers import (
     Reranker,
     ScoredMemory,
 )
-from memory_retrievers.integration import coerce_filter, run_sync
+from memory_retrievers.integration import check_store_key, coerce_filter, register, run_sync
 
 from .bridges import to_memory_llm
 
-__all__ = ["RecallRetriever", "to_nodes"]
+__all__ = ["RecallRetriever", "current_namespace", "to_nodes", "using_namespace"]
+
+_namespace: ContextVar[str | None] = ContextVar("memory_retrievers_llama_index_namespace", default=None)
+
+
+@contextlib.contextmanager
+def using_namespace(namespace: str) -> Iterator[str]:
+    """Serve one user: retrievers built with ``namespace=None`` recall ``namespace`` inside this block.
+
+    The choice lives in a context variable, so it follows the code that runs the query (a thread,
+    or an asyncio task and what it awaits) and never leaks into a concurrent request: one query
+    engine can serve every user, each request naming its own.
+
+    Example:
+        .. code-block:: python
+
+            retriever = RecallRetriever(store, namespace=None)
+            engine = RetrieverQueryEngine.from_args(retriever, llm=llm)
+            with using_namespace(user_id):
+                response = engine.query(question)
+
+    Raises:
+        InvalidInputError: ``namespace`` is not a non-empty str.
+    """
+    if not isinstance(namespace, str) or not namespace.strip():
+        raise InvalidInputError(f"namespace must be a non-empty str, got {namespace!r}")
+    token = _namespace.set(namespace)
+    try:
+        yield namespace
+    finally:
+        _namespace.reset(token)
+
+
+def current_namespace() -> str | None:
+    """The namespace set by the innermost :func:`using_namespace` block (``None`` outside one)."""
+    return _namespace.get()
+
 
 # Shown to the LLM with the text; the rest (ids, hashes, the explanation) stays out of prompts.
 _LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities"})
@@ -60,7 +99,9 @@ class RecallRetriever(BaseRetriever):
 
     Args:
         store: The memory store.
-        namespace: Whose memories. Recall never returns another namespace's memories.
+        namespace: Whose memories. Recall never returns another namespace's memories. ``None``:
+            the namespace of the enclosing :func:`using_namespace` block, per call (a call outside
+            one raises), so one retriever and query engine serve many users.
         similarity_top_k: Maximum nodes (``None``: ``recall_config.k``, 10 by default).
         token_budget: Maximum tokens of the recalled memories (``"config"``: the config's; ``None``:
             unlimited).
@@ -83,7 +124,7 @@ class RecallRetriever(BaseRetriever):
         self,
         store: MemoryStore,
         *,
-        namespace: str,
+        namespace: str | None,
         similarity_top_k: int | None = None,
         token_budget: int | Literal["config"] | None = "config",
         recall_config: RecallConfig | Mapping[str, Any] | None = None,
@@ -99,9 +140,20 @@ class RecallRetriever(BaseRetriever):
             isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
         ):
             raise ConfigError(f"similarity_top_k must be an int >= 1 or None, got {similarity_top_k!r}")
-        self._recaller = MemoryRetriever(
-            store, namespace=namespace, config=recall_config, llm=to_memory_llm(llm), reranker=reranker
-        )
+        if token_budget not in ("config", None) and (
+            isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
+        ):
+            raise ConfigError(f"token_budget must be an int >= 0, 'config' or None, got {token_budget!r}")
+        if not isinstance(store, MemoryStore):
+            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
+        self._store = register(store)
+        self._config = recall_config
+        self._llm = to_memory_llm(llm)
+        self._reranker = reranker
+        # Built now so a bad config or reranker fails here, not on the first query.
+        MemoryRetriever(store, namespace="config-check", config=recall_config, llm=self._llm, reranker=reranker)
+        self._fixed: MemoryRetriever | None = None
+        self.namespace = namespace
         self._filter = coerce_filter(filters)
         self.similarity_top_k = similarity_top_k
         self.token_budget = token_budget
@@ -110,17 +162,50 @@ class RecallRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def __repr__(self) -> str:
-        return f"RecallRetriever(namespace={self._recaller.namespace!r}, store={self._recaller.store!r})"
+        return f"RecallRetriever(namespace={self._namespace!r}, store={self._store!r})"
+
+    @property
+    def namespace(self) -> str | None:
+        """Whose memories (``None``: the enclosing :func:`using_namespace` block's, per call)."""
+        return self._namespace
+
+    @namespace.setter
+    def namespace(self, value: str | None) -> None:
+        # The core retriever of a fixed namespace is rebuilt here, so reassigning the namespace
+        # can never leave recall reading the previous tenant.
+        if value is None:
+            self._fixed = None
+        else:
+            value = check_store_key(value, field="namespace", store=self._store)
+            self._fixed = self._build(value)
+        self._namespace = value
+
+    def _build(self, namespace: str) -> MemoryRetriever:
+        return MemoryRetriever(
+            self._store, namespace=namespace, config=self._config, llm=self._llm, reranker=self._reranker
+        )
 
     @property
     def memory_retriever(self) -> MemoryRetriever:
-        """The core retriever doing the work."""
-        return self._recaller
+        """The core retriever for this call's namespace.
+
+        Raises:
+            InvalidInputError: ``namespace`` is ``None`` and no :func:`using_namespace` block is active.
+        """
+        if self._fixed is not None:
+            return self._fixed
+        namespace = current_namespace()
+        if namespace is None:
+            raise InvalidInputError(
+                "this RecallRetriever has no namespace: build it with namespace='...', or run the query inside "
+                "`with using_namespace(user_id):`"
+            )
+        return self._build(check_store_key(namespace, field="namespace", store=self._store))
 
     @property
     def store(self) -> MemoryStore:
         """The underlying store."""
-        return self._recaller.store
+        return self._store
 
     # ------------------------------------------------------------------ shared logic
     def _args(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
@@ -158,13 +243,19 @@ class RecallRetriever(BaseRetriever):
             **overrides: ``similarity_top_k``, ``token_budget``, ``recall_config`` (a dict of
                 overrides), ``project``, ``topic``, ``explain``, ``now`` and any filter field.
         """
+        return await self._arecall(self.memory_retriever, query, overrides)
+
+    async def _arecall(
+        self, recaller: MemoryRetriever, query: str | QueryBundle, overrides: Mapping[str, Any]
+    ) -> RecallResult:
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
         vector = await self._aquery_vector(bundle)
-        return await self._recaller.arecall(bundle.query_str, query_vector=vector, **self._args(overrides))
+        return await recaller.arecall(bundle.query_str, query_vector=vector, **self._args(overrides))
 
     def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
         """Sync twin of :meth:`arecall`."""
-        return run_sync(self.arecall(query, **overrides))
+        # The namespace is read here, in the caller's context, not on the core's loop thread.
+        return run_sync(self._arecall(self.memory_retriever, query, overrides))
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
         """``aretrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""

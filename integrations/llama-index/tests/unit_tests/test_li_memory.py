@@ -53,10 +53,10 @@ async def test_block_stores_flushed_messages_and_truncates_by_selection(store: M
 
     content = await block.aget([user("what is the cat called, Miso?")])
     assert content.count("\n- [") >= 2
-    tokens = block._recaller.token_counter.count(content)
+    tokens = block.memory_retriever.token_counter.count(content)
     smaller = await block.atruncate(content, tokens_to_truncate=tokens // 3)
     assert smaller is not None and smaller != content
-    assert block._recaller.token_counter.count(smaller) <= tokens - tokens // 3
+    assert block.memory_retriever.token_counter.count(smaller) <= tokens - tokens // 3
     assert "Miso" in smaller  # the best memory survives truncation
     assert await block.atruncate(content, tokens_to_truncate=tokens) is None
     assert await block.aget([]) == ""
