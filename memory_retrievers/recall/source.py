@@ -46,11 +46,7 @@ class RecallSource(Protocol):
         ...
 
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
-        """BM25 over the memory text, the text with its context, or the entities.
-
-        ``FtsField.CONTEXT`` returns only memories that have a context: for the others it would
-        repeat the text channel, and the same words would vote twice.
-        """
+        """BM25 over the memory text, the text with its context, or the entities."""
         ...
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:

@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..filters import MemoryFilter, build_where, matches
 from ..models import FtsField, Memory
@@ -55,11 +54,11 @@ class ViewSource:
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""
         table = await self._searcher.fts(text, self._where, k, field, ["id"])
-        index, rows = self._view.index, self._view.rows
+        index = self._view.index
         pairs = [
             (i, float(s))
             for i, s in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=True)
-            if i in index and (field is not FtsField.CONTEXT or rows[index[i]]["context"])
+            if i in index
         ]
         return SourceHits(tuple(i for i, _ in pairs), tuple(s for _, s in pairs))
 
@@ -136,12 +135,7 @@ class TableSource:
 
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
         """BM25 rows, with everything recall needs of them."""
-        table = await self._searcher.fts(text, self._where, k, field, _COLUMNS)
-        if field is FtsField.CONTEXT:
-            # Only memories with a context: for the others this field is their text alone, and the
-            # text channel already votes for them (the same words must not vote twice).
-            table = table.filter(pc.greater(pc.utf8_length(table.column("context")), 0))
-        return self._hits(table)
+        return self._hits(await self._searcher.fts(text, self._where, k, field, _COLUMNS))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
