@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 README = Path(__file__).resolve().parents[4] / "README.md"
+#: The package's own README (its page on the package index).
+PACKAGE_README = Path(__file__).resolve().parents[2] / "README.md"
 
 
 def snippets(section: str, end: str) -> list[str]:
@@ -29,4 +31,17 @@ def test_the_langchain_snippets_run_as_pasted(tmp_path: Path) -> None:
             [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
         )
         assert done.returncode == 0, f"README LangChain snippet {i} failed:\n{done.stderr[-3000:]}"
+    assert (tmp_path / "memories").is_dir()
+
+
+@pytest.mark.integration
+def test_the_package_readme_snippet_runs_as_pasted(tmp_path: Path) -> None:
+    blocks = re.findall(r"```python\n(.*?)```", PACKAGE_README.read_text(), flags=re.S)
+    assert len(blocks) == 1
+    script = tmp_path / "snippet.py"
+    script.write_text(blocks[0])
+    done = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True, timeout=300, check=False
+    )
+    assert done.returncode == 0, f"langchain package README snippet failed:\n{done.stderr[-3000:]}"
     assert (tmp_path / "memories").is_dir()
