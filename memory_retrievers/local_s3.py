@@ -15,18 +15,15 @@ commits need for concurrent writers (see docs/OBJECT_STORAGE.md).
 
 from __future__ import annotations
 
-import ctypes
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -69,24 +66,15 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
-def _die_with_parent() -> Callable[[], None] | None:
-    """On Linux, have the kernel kill the server when this process dies, however it dies.
+def _die_with_parent() -> list[str]:
+    """A command prefix that has the kernel kill the server when this process dies, however it dies.
 
-    Without it, a test run killed with SIGKILL would leave a server running. The prctl function
-    is looked up here, before the fork, so the child only calls it.
+    Without it, a test run killed with SIGKILL would leave a server running. util-linux's
+    ``setpriv --pdeathsig`` does it on Linux; a ``preexec_fn`` calling prctl would too, but it
+    makes Python run the at-fork hooks, and LanceDB's warns that forking is unsafe.
     """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
-        return None
-    pr_set_pdeathsig = 1
-
-    def arm() -> None:
-        prctl(pr_set_pdeathsig, signal.SIGKILL)
-
-    return arm
+    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
+    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
 
 
 class LocalS3Server:
@@ -198,6 +186,7 @@ class LocalS3Server:
         config = self.root / "s3.json"
         config.write_text(json.dumps(identities), encoding="utf-8")
         args = [
+            *_die_with_parent(),
             weed,
             "server",
             f"-dir={data}",
@@ -229,7 +218,6 @@ class LocalS3Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
-                preexec_fn=_die_with_parent(),
             )
 
     def _wait_ready(self, deadline: float) -> bool:
