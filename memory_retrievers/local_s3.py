@@ -155,7 +155,7 @@ class LocalS3Server:
         raise RuntimeError(f"SeaweedFS did not start within {timeout_s:.0f} s; its log ends:\n{self.log_tail()}")
 
     def stop(self) -> None:
-        """Stop the server (SIGTERM, then SIGKILL after 3 s) and remove a temporary root."""
+        """Kill the server and remove a temporary root (a given ``root`` is kept, log included)."""
         self._terminate()
         if self._sockets is not None:
             shutil.rmtree(self._sockets, ignore_errors=True)
@@ -236,12 +236,9 @@ class LocalS3Server:
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=3)  # weed's graceful shutdown can hang for good; the data is throwaway
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        # SIGKILL at once: weed's graceful shutdown can hang, and the data is throwaway.
+        proc.kill()
+        proc.wait(timeout=30)
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log (for error messages)."""
