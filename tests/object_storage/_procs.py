@@ -24,7 +24,7 @@ def _open(uri: str, options: dict[str, str], **config: Any) -> MemoryStore:
 def writer(uri: str, options: dict[str, str], worker: int, rounds: int, barrier: Any, acks: Any) -> None:
     """Rounds of add, add_many, add to the shared namespace, supersede, delete; worker 0 also optimizes."""
     try:
-        barrier.wait(BARRIER_S)  # every process opens the (not yet created) table at once
+        barrier.wait(BARRIER_S)  # every process opens the table at once
         store = _open(uri, options, optimize_after_commits=16)
         own = f"t{worker}"
 
