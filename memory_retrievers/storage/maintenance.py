@@ -199,17 +199,20 @@ class Maintainer:
 
         async def work() -> None:
             await retry_conflicts("build indexes", self._build_missing)
-            await retry_conflicts(
-                "optimize the table",
-                lambda: self._table.handle.optimize(cleanup_older_than=self._config.version_retention),
-                defer_ok=True,
-            )
+            await retry_conflicts("optimize the table", self._compact, defer_ok=True)
 
         if not await self._exclusive(work, wait=wait):
             return
         removed = await asyncio.to_thread(self.remove_stale_temp_files)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
+
+    async def _compact(self) -> None:
+        # From the latest version on every attempt: a handle left at the version a conflict was
+        # found at would compact the same fragments again and lose to the same commit every time
+        # (seen with writers in other processes, and its rewritten files left for cleanup).
+        await self._table.refresh()
+        await self._table.handle.optimize(cleanup_older_than=self._config.version_retention)
 
     async def purge(self) -> None:
         """Remove deleted memories from disk, with every older version and unreferenced file.
@@ -230,10 +233,12 @@ class Maintainer:
                     await retry_conflicts("rebuild a full-text index", functools.partial(_rebuild_fts, table, column))
             with warnings.catch_warnings():  # LanceDB warns about exactly what purge is for
                 warnings.filterwarnings("ignore", message=".*cleanup_older_than=0.*")
-                await retry_conflicts(
-                    "purge old versions",
-                    lambda: table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True),
-                )
+
+                async def prune() -> None:
+                    await self._table.refresh()  # as in _compact
+                    await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+
+                await retry_conflicts("purge old versions", prune)
             await self._table.refresh_indexes()
 
         self._reset()
