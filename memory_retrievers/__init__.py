@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .fusion import Contribution, RankedList, weighted_rrf
     from .llm import LLM, CallableLLM
     from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+    from .per_process import PerProcess
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
@@ -71,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "Memory": ".models",
     "MemoryKind": ".models",
     "WriteAction": ".models",
+    "PerProcess": ".per_process",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",
     "RecallConfig": ".recall_config",
@@ -127,6 +129,7 @@ __all__ = [
     "Explanation",
     "LLMFallbackWarning",
     "MemoryRetriever",
+    "PerProcess",
     "Preset",
     "RankedList",
     "RecallConfig",

@@ -261,6 +261,13 @@ class MemoryStore:
         self._table.close()
         _OPEN.discard(self)
 
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise ForkedStoreError(
+            "a MemoryStore cannot be sent to another process (pickled): send its location and open a new "
+            "MemoryStore there, e.g. MemoryStore(store.uri); see docs/DEPLOYMENT.md",
+            opened_in=self._pid,
+        )
+
     def __enter__(self) -> MemoryStore:
         return self
 
