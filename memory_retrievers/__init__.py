@@ -21,6 +21,7 @@ if TYPE_CHECKING:
         EmbedderMismatchError,
         EmbeddingError,
         FilterError,
+        ForkedStoreError,
         InvalidInputError,
         MemoryRetrieversError,
         NotFoundError,
@@ -31,6 +32,7 @@ if TYPE_CHECKING:
     from .fusion import Contribution, RankedList, weighted_rrf
     from .llm import LLM, CallableLLM
     from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+    from .per_process import PerProcess
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
@@ -51,6 +53,7 @@ _EXPORTS: dict[str, str] = {
     "EmbedderMismatchError": ".errors",
     "EmbeddingError": ".errors",
     "FilterError": ".errors",
+    "ForkedStoreError": ".errors",
     "InvalidInputError": ".errors",
     "MemoryRetrieversError": ".errors",
     "NotFoundError": ".errors",
@@ -69,6 +72,7 @@ _EXPORTS: dict[str, str] = {
     "Memory": ".models",
     "MemoryKind": ".models",
     "WriteAction": ".models",
+    "PerProcess": ".per_process",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",
     "RecallConfig": ".recall_config",
@@ -125,6 +129,7 @@ __all__ = [
     "Explanation",
     "LLMFallbackWarning",
     "MemoryRetriever",
+    "PerProcess",
     "Preset",
     "RankedList",
     "RecallConfig",
@@ -143,6 +148,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "FilterError",
+    "ForkedStoreError",
     "FtsField",
     "HashEmbedder",
     "Hit",

@@ -101,9 +101,14 @@ class StoreConfig(CheckedModel):
     vector, entity, recency and link channels need no LanceDB query; 0 disables it. About
     2.5 KB per memory with the default model; at most four times this many rows are held."""
 
-    read_consistency_interval: timedelta | None = None
-    """How often a handle checks for other processes' commits. ``None`` = never (fastest, fine for
-    one writer process); ``timedelta(0)`` = on every read."""
+    read_consistency_interval: timedelta | None = timedelta(0)
+    """How often a read checks for other processes' commits. ``timedelta(0)`` (default) = on every
+    read, so app workers sharing a store always see each other's writes (a chat turn written by one
+    worker is in the next request's history, whichever worker serves it); it costs one version
+    check per read (measured in benchmarks/results/read_consistency.json). A longer interval checks
+    at most that often (reads may be that stale); ``None`` = never: only for a store that one process
+    alone writes, as a handle then never sees another process's later writes. Writes always start
+    from the latest version, whatever this says."""
 
     @field_validator("read_consistency_interval")
     @classmethod

@@ -8,6 +8,7 @@ any embedder returns (:func:`check_vectors`) before a vector reaches the table.
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from abc import ABC, abstractmethod
@@ -16,6 +17,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from . import _fork
 from .errors import ConfigError, DimensionMismatchError, EmbeddingError
 from .plugins import pool as plugin_pool
 
@@ -215,6 +217,17 @@ _models: dict[tuple[str, str], Any] = {}
 _models_lock = threading.Lock()
 
 
+def _new_locks_in_child() -> None:
+    # A lock held by another thread at fork time stays held in the child for good.
+    global _models_lock, _TORCH_THREADS
+    _models_lock = threading.Lock()
+    _TORCH_THREADS = threading.Lock()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_new_locks_in_child)
+
+
 def _shared_model(model_name: str, device: str) -> Any:
     with _models_lock:
         model = _models.get((model_name, device))
@@ -304,6 +317,7 @@ class SentenceTransformerEmbedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         model = self._load()
+        _fork.note_torch()  # a child forked from now on must not start torch's OpenMP threads (see _fork)
         array = model.encode(
             list(texts),
             batch_size=self._batch_size,

@@ -12,8 +12,9 @@ subclass also inherits the built-in exception a caller would naturally catch, so
     ├── EmbeddingError (RuntimeError)        the embedder failed or returned unusable vectors
     │   └── DimensionMismatchError (ValueError)  vector width differs from the table's
     └── StorageError (RuntimeError)          the LanceDB table could not be read or written
-        └── SchemaMismatchError              the table was written by another schema/embedder
-            └── EmbedderMismatchError        ...by another embedding model (also a DimensionMismatchError)
+        ├── SchemaMismatchError              the table was written by another schema/embedder
+        │   └── EmbedderMismatchError        ...by another embedding model (also a DimensionMismatchError)
+        └── ForkedStoreError                 a store opened in a parent process, used in a forked child
 
 Messages always say how to fix the problem.
 """
@@ -28,6 +29,7 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "FilterError",
+    "ForkedStoreError",
     "InvalidInputError",
     "MemoryRetrieversError",
     "NotFoundError",
@@ -97,3 +99,18 @@ class EmbedderMismatchError(SchemaMismatchError, DimensionMismatchError):
     Raised on open whichever detail differs; it is both a :class:`SchemaMismatchError` and a
     :class:`DimensionMismatchError`, so code that catches either keeps working.
     """
+
+
+class ForkedStoreError(StorageError):
+    """A :class:`~memory_retrievers.MemoryStore` was used in a child process forked after it was opened.
+
+    Its LanceDB handles, loop thread and pending writes belong to the parent process; a forked
+    child cannot use them safely. Open a new store in the child instead (see docs/DEPLOYMENT.md).
+
+    Attributes:
+        opened_in: The pid of the process that opened the store.
+    """
+
+    def __init__(self, message: str, opened_in: int | None = None) -> None:
+        super().__init__(message)
+        self.opened_in = opened_in

@@ -26,7 +26,14 @@ import numpy as np
 from . import _loop
 from .config import StoreConfig, validated
 from .embeddings import Embedder, SentenceTransformerEmbedder
-from .errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError, StorageError
+from .errors import (
+    ConfigError,
+    ForkedStoreError,
+    InvalidInputError,
+    MemoryRetrieversError,
+    NotFoundError,
+    StorageError,
+)
 from .fields import WRITABLE_FIELDS
 from .filters import MemoryFilter, build_where, coerce_filter
 from .models import AddedMemory, FtsField, Hit, Memory
@@ -57,6 +64,16 @@ DEFAULT_TABLE = "memories"
 #: Stores not closed yet: at interpreter exit they are closed, so pending access statistics and
 #: queued writes are not lost by a program that never called close().
 _OPEN: weakref.WeakSet[MemoryStore] = weakref.WeakSet()
+
+
+def _forget_parents_stores() -> None:
+    # Stores of the parent are the parent's to close: at this child's exit, closing them would write
+    # the parent's pending access statistics a second time, through LanceDB handles unsafe here.
+    _OPEN.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_parents_stores)
 
 
 @atexit.register
@@ -161,6 +178,7 @@ class MemoryStore:
             self._writer.write_group, max_records=cfg.write_batch_size, prepare=self._table.refresh
         )
         self._closed = False
+        self._pid = os.getpid()  # a forked child must not use this store (see _check_process)
         if _open:
             _loop.run_sync(self._table.open())
             _OPEN.add(self)
@@ -221,12 +239,18 @@ class MemoryStore:
 
     # ------------------------------------------------------------------ open / close
     def close(self) -> None:
-        """Write pending access statistics. The store must not be used afterwards."""
+        """Write pending access statistics. The store must not be used afterwards.
+
+        In a child forked after the store was opened, this does nothing: the store belongs to the
+        parent process, which still writes and closes it.
+        """
+        if self._forked():
+            return
         _loop.run_sync(self.aclose())
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`: waits for queued writes and running maintenance too."""
-        if self._closed:
+        if self._closed or self._forked():
             return
         try:
             await self.aflush_access()
@@ -234,7 +258,15 @@ class MemoryStore:
             logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)
         await self.aflush()
         self._closed = True
+        self._table.close()
         _OPEN.discard(self)
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise ForkedStoreError(
+            "a MemoryStore cannot be sent to another process (pickled): send its location and open a new "
+            "MemoryStore there, e.g. MemoryStore(store.uri); see docs/DEPLOYMENT.md",
+            opened_in=self._pid,
+        )
 
     def __enter__(self) -> MemoryStore:
         return self
@@ -249,8 +281,23 @@ class MemoryStore:
         await self.aclose()
 
     def _ensure_open(self) -> None:
+        self._check_process()
         if self._closed:
             raise StorageError("this MemoryStore is closed; open a new one")
+
+    def _forked(self) -> bool:
+        return os.getpid() != self._pid
+
+    def _check_process(self) -> None:
+        """Refuse use in a child forked after the store was opened (its handles are the parent's)."""
+        if self._forked():
+            raise ForkedStoreError(
+                f"this MemoryStore was opened in process {self._pid} and cannot be used in process {os.getpid()}, "
+                "which was forked from it: open a new MemoryStore in each process after it starts (gunicorn without "
+                "--preload or in a post_fork hook, Celery's worker_process_init signal, multiprocessing with the "
+                "'forkserver' or 'spawn' start method, or memory_retrievers.PerProcess); see docs/DEPLOYMENT.md",
+                opened_in=self._pid,
+            )
 
     # ------------------------------------------------------------------ writes
     def add(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> AddedMemory:
@@ -692,6 +739,7 @@ class MemoryStore:
         Cached per namespace: a write through this store with entities sets it at once; writes by
         other processes are seen after at most ``max_age_s`` seconds.
         """
+        self._check_process()
         return await self._searcher.has_entities(self._ns(namespace), max_age_s=max_age_s)
 
     async def arecall_source(
@@ -719,6 +767,7 @@ class MemoryStore:
 
     async def aflush(self) -> None:
         """Async twin of :meth:`flush`."""
+        self._check_process()
         await self._queue.await_idle()
         await self._maintainer.await_idle()
 
@@ -785,6 +834,7 @@ class MemoryStore:
 
     async def aflush_access(self) -> int:
         """Async twin of :meth:`flush_access` (queued behind writes in progress)."""
+        self._check_process()
         return await self._queue.exclusive(self._access.flush)
 
     # ------------------------------------------------------------------ export, restore, stats

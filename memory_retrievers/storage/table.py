@@ -8,7 +8,6 @@ their bookkeeping by hand (Lucene's writer/reader split: the writer knows what i
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -16,16 +15,18 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-import lancedb
 import numpy as np
 import pyarrow as pa
 from lancedb.query import ColumnOrdering
 
+from .. import _fork
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
 from ..schema import search_text, to_arrow
+from .connect import is_uri, open_lancedb_table
 from .events import CommitAction, CommitEvent, CommitListener
 from .migrations import add_missing_columns, check_schema, storage_error
+from .remote import RemoteTable
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
 
@@ -35,11 +36,6 @@ _KEY = ["namespace", "id"]
 #: The condition of every rewrite: the stored row is still the one the writer read.
 _UNCHANGED = "target.revision = source.revision - 1"
 _ID_CHUNK = 1000  # ids per IN list: keeps filters short
-
-
-def is_uri(value: str) -> bool:
-    """Whether a store location is a URI (``s3://…``, ``memory://``) rather than a local folder."""
-    return "://" in value
 
 
 class MemoryTable:
@@ -105,10 +101,18 @@ class MemoryTable:
                     "that can be created or already is a folder"
                 ) from exc
         try:
-            db = await lancedb.connect_async(
-                self.uri, storage_options=self._storage_options, read_consistency_interval=self._consistency
-            )
-            table = await self._open_or_create(db)
+            if _fork.lancedb_inherited():
+                # LanceDB's runtime came from the process this one was forked from, and is unsafe
+                # here even for a new connection: a fresh engine process does the LanceDB work.
+                table = await RemoteTable.open(
+                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency
+                )
+                _warn_engine(self.uri)
+            else:
+                _fork.note_lancedb()
+                table = await open_lancedb_table(
+                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency
+                )
             found = await table.schema()
         except MemoryRetrieversError:
             raise
@@ -119,29 +123,10 @@ class MemoryTable:
         await add_missing_columns(table, found, self.where)
         await self.refresh_indexes()
 
-    async def _open_or_create(self, db: Any) -> Any:
-        """Open the table; create it only where nothing is stored yet."""
-        for attempt in range(3):
-            try:
-                return await db.open_table(self.table_name)
-            except ValueError:  # not found
-                if self._damaged_folder() is None:
-                    # exist_ok: another process may be creating it at this moment
-                    return await db.create_table(self.table_name, schema=self.schema, exist_ok=True)
-                await asyncio.sleep(0.05 * (attempt + 1))  # another process may be half-way through creating it
-        folder = self._damaged_folder()
-        raise StorageError(
-            f"{folder} holds table data but no readable version (its _versions folder is missing or damaged); "
-            "opening it would start an empty store over the memories it holds. Restore the folder from a backup, "
-            "or move it away to start a new store"
-        )
-
-    def _damaged_folder(self) -> Path | None:
-        """A local table folder that has content although LanceDB found no table there."""
-        if is_uri(self.uri):
-            return None  # object stores: LanceDB's own view is all there is (see docs/RELIABILITY.md)
-        folder = Path(self.uri) / f"{self.table_name}.lance"
-        return folder if folder.is_dir() and any(folder.iterdir()) else None
+    def close(self) -> None:
+        """Release what the table holds outside this process (the engine process of a forked child)."""
+        if isinstance(self._table, RemoteTable):
+            self._table.close()
 
     async def refresh_indexes(self) -> set[str]:
         """Re-read which indexes exist (another writer may have built some)."""
@@ -387,6 +372,16 @@ _ACTIONS: dict[CommitAction, str] = {
     "update": "update memories",
     "delete": "delete memories",
 }
+
+
+def _warn_engine(uri: str) -> None:
+    logger.warning(
+        "memory-retrievers: this process was forked from process %s after it had opened LanceDB, whose runtime "
+        "is unsafe in a forked child; the store at %r uses a separate engine process instead. Open stores only "
+        "after fork (or use the 'forkserver'/'spawn' start method) to avoid the extra process (docs/DEPLOYMENT.md)",
+        _fork.lancedb_started_in(),
+        uri,
+    )
 
 
 def _namespaces(data: pa.Table) -> frozenset[str]:

@@ -1,0 +1,69 @@
+"""Opening the LanceDB table: in this process, or in the engine process when fork makes this one unsafe.
+
+Both :class:`~memory_retrievers.storage.table.MemoryTable` (in-process) and the engine
+(``storage.engine``, for forked children, see ``memory_retrievers._fork``) open a table with
+:func:`open_lancedb_table`, so they create, find and refuse tables by the same rules.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from ..errors import StorageError
+
+__all__ = ["is_uri", "open_lancedb_table"]
+
+
+def is_uri(value: str) -> bool:
+    """Whether a store location is a URI (``s3://…``, ``memory://``) rather than a local folder."""
+    return "://" in value
+
+
+async def open_lancedb_table(
+    uri: str,
+    table_name: str,
+    schema: pa.Schema,
+    storage_options: Mapping[str, str] | None,
+    read_consistency_interval: timedelta | None,
+) -> Any:
+    """Connect and open the table (a LanceDB ``AsyncTable``); create it only where nothing is stored yet.
+
+    Raises:
+        StorageError: A local table folder holds data but no readable version.
+        Exception: Whatever LanceDB raised (the caller names the action).
+    """
+    import lancedb  # here, not at import: the engine's client side must not need it
+
+    db = await lancedb.connect_async(
+        uri,
+        storage_options=dict(storage_options) if storage_options else None,
+        read_consistency_interval=read_consistency_interval,
+    )
+    for attempt in range(3):
+        try:
+            return await db.open_table(table_name)
+        except ValueError:  # not found
+            if _damaged_folder(uri, table_name) is None:
+                # exist_ok: another process may be creating it at this moment
+                return await db.create_table(table_name, schema=schema, exist_ok=True)
+            await asyncio.sleep(0.05 * (attempt + 1))  # another process may be half-way through creating it
+    folder = _damaged_folder(uri, table_name)
+    raise StorageError(
+        f"{folder} holds table data but no readable version (its _versions folder is missing or damaged); "
+        "opening it would start an empty store over the memories it holds. Restore the folder from a backup, "
+        "or move it away to start a new store"
+    )
+
+
+def _damaged_folder(uri: str, table_name: str) -> Path | None:
+    """A local table folder that has content although LanceDB found no table there."""
+    if is_uri(uri):
+        return None  # object stores: LanceDB's own view is all there is (see docs/RELIABILITY.md)
+    folder = Path(uri) / f"{table_name}.lance"
+    return folder if folder.is_dir() and any(folder.iterdir()) else None
