@@ -231,8 +231,8 @@ def _acked(path: Path) -> list[list[str]]:
 def test_read_consistency_interval_on_s3(make_s3_store: Callable[..., MemoryStore]) -> None:
     writer = make_s3_store()
     writer.add("first", namespace="n", id="m1")
-    never = make_s3_store()  # None: sees only its own writes until reopened
-    always = make_s3_store(config={"read_consistency_interval": timedelta(0)})
+    never = make_s3_store(config={"read_consistency_interval": None})  # sees only its own writes until reopened
+    always = make_s3_store()  # the default, timedelta(0): checks for a new version on every read
     eventually = make_s3_store(config={"read_consistency_interval": timedelta(seconds=0.5)})
     recall = MemoryRetriever(always, namespace="n")
     for store in (never, always, eventually):
