@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .fusion import Contribution, RankedList, weighted_rrf
     from .llm import LLM, CallableLLM
     from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+    from .pending import PendingWrite
     from .per_process import PerProcess
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
@@ -72,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "Memory": ".models",
     "MemoryKind": ".models",
     "WriteAction": ".models",
+    "PendingWrite": ".pending",
     "PerProcess": ".per_process",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",
@@ -129,6 +131,7 @@ __all__ = [
     "Explanation",
     "LLMFallbackWarning",
     "MemoryRetriever",
+    "PendingWrite",
     "PerProcess",
     "Preset",
     "RankedList",

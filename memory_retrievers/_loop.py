@@ -14,35 +14,42 @@ from collections.abc import Coroutine
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
-__all__ = ["run_sync", "submit"]
+__all__ = ["on_loop_thread", "run_sync", "submit"]
 
 T = TypeVar("T")
 
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
+_thread: threading.Thread | None = None
 
 
 def _get_loop() -> asyncio.AbstractEventLoop:
-    global _loop
+    global _loop, _thread
     with _lock:
         if _loop is None or _loop.is_closed():
             loop = asyncio.new_event_loop()
             thread = threading.Thread(target=loop.run_forever, name="memory-retrievers-loop", daemon=True)
             thread.start()
-            _loop = loop
+            _loop, _thread = loop, thread
         return _loop
 
 
 def _forget_loop_in_child() -> None:
     # The loop's thread does not survive fork: a child that used the parent's loop would queue work
     # that no thread ever runs (a hang). It gets a new loop on first use instead.
-    global _loop, _lock
+    global _loop, _lock, _thread
     _loop = None
+    _thread = None
     _lock = threading.Lock()
 
 
 if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_loop_in_child)
+
+
+def on_loop_thread() -> bool:
+    """Whether the caller runs on the library's loop thread (which must never wait for itself)."""
+    return _thread is not None and threading.current_thread() is _thread
 
 
 def submit(coro: Coroutine[Any, Any, T]) -> Future[T]:

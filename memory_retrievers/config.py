@@ -110,6 +110,22 @@ class StoreConfig(CheckedModel):
     alone writes, as a handle then never sees another process's later writes. Writes always start
     from the latest version, whatever this says."""
 
+    write_linger: timedelta = timedelta(0)
+    """How long a queued write waits for others to join its commit (micro-batching). Writes of
+    several threads, tasks or :meth:`~memory_retrievers.MemoryStore.add_later` calls that queue
+    within this window share one commit (at most ``write_batch_size`` records; a full group commits
+    at once). ``timedelta(0)`` (default) commits at once: writes that queue while a commit runs
+    still share the next one. On object storage, where each commit is several requests, e.g.
+    ``timedelta(milliseconds=50)`` turns a burst of small writes into far fewer commits, at the
+    price of up to that much extra latency per write. At most 10 seconds."""
+
+    @field_validator("write_linger")
+    @classmethod
+    def _linger_bounds(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0) or value > timedelta(seconds=10):
+            raise ValueError("must be between timedelta(0) (commit at once) and timedelta(seconds=10)")
+        return value
+
     @field_validator("read_consistency_interval")
     @classmethod
     def _not_negative(cls, value: timedelta | None) -> timedelta | None:

@@ -306,6 +306,15 @@ class SentenceTransformerEmbedder:
         getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
         return int(getter())
 
+    def load(self) -> None:
+        """Load the model now rather than on first use (about 5 s the first time in a process).
+
+        :meth:`MemoryStore.add_later <memory_retrievers.MemoryStore.add_later>` calls it, so that
+        writes still queued at interpreter exit never have to import the model then (Python
+        refuses new exit hooks during shutdown, which sentence-transformers' imports register).
+        """
+        self._load()
+
     def _load(self) -> Any:
         with self._lock:
             if self._model is None:

@@ -15,8 +15,10 @@ import builtins
 import logging
 import os
 import sys
+import threading
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from concurrent.futures import thread as _futures_thread  # noqa: F401  (its exit hook first, see _commit_queued_writes)
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, overload
@@ -37,6 +39,7 @@ from .errors import (
 from .fields import WRITABLE_FIELDS
 from .filters import MemoryFilter, build_where, coerce_filter
 from .models import AddedMemory, FtsField, Hit, Memory
+from .pending import PendingWrite
 from .recall.source import RecallSource
 from .schema import memory_schema
 from .storage.access import AccessLog
@@ -72,8 +75,47 @@ def _forget_parents_stores() -> None:
     _OPEN.clear()
 
 
+#: How long ``os.fork()`` waits for queued writes to commit before it forks anyway.
+_FORK_COMMIT_WAIT_S = 60.0
+
+
+def _commit_before_fork() -> None:
+    # A child must find what its parent queued before the fork (add_later, other threads' writes)
+    # already in the table: read-your-writes across the fork. The parent would commit them anyway.
+    if _loop.on_loop_thread():  # the queue's own thread cannot wait for itself
+        return
+    for store in list(_OPEN):
+        if store._forked() or store._queue.idle:
+            continue
+        if not store._queue.wait_idle(_FORK_COMMIT_WAIT_S):
+            logger.warning(
+                "memory-retrievers: forking while writes to %s are still queued after %.0f s; the parent "
+                "commits them, the child may not see them",
+                store.uri,
+                _FORK_COMMIT_WAIT_S,
+            )
+
+
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_parents_stores)
+    os.register_at_fork(before=_commit_before_fork, after_in_child=_forget_parents_stores)
+
+
+def _commit_queued_writes() -> None:
+    # Runs in threading's shutdown, before concurrent.futures refuses new work: a plug-in that embeds
+    # on an executor (asyncio.to_thread) still can. Registered after concurrent.futures' own hook,
+    # so it runs first. Stores stay open: the user's atexit handlers may still use them.
+    for store in list(_OPEN):
+        if store._forked() or store._queue.idle:
+            continue
+        try:
+            store.flush()
+        except Exception:  # at exit: report, never raise
+            logger.warning("memory-retrievers: committing queued writes at exit failed", exc_info=True)
+
+
+_register_threading_exit = getattr(threading, "_register_atexit", None)
+if _register_threading_exit is not None:  # CPython; elsewhere the atexit close below commits them
+    _register_threading_exit(_commit_queued_writes)
 
 
 @atexit.register
@@ -175,9 +217,13 @@ class MemoryStore:
         self._editor = Editor(self._table, cfg, self._vectors, self._writer, context, self._clock)
         # Every write of this store goes through one queue (see storage/queue.py).
         self._queue = WriteQueue(
-            self._writer.write_group, max_records=cfg.write_batch_size, prepare=self._table.refresh
+            self._writer.write_group,
+            max_records=cfg.write_batch_size,
+            prepare=self._table.refresh,
+            linger_s=cfg.write_linger.total_seconds(),
         )
         self._closed = False
+        self._embedder_loaded = False
         self._pid = os.getpid()  # a forked child must not use this store (see _check_process)
         if _open:
             _loop.run_sync(self._table.open())
@@ -323,6 +369,44 @@ class MemoryStore:
         (result,) = await self.aadd_many([{**fields, "text": text, "namespace": namespace}], dedup=dedup)
         return result
 
+    def add_later(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> PendingWrite:
+        """Queue one memory and return at once, without waiting for its commit (micro-batching).
+
+        The record is validated now; it is embedded and committed with the writes queued around it,
+        within ``StoreConfig.write_linger`` plus one commit. Use it where a commit is slow (object
+        storage) and the caller need not wait, e.g. logging chat turns.
+
+        Acknowledgement: :meth:`add` returns once the memory is committed; ``add_later`` returns a
+        :class:`PendingWrite` that is committed once its ``result()`` returns. :meth:`flush`,
+        :meth:`close`, interpreter exit and ``os.fork()`` all wait for queued writes, so a program
+        that ends normally loses none; a process killed (or ended by ``os._exit``) before the commit
+        loses what was still queued. It never blocks, so async code may call it too
+        (``await store.add_later(...)`` waits for the commit).
+
+        Args:
+            text: What to remember. Stored verbatim.
+            namespace: The user or tenant it belongs to.
+            dedup: Override the config: ``False`` skips duplicate detection.
+            **fields: Any writable field, as for :meth:`add`.
+
+        Returns:
+            The queued write: ``.result()`` (or ``await``) gives the :class:`AddedMemory`.
+
+        Raises:
+            InvalidInputError: Bad text or field (nothing is queued).
+            StorageError: The store is closed.
+        """
+        self._ensure_open()
+        self._check_dedup(dedup)
+        recs = self._records([{**fields, "text": text, "namespace": namespace}], None)
+        if not self._embedder_loaded:
+            # A lazily loaded model must not load at interpreter exit (see SentenceTransformerEmbedder.load).
+            load = getattr(self._embedder, "load", None)
+            if callable(load):
+                load()
+            self._embedder_loaded = True
+        return PendingWrite(self._queue.add_nowait(AddBatch(recs, dedup)), recs[0]["text"])
+
     def add_many(
         self,
         records: Iterable[Mapping[str, Any]],
@@ -369,6 +453,7 @@ class MemoryStore:
             raise InvalidInputError(f"batch_size must be a positive int, got {size!r}")
         if progress is not None and not isinstance(progress, bool):
             raise InvalidInputError(f"progress must be True, False or None, got {progress!r}")
+        self._check_dedup(dedup)
         recs = self._records(records, namespace)
         if progress is None:
             progress = len(recs) > size and sys.stderr is not None and sys.stderr.isatty()
@@ -948,6 +1033,11 @@ class MemoryStore:
                 rec["vector"] = self._vectors.given(rec["vector"], source=f"the vector of record {i}")
             recs.append(rec)
         return recs
+
+    @staticmethod
+    def _check_dedup(dedup: Any) -> None:
+        if dedup is not None and not isinstance(dedup, bool):
+            raise InvalidInputError(f"dedup must be True, False or None (the config decides), got {dedup!r}")
 
     def _ns(self, namespace: Any) -> str:
         return check_key(namespace, field="namespace", max_chars=self._config.max_key_chars)

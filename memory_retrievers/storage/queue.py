@@ -6,6 +6,10 @@ Why one consumer:
   rewrite a row from a copy that another thread's write made stale.
 - Concurrent writers share commits (group commit): queued ``add``s of several threads become one
   embedding call and one LanceDB commit, instead of eight writers queueing for eight commits.
+- With a linger (``StoreConfig.write_linger``) the consumer waits that long after the first queued
+  add for others to join (micro-batching, for object storage where a commit is many requests),
+  unless the group is already full or someone waits for the queue to empty (``flush``, ``close``,
+  interpreter exit, a fork).
 
 Other processes are kept honest by the table layer's conditional commits (see ``table``).
 
@@ -18,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
@@ -41,6 +46,7 @@ class _Op:
     batch: AddBatch | None  # or records to add, grouped with neighbours
     future: Future[Any] = field(default_factory=Future)
     given_up: bool = False
+    queued_at: float = field(default_factory=time.monotonic)
 
 
 @dataclass(eq=False)
@@ -69,14 +75,24 @@ class WriteQueue:
     Args:
         write_group: Applies a group of add batches in one commit.
         max_records: Most records grouped into one commit.
+        linger_s: How long the first queued add waits for others before its group commits.
         prepare: Runs before each unit of work (the store moves its table handle to the latest
             version there, so a write never acts on a stale view of the table).
     """
 
-    def __init__(self, write_group: GroupWriter, *, max_records: int, prepare: Callable[[], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        write_group: GroupWriter,
+        *,
+        max_records: int,
+        prepare: Callable[[], Awaitable[None]],
+        linger_s: float = 0.0,
+    ) -> None:
         self._write_group = write_group
         self._prepare = prepare
         self._max = max_records
+        self._linger_s = linger_s
+        self._hurry = False  # someone waits for the queue to empty: stop lingering
         self._lock = threading.Lock()
         self._pending: deque[_Op] = deque()
         self._draining = False
@@ -93,7 +109,16 @@ class WriteQueue:
         result: T = await self._submit(_Op(run, None))
         return result
 
-    async def _submit(self, op: _Op) -> Any:
+    def add_nowait(self, batch: AddBatch) -> Future[Any]:
+        """Queue records to add from any thread without waiting; the future gets their results.
+
+        The records are in the queue when this returns, so a ``flush`` that follows waits for them.
+        """
+        op = _Op(None, batch)
+        self._enqueue(op)
+        return op.future
+
+    def _enqueue(self, op: _Op) -> None:
         with self._lock:
             self._pending.append(op)
             self._idle.clear()
@@ -101,18 +126,33 @@ class WriteQueue:
             self._draining = True
         if start:
             _loop.submit(self._drain())
+
+    async def _submit(self, op: _Op) -> Any:
+        self._enqueue(op)
         try:
             return await asyncio.wrap_future(op.future)
         except asyncio.CancelledError:
             op.given_up = True
             raise
 
+    @property
+    def idle(self) -> bool:
+        """Whether nothing is queued or running."""
+        return self._idle.is_set()
+
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until nothing is queued or running (for ``close`` and interpreter exit)."""
+        """Block until nothing is queued or running (for ``close``, interpreter exit and fork).
+
+        Queued writes commit without lingering from now on.
+        """
+        if not self._idle.is_set():
+            self._hurry = True
         return self._idle.wait(timeout)
 
     async def await_idle(self) -> None:
         """Async twin of :meth:`wait_idle`."""
+        if not self._idle.is_set():
+            self._hurry = True
         while not self._idle.is_set():
             await asyncio.sleep(0.005)
 
@@ -123,6 +163,7 @@ class WriteQueue:
                 self._settle(self._pending.popleft(), error=asyncio.CancelledError())
             if not self._pending:
                 self._draining = False
+                self._hurry = False
                 self._idle.set()
                 return []
             first = self._pending.popleft()
@@ -136,8 +177,33 @@ class WriteQueue:
                     size += len(nxt.batch.records)
             return group
 
+    def _linger_left(self) -> float:
+        """Seconds the head of the queue should still wait for more adds (0: take it now)."""
+        with self._lock:
+            if self._hurry or not self._pending:
+                return 0.0
+            head = self._pending[0]
+            left = head.queued_at + self._linger_s - time.monotonic()
+            if head.batch is None or left <= 0:
+                return 0.0
+            size = 0
+            for op in self._pending:  # the group _next would take: stop where it would stop
+                if op.batch is None or op.batch.dedup != head.batch.dedup:
+                    break
+                size += len(op.batch.records)
+                if size >= self._max:
+                    return 0.0
+            return left
+
     async def _drain(self) -> None:
-        while group := self._next():
+        while True:
+            if self._linger_s > 0:
+                # Polled rather than signalled: callers queue from any thread or event loop.
+                while (left := self._linger_left()) > 0:
+                    await asyncio.sleep(min(left, 0.005))
+            group = self._next()
+            if not group:
+                return
             try:
                 await self._prepare()
             except Exception as exc:  # the group cannot start: its callers hear why
@@ -203,6 +269,7 @@ class WriteQueue:
         self._lock = threading.Lock()
         self._pending = deque()
         self._draining = False
+        self._hurry = False
         self._idle = threading.Event()
         self._idle.set()
 

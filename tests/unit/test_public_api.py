@@ -52,6 +52,7 @@ def test_all_is_pinned() -> None:
             "MemoryRetrieversError",
             "MemoryStore",
             "NotFoundError",
+            "PendingWrite",
             "PerProcess",
             "SchemaMismatchError",
             "SentenceTransformerEmbedder",
