@@ -39,7 +39,7 @@ def test_every_block_of_the_object_storage_guide_runs_as_pasted(s3_server: Local
     found = blocks()
     python = [body for lang, _, body in found if lang == "python"]
     bash = [body for lang, note, body in found if lang == "bash" and not note.startswith("not run")]
-    assert len(python) == 2 and len(bash) == 1
+    assert len(python) == 3 and len(bash) == 1
     assert [note for _, note, _ in found if note] == ["not run by test_docs.py: it runs this very test"]
 
     # 1. The self-contained one starts its own server.
@@ -52,6 +52,9 @@ def test_every_block_of_the_object_storage_guide_runs_as_pasted(s3_server: Local
     assert _run([sys.executable, "-c", python[1]], aws, tmp_path).strip() == "1"
     out = _run(["bash", "-euo", "pipefail", "-c", bash[0]], aws, tmp_path)
     assert "Alice prefers the dark theme" in out  # recalled from the bucket
+
+    # 3. Queued chat turns: the awaited one is ADDED, and close() committed the rest.
+    assert _run([sys.executable, "-c", python[2]], aws, tmp_path).split() == ["WriteAction.ADDED", "3"]
     assert any(
         "my-bucket/memories/memories.lance/_versions/" in k for k in s3_server.list_objects("s3://my-bucket/memories")
     )
