@@ -46,7 +46,11 @@ class RecallSource(Protocol):
         ...
 
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
-        """BM25 over the memory text, the text with its context, or the entities."""
+        """BM25 over the memory text, the text with its context, or the entities.
+
+        ``FtsField.CONTEXT`` returns only memories that have a context: for the others it would
+        repeat the text channel, and the same words would vote twice.
+        """
         ...
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:

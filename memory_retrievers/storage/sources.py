@@ -53,7 +53,7 @@ class ViewSource:
 
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""
-        table = await self._searcher.fts(text, self._where, k, field, ["id"])
+        table = await self._searcher.fts(text, _text_where(self._where, field), k, field, ["id"])
         index = self._view.index
         pairs = [
             (i, float(s))
@@ -135,7 +135,7 @@ class TableSource:
 
     async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
         """BM25 rows, with everything recall needs of them."""
-        return self._hits(await self._searcher.fts(text, self._where, k, field, _COLUMNS))
+        return self._hits(await self._searcher.fts(text, _text_where(self._where, field), k, field, _COLUMNS))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
@@ -171,3 +171,12 @@ class TableSource:
     def vector(self, id_: str) -> np.ndarray:
         """The held vector."""
         return self._vectors[id_]
+
+
+def _text_where(where: str, field: FtsField) -> str:
+    """The context channel searches only memories that have a context.
+
+    For the others the indexed field is their text alone: the text channel already votes for them,
+    and the same words must not vote twice.
+    """
+    return f"{where} AND context IS NOT NULL AND context <> ''" if field is FtsField.CONTEXT else where

@@ -47,7 +47,7 @@ async def test_one_namespace_per_server(env: dict[str, str]) -> None:
         )
         assert added["action"] == "added"
         await session.call_tool("remember", {"text": "Alice's dog is called Rex", "entities": ["Rex"]})
-        context = _text(await session.call_tool("recall", {"query": "which theme does alice like", "k": 1}))
+        context = _text(await session.call_tool("recall", {"query": "the theme Alice prefers", "k": 1}))
         assert context.startswith("Relevant memories (most relevant first):") and "dark theme" in context
         assert "secret" not in _text(await session.call_tool("recall", {"query": "secret 42"}))
         found = _json(await session.call_tool("search", {"query": "dog Rex", "k": 5}))

@@ -110,3 +110,19 @@ async def test_equal_timestamps_are_ordered_by_id_in_both_sources(table: MemoryT
         assert (await source.entity_search(["same"], 10)).ids == tuple(by_id)
     page = await searcher.page("u", MemoryFilter(), limit=2, offset=2, newest_first=True)
     assert [m.id for m in page] == by_id[2:]
+
+
+async def test_the_context_field_votes_only_for_memories_that_have_a_context(table: MemoryTable) -> None:
+    s = Searcher(table, AccessLog(table))
+    Maintainer(table, StoreConfig(), _noop)
+    await table.add(rows("u", ["sushi is Bob's favourite food"]))  # a plain fact: no context
+    await table.add(rows("u", ["yes, every Friday"], context="do you eat sushi?\nwith Bob"))
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    for source in (ViewSource(view, MemoryFilter(), s), TableSource("u", MemoryFilter(), s)):
+        ctx = await source.text_search("sushi Bob", FtsField.CONTEXT, 10)
+        assert [source.memory(i).text for i in ctx.ids] == ["yes, every Friday"]
+        text = await source.text_search("sushi Bob", FtsField.TEXT, 10)
+        assert [source.memory(i).text for i in text.ids] == ["sushi is Bob's favourite food"]
+    # The public primitive still searches every memory's text with its context.
+    assert (await s.fts("sushi Bob", build_where("u"), 10, FtsField.CONTEXT, ["id"])).num_rows == 2
