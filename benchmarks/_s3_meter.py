@@ -65,6 +65,7 @@ class MeteredProxy:
         self.latency_ms = latency_ms
         self._lock = threading.Lock()
         self._total = Usage()
+        self.abandoned = 0  # answers the client hung up on before they were sent
         self._local = threading.local()  # one keep-alive upstream connection per proxy thread
         proxy = self
 
@@ -150,7 +151,13 @@ class MeteredProxy:
         req.send_header("content-length", size or "0")
         req.end_headers()
         if req.command != "HEAD":
-            req.wfile.write(data)
+            try:
+                req.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                # The client gave up on this answer (a timeout, or a read it no longer needs): it was
+                # still counted, as the object store would have served and billed it.
+                with self._lock:
+                    self.abandoned += 1
 
     def close(self) -> None:
         """Stop serving."""

@@ -215,6 +215,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 table["build"]["object_bytes"] = object_bytes(s3, uri)
                 tables.append(table)
         finally:
+            abandoned = proxy.abandoned
             proxy.close()
     biggest = tables[-1]
     slowest = biggest["rounds"][f"{latencies[-1]:g}ms"]
@@ -226,6 +227,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "samples": args.samples,
         "latencies_ms": latencies,
         "tables": tables,
+        "abandoned_answers": abandoned,
         "plan_10m_users": plan(
             bytes_per_row=biggest["build"]["data_bytes_per_row"],
             warm_recall_requests=slowest["warm_recall"]["total_requests"],
