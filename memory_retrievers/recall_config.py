@@ -137,6 +137,11 @@ class RecallConfig(CheckedModel):
     superseded: SupersededPolicy = SupersededPolicy.DROP
     relevance_floor: float = Field(default=0.0, ge=0)
     """Candidates whose final score is below ``floor * best final score`` are cut (0 = keep all)."""
+    min_relevance: float = Field(default=0.0, ge=0, le=1)
+    """Candidates whose relevance (cosine similarity to the query, see ``ScoredMemory.relevance``)
+    is below this are cut, so a question that nothing answers gets nothing rather than the least
+    bad memories (0 = keep all). Pinned memories are kept whatever their relevance. Measured on
+    LoCoMo in benchmarks/results/relevance.json."""
 
     # reranker
     rerank_depth: int = Field(default=30, ge=1, le=500)

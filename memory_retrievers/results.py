@@ -69,11 +69,25 @@ class Explanation:
 
 @dataclass(frozen=True, slots=True)
 class ScoredMemory:
-    """A recalled memory, its final score (higher is better) and why."""
+    """A recalled memory, its final score (higher is better), its relevance, and why.
+
+    Attributes:
+        memory: The memory.
+        score: The final score: fused ranks times multipliers. It orders one recall's results and
+            means nothing across queries (the best memory of an unrelated query scores about as
+            high as the best of a related one).
+        explanation: How the score was made.
+        relevance: How close the memory is to the query, comparable across queries: the cosine
+            similarity of their embeddings, clipped to [0, 1]. With the default model (MiniLM),
+            a memory that answers the question is typically 0.4-0.8 and an unrelated one below 0.2
+            (figures: benchmarks/results/relevance.json). ``RecallConfig.min_relevance`` drops
+            memories below a threshold, so that a question nothing answers gets nothing.
+    """
 
     memory: Memory
     score: float
     explanation: Explanation
+    relevance: float = 0.0
 
     @property
     def id(self) -> str:

@@ -289,7 +289,10 @@ class MemoryRetriever:
             if "bm25" in plan.channels:
                 channels.text("bm25", "bm25", w.bm25 * original, bm25_query, FtsField.TEXT)
             if "context" in plan.channels:
-                channels.text("context", "context", w.context * original, bm25_query, FtsField.CONTEXT)
+                # The text channel above already votes for memories without a context.
+                channels.text(
+                    "context", "context", w.context * original, bm25_query, FtsField.CONTEXT, with_context_only=True
+                )
             if "entity" in plan.channels and features.entities and await source.has_entities():
                 channels.entity(w.entity, features.entities)
             if "recency" in plan.channels:

@@ -33,6 +33,8 @@ class CutReason(str, enum.Enum):
     """``k`` memories were already chosen."""
     BELOW_FLOOR = "below_floor"
     """Its final score was below ``relevance_floor`` times the best one's."""
+    BELOW_RELEVANCE = "below_relevance"
+    """Its relevance (cosine similarity to the query) was below ``min_relevance``."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -38,7 +38,12 @@ def result_dict(result: RecallResult) -> dict[str, Any]:
         "trimmed": result.trimmed,
         "trimmed_count": result.trimmed_count,
         "memories": [
-            {"score": m.score, "memory": memory_dict(m.memory), "explanation": m.explanation.to_dict()}
+            {
+                "score": m.score,
+                "relevance": m.relevance,
+                "memory": memory_dict(m.memory),
+                "explanation": m.explanation.to_dict(),
+            }
             for m in result.memories
         ],
         "plan": dict(result.plan),
@@ -60,10 +65,10 @@ def explain_tables(result: RecallResult) -> list[Table]:
         ("#", {"justify": "right"}),
         ("id", {"no_wrap": True, "style": "cyan"}),
         ("score", {"justify": "right"}),
+        ("relevance", {"justify": "right"}),
         ("channels: rank (contribution)", {}),
         ("fused", {"justify": "right"}),
         ("bonus", {"justify": "right"}),
-        ("cosine", {"justify": "right"}),
         ("multipliers", {}),
         ("mmr", {"justify": "right"}),
         ("tokens", {"justify": "right"}),
@@ -79,10 +84,10 @@ def explain_tables(result: RecallResult) -> list[Table]:
             str(i),
             Text(m.id[:12]),
             _num(m.score),
+            _num(m.relevance, 3),
             Text(channels or "-"),
             _num(e.fused_score),
             _num(e.rank_bonus, 3),
-            _num(e.semantic, 3),
             Text(multipliers),
             _num(e.mmr_penalty, 3) if e.mmr_penalty else "-",
             str(e.tokens),

@@ -106,6 +106,7 @@ class Tools:
                 "text": m.text,
                 "kind": m.memory.kind.value,
                 "score": round(m.score, 6),
+                "relevance": round(m.relevance, 4),
                 "created_at": m.memory.created_at.isoformat() if m.memory.created_at else None,
             }
             for m in result.memories

@@ -54,8 +54,11 @@ def assemble(
     best = scored[0].score if scored else 0.0
     kept: list[Scored] = []
     for item in scored:
+        mem = memories[item.hit.id]
         if cfg.relevance_floor > 0 and item.score < cfg.relevance_floor * best:
-            cut.append(CutCandidate(item.hit.id, CutReason.BELOW_FLOOR, item.score, memories[item.hit.id].text))
+            cut.append(CutCandidate(item.hit.id, CutReason.BELOW_FLOOR, item.score, mem.text))
+        elif relevance(parts.semantic, item.hit.id) < cfg.min_relevance and not mem.pinned:
+            cut.append(CutCandidate(item.hit.id, CutReason.BELOW_RELEVANCE, item.score, mem.text))
         else:
             kept.append(item)
 
@@ -96,6 +99,7 @@ def assemble(
             ScoredMemory(
                 memory=mem,
                 score=s.score,
+                relevance=relevance(parts.semantic, h.id),
                 explanation=Explanation(
                     channels=h.contributions,
                     rank_bonus=h.bonus,
@@ -127,6 +131,11 @@ def assemble(
         cut += [CutCandidate(r.id, r.reason, by_id[r.id].score, memories[r.id].text) for r in rejected]
         result = replace(result, cut=tuple(cut))
     return result
+
+
+def relevance(semantic: Mapping[str, float], memory_id: str) -> float:
+    """A memory's relevance: its cosine similarity to the query, clipped to [0, 1]."""
+    return min(1.0, max(0.0, semantic.get(memory_id, 0.0)))
 
 
 def _fit(result: RecallResult, budget: int | None, counter: TokenCounter) -> RecallResult:

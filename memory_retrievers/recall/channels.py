@@ -51,9 +51,11 @@ class Channels:
     def _launch(self, label: str, channel: str, weight: float, coro: Coroutine[Any, Any, Found]) -> None:
         self._jobs.append((RankedList(label, (), weight, channel), self._tasks.start(coro)))
 
-    def text(self, label: str, channel: str, weight: float, query: str, field: FtsField) -> None:
-        """BM25 over ``field``; tied scores share a rank."""
-        self._launch(label, channel, weight, self._text(query, field))
+    def text(
+        self, label: str, channel: str, weight: float, query: str, field: FtsField, *, with_context_only: bool = False
+    ) -> None:
+        """BM25 over ``field`` (of memories with a context only, if asked); tied scores share a rank."""
+        self._launch(label, channel, weight, self._text(query, field, with_context_only))
 
     def vector(self, label: str, channel: str, weight: float, vector: np.ndarray) -> None:
         """Cosine similarity to a unit vector."""
@@ -80,8 +82,8 @@ class Channels:
             out.append(replace(spec, ids=ids, ranks=ranks))
         return out
 
-    async def _text(self, query: str, field: FtsField) -> Found:
-        hits = await self._source.text_search(query, field, self._depth)
+    async def _text(self, query: str, field: FtsField, with_context_only: bool) -> Found:
+        hits = await self._source.text_search(query, field, self._depth, with_context_only=with_context_only)
         return hits.ids, tied_ranks(hits.scores)
 
     @staticmethod

@@ -45,11 +45,12 @@ class RecallSource(Protocol):
         """What the source is, for the recall plan's notes (e.g. ``"namespace view: 600 memories in memory"``)."""
         ...
 
-    async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
+    async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 over the memory text, the text with its context, or the entities.
 
-        ``FtsField.CONTEXT`` returns only memories that have a context: for the others it would
-        repeat the text channel, and the same words would vote twice.
+        ``with_context_only`` keeps only memories that have a context: the original query's context
+        channel uses it, since for the others it would repeat the text channel (the same words
+        would vote twice). Rewrites and feedback terms search every memory's text with its context.
         """
         ...
 

@@ -51,9 +51,9 @@ class ViewSource:
     def _ids(self, indices: Sequence[int]) -> tuple[str, ...]:
         return tuple(self._view.rows[i]["id"] for i in indices)
 
-    async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
+    async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""
-        table = await self._searcher.fts(text, _text_where(self._where, field), k, field, ["id"])
+        table = await self._searcher.fts(text, _text_where(self._where, with_context_only), k, field, ["id"])
         index = self._view.index
         pairs = [
             (i, float(s))
@@ -133,9 +133,10 @@ class TableSource:
     def _hits(self, table: pa.Table) -> SourceHits:
         return SourceHits(self._keep(table), _scores(table))
 
-    async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
+    async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 rows, with everything recall needs of them."""
-        return self._hits(await self._searcher.fts(text, _text_where(self._where, field), k, field, _COLUMNS))
+        where = _text_where(self._where, with_context_only)
+        return self._hits(await self._searcher.fts(text, where, k, field, _COLUMNS))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
@@ -173,10 +174,10 @@ class TableSource:
         return self._vectors[id_]
 
 
-def _text_where(where: str, field: FtsField) -> str:
-    """The context channel searches only memories that have a context.
+def _text_where(where: str, with_context_only: bool) -> str:
+    """The original query's context channel searches only memories that have a context.
 
     For the others the indexed field is their text alone: the text channel already votes for them,
     and the same words must not vote twice.
     """
-    return f"{where} AND context IS NOT NULL AND context <> ''" if field is FtsField.CONTEXT else where
+    return f"{where} AND context IS NOT NULL AND context <> ''" if with_context_only else where

@@ -22,6 +22,7 @@ def memory_metadata(memory: Memory) -> dict[str, Any]:
 def _document(scored: ScoredMemory) -> Document:
     meta = memory_metadata(scored.memory)
     meta["score"] = scored.score
+    meta["relevance"] = scored.relevance
     meta["explanation"] = scored.explanation.to_dict()
     return Document(id=scored.id, page_content=scored.text, metadata=meta)
 

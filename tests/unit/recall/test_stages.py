@@ -38,7 +38,7 @@ class FakeSource:
     namespace = "u"
     description = "fake"
 
-    async def text_search(self, text: str, field: FtsField, k: int) -> SourceHits:
+    async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         words = set(text.lower().split())
         scored = sorted(
             ((len(words & set(m.text.lower().split())), m.id) for m in self.memories.values()),

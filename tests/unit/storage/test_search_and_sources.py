@@ -120,8 +120,10 @@ async def test_the_context_field_votes_only_for_memories_that_have_a_context(tab
     view = await ViewCache(table, max_rows=100).get("u")
     assert view is not None
     for source in (ViewSource(view, MemoryFilter(), s), TableSource("u", MemoryFilter(), s)):
-        ctx = await source.text_search("sushi Bob", FtsField.CONTEXT, 10)
+        ctx = await source.text_search("sushi Bob", FtsField.CONTEXT, 10, with_context_only=True)
         assert [source.memory(i).text for i in ctx.ids] == ["yes, every Friday"]
+        every = await source.text_search("sushi Bob", FtsField.CONTEXT, 10)  # rewrites and feedback terms
+        assert {source.memory(i).text for i in every.ids} == {"yes, every Friday", "sushi is Bob's favourite food"}
         text = await source.text_search("sushi Bob", FtsField.TEXT, 10)
         assert [source.memory(i).text for i in text.ids] == ["sushi is Bob's favourite food"]
     # The public primitive still searches every memory's text with its context.

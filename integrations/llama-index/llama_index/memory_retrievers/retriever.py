@@ -69,10 +69,11 @@ def current_namespace() -> str | None:
 _LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities"})
 
 
-def _node(scored: ScoredMemory) -> NodeWithScore:
+def _node(scored: ScoredMemory, score: Literal["final", "relevance"]) -> NodeWithScore:
     meta = scored.memory.to_dict()
     meta.pop("text", None)
     meta.pop("vector", None)
+    meta["relevance"] = scored.relevance
     meta["explanation"] = scored.explanation.to_dict()
     node = TextNode(
         id_=scored.id,
@@ -81,12 +82,21 @@ def _node(scored: ScoredMemory) -> NodeWithScore:
         excluded_llm_metadata_keys=[k for k in meta if k not in _LLM_METADATA],
         excluded_embed_metadata_keys=list(meta),
     )
-    return NodeWithScore(node=node, score=scored.score)
+    return NodeWithScore(node=node, score=scored.relevance if score == "relevance" else scored.score)
 
 
-def to_nodes(result: RecallResult) -> list[NodeWithScore]:
-    """One ``NodeWithScore`` per recalled memory, best first; ``node.id_`` is the memory id."""
-    return [_node(m) for m in result.memories]
+def to_nodes(result: RecallResult, score: Literal["final", "relevance"] = "final") -> list[NodeWithScore]:
+    """One ``NodeWithScore`` per recalled memory, best first; ``node.id_`` is the memory id.
+
+    Args:
+        result: A recall's result.
+        score: What ``NodeWithScore.score`` holds: ``"final"``, the recall's final score (it
+            orders the nodes, and means nothing across queries), or ``"relevance"``, the memory's
+            cosine similarity to the query in [0, 1] (comparable across queries, for
+            ``SimilarityPostprocessor(similarity_cutoff=...)``; the nodes stay in recall's order).
+            ``node.metadata["relevance"]`` always holds the relevance.
+    """
+    return [_node(m, score) for m in result.memories]
 
 
 class RecallRetriever(BaseRetriever):
@@ -111,6 +121,9 @@ class RecallRetriever(BaseRetriever):
         topic: The caller's topic (penalises other topics).
         llm: A LlamaIndex ``LLM`` (or core LLM) for query expansion and HyDE.
         reranker: Optional core reranker.
+        score: What ``NodeWithScore.score`` holds (see :func:`to_nodes`): ``"final"`` (default)
+            or ``"relevance"`` (cosine similarity in [0, 1], for similarity cut-offs). To drop
+            memories below a relevance in recall itself, set ``recall_config={"min_relevance": ...}``.
         callback_manager: LlamaIndex callbacks.
 
     Example:
@@ -133,9 +146,13 @@ class RecallRetriever(BaseRetriever):
         topic: str | None = None,
         llm: Any = None,
         reranker: Reranker | None = None,
+        score: Literal["final", "relevance"] = "final",
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
+        if score not in ("final", "relevance"):
+            raise ConfigError(f"score must be 'final' or 'relevance', got {score!r}")
+        self.score: Literal["final", "relevance"] = score
         if similarity_top_k is not None and (
             isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
         ):
@@ -259,11 +276,11 @@ class RecallRetriever(BaseRetriever):
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
         """``aretrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""
-        return to_nodes(await self.arecall(query, **overrides))
+        return to_nodes(await self.arecall(query, **overrides), self.score)
 
     def retrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
         """``retrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""
-        return to_nodes(self.recall(query, **overrides))
+        return to_nodes(self.recall(query, **overrides), self.score)
 
     # ------------------------------------------------------------------ LlamaIndex hooks
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
