@@ -186,6 +186,8 @@ class WriteQueue:
             left = head.queued_at + self._linger_s - time.monotonic()
             if head.batch is None or left <= 0:
                 return 0.0
+            if any(op.run is not None for op in self._pending):
+                return 0.0  # an exclusive operation (a delete, an update, close's access log) waits behind it
             size = 0
             for op in self._pending:  # the group _next would take: stop where it would stop
                 if op.batch is None or op.batch.dedup != head.batch.dedup:

@@ -88,12 +88,24 @@ def test_flush_commits_without_waiting_for_the_linger(make_store: Make) -> None:
     assert store.count("u") == 1
 
 
-def test_close_commits_what_is_queued(make_store: Make) -> None:
+def test_close_commits_what_is_queued_without_waiting_for_the_linger(make_store: Make) -> None:
     store = lingering(make_store, 10_000)
     for i in range(3):
         store.add_later(f"queued {i}", namespace="u")
+    started = time.monotonic()
     store.close()
+    assert time.monotonic() - started < 8
     assert make_store().count("u") == 3
+
+
+def test_a_blocking_write_behind_queued_ones_ends_the_linger(make_store: Make) -> None:
+    old = make_store().add("an old memory", namespace="u")  # committed at once: no linger there
+    store = lingering(make_store, 10_000)
+    queued = store.add_later("queued first", namespace="u")
+    started = time.monotonic()
+    assert store.delete(old.id, namespace="u") == 1  # queued behind the add: it ends the linger
+    assert time.monotonic() - started < 8 and queued.done()
+    assert [m.text for m in store.list("u")] == ["queued first"]
 
 
 def test_bad_input_is_refused_before_anything_is_queued(make_store: Make) -> None:
@@ -218,6 +230,7 @@ def _run_script(tmp_path: Path, mode: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("mode", ["exit", "exit-executor"])
 def test_interpreter_exit_commits_queued_writes(tmp_path: Path, make_store: Make, mode: str) -> None:
     done = _run_script(tmp_path, mode)
@@ -226,6 +239,7 @@ def test_interpreter_exit_commits_queued_writes(tmp_path: Path, make_store: Make
     assert make_store().count("u") == 30
 
 
+@pytest.mark.long
 def test_acknowledged_queued_writes_survive_a_sigkill(tmp_path: Path, make_store: Make) -> None:
     done = _run_script(tmp_path, "kill")
     assert done.returncode == -9, done.stderr[-2000:]
@@ -245,6 +259,7 @@ def _child_counts(path: str, out: Any) -> None:
         out.put(repr(exc))
 
 
+@pytest.mark.long
 @pytest.mark.skipif(not hasattr(os, "fork"), reason="fork start method is POSIX-only")
 def test_a_forked_child_finds_what_its_parent_queued(tmp_path: Path, make_store: Make) -> None:
     store = lingering(make_store, 10_000)
