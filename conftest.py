@@ -13,7 +13,28 @@ import pytest
 from memory_retrievers import HashEmbedder, MemoryStore
 from memory_retrievers.testing import ManualClock
 
-EXAMPLES = Path(__file__).resolve().parent / "examples"
+ROOT = Path(__file__).resolve().parent
+EXAMPLES = ROOT / "examples"
+
+#: Folders whose tests form the long tier, run by ``python -m pytest -m long`` (and by .ci/run):
+#: the real model, processes, servers, object storage. ``python -m pytest`` runs the rest, in a
+#: few minutes; tests elsewhere join the long tier with ``@pytest.mark.long``.
+LONG_TIER = (
+    "tests/integration/",
+    "tests/reliability/",
+    "tests/object_storage/",
+    "integrations/langchain/tests/standard/",
+    "integrations/langchain/tests/integration_tests/",
+    "integrations/llama-index/tests/integration_tests/",
+)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection looks at the markers
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        path = Path(item.path).resolve()
+        if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix().startswith(LONG_TIER):
+            item.add_marker(pytest.mark.long)
 
 
 @pytest.fixture

@@ -11,6 +11,9 @@ from pathlib import Path
 
 import pytest
 
+# Processes and the real model: the long tier (python -m pytest -m long).
+pytestmark = pytest.mark.long
+
 ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)

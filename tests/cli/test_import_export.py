@@ -17,6 +17,9 @@ from memory_retrievers.cli import exits
 
 from .conftest import PYTHON, Result
 
+# Processes and the real model: the long tier (python -m pytest -m long).
+pytestmark = pytest.mark.long
+
 Cli = Callable[..., Result]
 
 

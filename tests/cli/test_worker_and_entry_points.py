@@ -16,6 +16,9 @@ from memory_retrievers.cli import exits
 
 from .conftest import PYTHON
 
+# Processes and the real model: the long tier (python -m pytest -m long).
+pytestmark = pytest.mark.long
+
 Proc = Callable[..., subprocess.CompletedProcess[str]]
 WORKER = {"MEMORY_RETRIEVERS_NO_WORKER": ""}
 

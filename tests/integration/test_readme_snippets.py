@@ -68,6 +68,15 @@ def test_the_quickstart_actions_are_the_ones_its_comments_state(tmp_path: Path) 
 
 
 @pytest.mark.integration
+def test_the_recall_section_abstains_where_its_comment_says(tmp_path: Path) -> None:
+    (block,) = section_blocks("Recall", "Memories")
+    claim = re.compile(r"^(?P<call>.+\.memories)  # \(\) .*$", flags=re.M)
+    checked = claim.sub(r"assert \g<call> == ()", block)
+    assert checked.count("assert") == 1  # min_relevance: nothing rather than noise
+    run_as_pasted(checked, tmp_path, "recall_checked")
+
+
+@pytest.mark.integration
 @pytest.mark.parametrize("package", ["langchain", "llama-index"])
 def test_the_package_readme_runs_as_pasted(tmp_path: Path, package: str) -> None:
     (block,) = _BLOCK.findall((ROOT / "integrations" / package / "README.md").read_text())

@@ -15,7 +15,7 @@ clock, so the checker knows which calls overlapped. Afterwards, from a fresh han
 
 Short form in the default run; the long form for release checks:
 
-    MEMORY_RETRIEVERS_LONG=1 python -m pytest tests/reliability/test_concurrent_programs.py -s
+    MEMORY_RETRIEVERS_LONG=1 python -m pytest -m long tests/reliability/test_concurrent_programs.py -s
 """
 
 from __future__ import annotations

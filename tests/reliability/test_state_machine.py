@@ -4,7 +4,7 @@ After every step the store must equal the model exactly: which memories exist in
 their texts, their supersession links, and the context of every chat turn (its neighbouring turns,
 as the model computes them). Short form in the default run; the long form for release checks:
 
-    MEMORY_RETRIEVERS_LONG=1 python -m pytest tests/reliability/test_state_machine.py -s
+    MEMORY_RETRIEVERS_LONG=1 python -m pytest -m long tests/reliability/test_state_machine.py -s
 """
 
 from __future__ import annotations

@@ -64,6 +64,7 @@ def test_check_vectors_accepts_single_row() -> None:
     assert out.shape == (1, 4) and out.dtype == np.float32
 
 
+@pytest.mark.long
 def test_bad_model_path_raises_embedding_error_with_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")  # fail fast instead of timing out on the hub
     emb = SentenceTransformerEmbedder("/nonexistent/model/dir")

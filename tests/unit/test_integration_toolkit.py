@@ -256,6 +256,7 @@ def test_deepcopy_memo_extends_the_memo_it_is_given() -> None:
 # ---------------------------------------------------------------------- no framework in the core
 
 
+@pytest.mark.long
 def test_the_toolkit_imports_no_framework() -> None:
     code = (
         "import sys, memory_retrievers.integration;"

@@ -58,6 +58,7 @@ def _valid(value: str) -> bool:
     return "\x00" not in value and value.strip() != ""
 
 
+@pytest.mark.long
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ns=names, filter_value=names)
 def test_no_read_api_leaks_across_namespaces(shared_store: MemoryStore, ns: str, filter_value: str) -> None:

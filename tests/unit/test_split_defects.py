@@ -216,14 +216,21 @@ def test_embed_batch_size_sets_the_texts_per_embedder_call(make_store) -> None:
 def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
     store.add_many([{"text": f"apples and pears, note {i} " + "x " * (40 * i)} for i in range(6)], namespace="u")
 
-    def reasons(k: int, budget: int | None, floor: float) -> set[CutReason]:
-        r = MemoryRetriever(store, namespace="u", config={**QUIET, "relevance_floor": floor})
+    def reasons(k: int, budget: int | None, floor: float, least: float = 0.0) -> set[CutReason]:
+        cfg = {**QUIET, "relevance_floor": floor, "min_relevance": least}
+        r = MemoryRetriever(store, namespace="u", config=cfg)
         return {c.reason for c in r.recall("apples pears note 5", k=k, token_budget=budget, explain=True).cut}
 
     assert CutReason.K_CAP in reasons(1, None, 0.0)
     assert CutReason.OVER_BUDGET in reasons(10, 60, 0.0)
     assert CutReason.BELOW_FLOOR in reasons(10, None, 0.99)
-    assert set(CutReason) == {CutReason.K_CAP, CutReason.OVER_BUDGET, CutReason.BELOW_FLOOR}
+    assert CutReason.BELOW_RELEVANCE in reasons(10, None, 0.0, 0.99)
+    assert set(CutReason) == {
+        CutReason.K_CAP,
+        CutReason.OVER_BUDGET,
+        CutReason.BELOW_FLOOR,
+        CutReason.BELOW_RELEVANCE,
+    }
 
 
 # ---------------------------------------------------------------- one query-length limit
@@ -280,6 +287,7 @@ async def test_a_failed_recall_cancels_its_llm_calls(tmp_path: Path) -> None:
     await store.aclose()
 
 
+@pytest.mark.long
 def test_ctrl_c_during_a_sync_write_stops_the_write(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -65,6 +65,7 @@ def test_close_still_closes_when_access_statistics_cannot_be_written(
         store.add("after close", namespace="u")
 
 
+@pytest.mark.long
 def test_pending_access_statistics_are_written_at_exit_without_close(tmp_path: Path) -> None:
     script = textwrap.dedent(
         f"""

@@ -16,6 +16,9 @@ from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, Storag
 from memory_retrievers.storage.remote import RemoteTable
 from memory_retrievers.testing import ManualClock
 
+# Processes and the real model: the long tier (python -m pytest -m long).
+pytestmark = pytest.mark.long
+
 
 def _workload(store: MemoryStore, clock: ManualClock) -> dict[str, Any]:
     added = store.add_many(
