@@ -5,8 +5,11 @@ loading a namespace's rows and vectors once costs about one query (4 ms for 600 
 the vector, entity, recency and link channels numpy/dict work. BM25 still runs in LanceDB.
 
 The :class:`ViewCache` subscribes to the table's commits. A view stays valid while every table
-version after it was written by this store without touching its namespace; anything else (another
-process's commit seen through ``read_consistency_interval``, compaction, index builds) rebuilds it.
+version after it was written by this store; anything else (another process's commit seen through
+``read_consistency_interval``, compaction, index builds) rebuilds it. This store's own writes to
+the namespace are patched in: the next recall re-reads just the rows they touched (by id, so a
+conditional rewrite that did not land is read as it stands) instead of the whole namespace, which
+on object storage is about one request per memory of the namespace.
 """
 
 from __future__ import annotations
@@ -44,8 +47,24 @@ class NamespaceView:
     @classmethod
     def from_table(cls, namespace: str, version: int, table: pa.Table) -> NamespaceView:
         """Build from a query result with every public column and ``vector``."""
-        vectors = vectors_of(table)
-        rows = table.drop_columns(["vector"]).to_pylist()
+        return cls._build(namespace, version, table.drop_columns(["vector"]).to_pylist(), vectors_of(table))
+
+    def patched(self, touched: set[str], fresh: pa.Table, version: int) -> NamespaceView:
+        """This view with the ``touched`` ids replaced by ``fresh`` (their stored rows now; absent = gone).
+
+        Touched rows move to the end, where LanceDB's merge and append put rewritten and new rows.
+        """
+        keep = [i for i, row in enumerate(self.rows) if row["id"] not in touched]
+        fresh_rows = fresh.drop_columns(["vector"]).to_pylist()
+        rows = [self.rows[i] for i in keep] + fresh_rows
+        width = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
+        added = vectors_of(fresh) if fresh_rows else np.zeros((0, width), dtype=self.vectors.dtype)
+        old = self.vectors[keep] if self.vectors.ndim == 2 else np.zeros((0, added.shape[1]), dtype=added.dtype)
+        vectors = np.concatenate([old, added]).astype(added.dtype, copy=False)
+        return NamespaceView._build(self.namespace, version, rows, vectors)
+
+    @classmethod
+    def _build(cls, namespace: str, version: int, rows: list[dict[str, Any]], vectors: np.ndarray) -> NamespaceView:
         view = cls(namespace, version, rows, vectors)
         view.index = {row["id"]: i for i, row in enumerate(rows)}
         view.live = np.asarray([row["superseded_by"] is None for row in rows], dtype=bool)
@@ -114,6 +133,8 @@ class ViewCache:
         # built during a write to go away.
         self._own_versions: set[int] = set()
         self._epochs: dict[str, int] = {}
+        # Ids this store's commits touched since a view was last patched, per namespace.
+        self._touched: dict[str, set[str]] = {}
         table.subscribe(self._on_commit)
 
     def cached(self, namespace: str) -> NamespaceView | None:
@@ -126,15 +147,22 @@ class ViewCache:
         return frozenset(self._own_versions)
 
     def _on_commit(self, event: CommitEvent) -> None:
-        """Drop the touched namespaces' views; move the others up to the version the commit made.
+        """Note the ids the commit touched; move views up to the version the commit made.
 
-        Other views move up when every version since theirs is one of ours, so the set of versions
-        to remember stays small. Forgetting a version can only make a view rebuild, never keep a
-        stale one.
+        Views move up when every version since theirs is one of ours, so the set of versions to
+        remember stays small. Forgetting a version can only make a view rebuild, never keep a
+        stale one. A view whose namespace the commit touched is patched on its next read; one the
+        commit may have changed in ways its ids do not say (a failed commit, ``forget``) is dropped.
         """
+        touched = _touched_ids(event)
         for ns in event.namespaces:
             self._epochs[ns] = self._epochs.get(ns, 0) + 1
-            self._views.pop(ns, None)
+            ids = touched.get(ns)
+            if event.version is None or ids is None:
+                self._views.pop(ns, None)
+                self._touched.pop(ns, None)
+            elif ns in self._views:
+                self._touched.setdefault(ns, set()).update(ids)
         if event.version is None:
             return
         version = event.version
@@ -154,8 +182,20 @@ class ViewCache:
         current = await self._table.version()
         view = self._views.get(namespace)
         if view is not None and all(v in self._own_versions for v in range(view.version + 1, current + 1)):
+            touched = self._touched.pop(namespace, None)
+            if touched:
+                # Ids touched by a commit that lands during this read are noted again, and re-read next time.
+                where = build_where(namespace, MemoryFilter(include_superseded=True), ids=sorted(touched))
+                fresh = await self._table.rows(where, [*SCALAR_COLUMNS, "vector"], action="patch a namespace view")
+                view = view.patched(touched, fresh, current)
+                if len(view) > self._max_rows:
+                    self._views.pop(namespace, None)
+                    return None
+                if self._views.get(namespace) is not None:
+                    self._views[namespace] = view
             view.version = current
             return view
+        self._touched.pop(namespace, None)
         epoch = self._epochs.get(namespace, 0)
         if await self._table.count_namespace(namespace) > self._max_rows:
             return None
@@ -167,3 +207,18 @@ class ViewCache:
             while sum(len(v) for v in self._views.values()) > 4 * self._max_rows and len(self._views) > 1:
                 self._views.pop(next(iter(self._views)))  # evict the oldest view
         return view
+
+
+def _touched_ids(event: CommitEvent) -> dict[str, set[str]]:
+    """Ids per namespace that a commit wrote or deleted; a namespace deleted whole is absent."""
+    out: dict[str, set[str]] = {}
+    rows = event.rows
+    if rows is not None and rows.num_rows:
+        if "namespace" not in rows.column_names or "id" not in rows.column_names:
+            return {}  # no way to say which rows changed: every touched view is dropped
+        for ns, row_id in zip(rows.column("namespace").to_pylist(), rows.column("id").to_pylist(), strict=True):
+            out.setdefault(ns, set()).add(row_id)
+    if event.deleted is not None:
+        for ns, ids in event.deleted.items():
+            out.setdefault(ns, set()).update(ids)
+    return out

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -24,16 +25,32 @@ async def test_a_view_holds_the_namespace_rows_and_unit_vectors(table: MemoryTab
     assert view.mask(MemoryFilter()).tolist() == [True, True]
 
 
-async def test_own_commits_keep_other_namespaces_views_and_drop_their_own(table: MemoryTable) -> None:
+async def test_own_commits_keep_other_namespaces_views_and_patch_their_own(table: MemoryTable) -> None:
     views = ViewCache(table, max_rows=100)
     await table.add(rows("u", ["alpha"]))
     view = await views.get("u")
     await table.add(rows("other", ["gamma"]))
     assert views.cached("u") is view and await views.get("u") is view
-    await table.add(rows("u", ["delta"]))
+    reads: list[str] = []
+    original = table.rows
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(kwargs.get("action", ""))
+        return await original(*args, **kwargs)
+
+    table.rows = counted  # type: ignore[method-assign]
+    added = rows("u", ["delta"])
+    await table.add(added)
+    patched = await views.get("u")
+    assert patched is not None and patched is not view and len(patched) == 2
+    assert [patched.rows[i]["text"] for i in range(2)] == ["alpha", "delta"]
+    assert np.array_equal(patched.vectors[1], added.column("vector").to_numpy(zero_copy_only=False)[0])
+    assert reads == ["patch a namespace view"]  # the new row only, not the whole namespace
+    await table.delete("u", [added.column("id")[0].as_py()])
+    after = await views.get("u")
+    assert after is not None and [r["text"] for r in after.rows] == ["alpha"] and after.vectors.shape[0] == 1
+    await table.delete("u", None)  # forget: nothing says which rows went, so the view is dropped
     assert views.cached("u") is None
-    fresh = await views.get("u")
-    assert fresh is not None and len(fresh) == 2
 
 
 async def test_a_commit_by_another_handle_rebuilds_the_view(tmp_path: Path) -> None:
