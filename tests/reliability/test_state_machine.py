@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,6 +63,12 @@ class StoreMachine(RuleBasedStateMachine):
         self.serial += 1  # unique texts: duplicate detection is checked by its own rule
         return f"{words} n{self.serial}"
 
+    def _stable(self, ns: str, ids: Iterable[str]) -> list[str]:
+        """Ids in the order the model first saw them: the store's ids are random, so sorting them
+        would make Hypothesis's replay of a failing case pick other memories (and lose the case)."""
+        position = {memory_id: k for k, memory_id in enumerate(self.model.memories[ns])}
+        return sorted(set(ids), key=position.__getitem__)
+
     def _tick(self) -> None:
         STEPS["steps"] += 1
         self.clock.advance(seconds=1)  # distinct timestamps keep chat order unambiguous
@@ -83,7 +89,7 @@ class StoreMachine(RuleBasedStateMachine):
         if not live:
             return
         self._tick()
-        target = data.draw(st.sampled_from(sorted(live)))
+        target = data.draw(st.sampled_from(self._stable(ns, live)))
         m = live[target]
         dup = self.store.add(f"  {m['text']}  ", namespace=ns, kind=m["kind"])  # whitespace only
         assert dup.action is WriteAction.SKIPPED and dup.duplicate_of == target
@@ -107,7 +113,7 @@ class StoreMachine(RuleBasedStateMachine):
         if not self.model.memories[ns]:
             return
         self._tick()
-        target = data.draw(st.sampled_from(sorted(self.model.memories[ns])))
+        target = data.draw(st.sampled_from(self._stable(ns, self.model.memories[ns])))
         text = self._text(words)
         self.store.update(target, namespace=ns, text=text)
         self.model.memories[ns][target]["text"] = text
@@ -124,7 +130,7 @@ class StoreMachine(RuleBasedStateMachine):
             return
         facts = {i: m for i, m in self.model.memories[ns].items() if m["session"] is None}
         self._tick()
-        target = data.draw(st.sampled_from(sorted(facts)))
+        target = data.draw(st.sampled_from(self._stable(ns, facts)))
         text = self._text(words)
         if facts[target]["superseded_by"] is not None:
             with pytest.raises(InvalidInputError, match="already superseded"):
@@ -139,7 +145,9 @@ class StoreMachine(RuleBasedStateMachine):
     def delete(self, ns: str, data: st.DataObject) -> None:
         if not self.model.memories[ns]:
             return
-        ids = data.draw(st.lists(st.sampled_from(sorted(self.model.memories[ns])), min_size=1, max_size=3, unique=True))
+        ids = data.draw(
+            st.lists(st.sampled_from(self._stable(ns, self.model.memories[ns])), min_size=1, max_size=3, unique=True)
+        )
         self.delete_ids(ns, ids)
 
     def delete_ids(self, ns: str, ids: list[str]) -> None:
@@ -159,21 +167,23 @@ class StoreMachine(RuleBasedStateMachine):
         """The sequence that once hid a memory for good: supersede, then delete the newer one."""
         ns = self._pick(data, lambda n: any(m["superseded_by"] for m in self.model.memories[n].values()))
         if ns is not None:
-            successors = sorted(str(m["superseded_by"]) for m in self.model.memories[ns].values() if m["superseded_by"])
+            successors = self._stable(
+                ns, (str(m["superseded_by"]) for m in self.model.memories[ns].values() if m["superseded_by"])
+            )
             self.delete_ids(ns, [data.draw(st.sampled_from(successors))])
 
     @rule(data=st.data())
     def delete_a_chat_turn(self, data: st.DataObject) -> None:
         ns = self._pick(data, lambda n: any(ts for (m, _), ts in self.model.sessions.items() if m == n))
         if ns is not None:
-            turns = sorted(t for (n, _), ts in self.model.sessions.items() if n == ns for t in ts)
+            turns = self._stable(ns, (t for (n, _), ts in self.model.sessions.items() if n == ns for t in ts))
             self.delete_ids(ns, [data.draw(st.sampled_from(turns))])
 
     @rule(words=texts, data=st.data())
     def reword_a_chat_turn(self, words: str, data: st.DataObject) -> None:
         ns = self._pick(data, lambda n: any(ts for (m, _), ts in self.model.sessions.items() if m == n))
         if ns is not None:
-            turns = sorted(t for (n, _), ts in self.model.sessions.items() if n == ns for t in ts)
+            turns = self._stable(ns, (t for (n, _), ts in self.model.sessions.items() if n == ns for t in ts))
             self._tick()
             target, text = data.draw(st.sampled_from(turns)), self._text(words)
             self.store.update(target, namespace=ns, text=text)
