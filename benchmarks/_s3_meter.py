@@ -17,8 +17,10 @@ from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from memory_retrievers.race_proxy import LoopbackProxy
 
 KINDS = ("GET", "PUT", "LIST", "HEAD", "DELETE", "POST")
 
@@ -52,7 +54,7 @@ class Usage:
         }
 
 
-class MeteredProxy:
+class MeteredProxy(LoopbackProxy):
     """Forwards to ``127.0.0.1:upstream_port``, counting and delaying every request.
 
     Args:
@@ -61,40 +63,12 @@ class MeteredProxy:
     """
 
     def __init__(self, upstream_port: int, latency_ms: float = 0.0) -> None:
-        self.upstream_port = upstream_port
         self.latency_ms = latency_ms
         self._lock = threading.Lock()
         self._total = Usage()
         self.abandoned = 0  # answers the client hung up on before they were sent
         self._local = threading.local()  # one keep-alive upstream connection per proxy thread
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"  # keep-alive, as the client's connection pool expects
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def handle_one(self) -> None:
-                proxy._forward(self)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_one
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def storage_options(self) -> dict[str, str]:
-        """LanceDB ``storage_options`` that send every request through this proxy."""
-        port = self._server.server_address[1]
-        return {
-            "endpoint": f"http://127.0.0.1:{port}",
-            "allow_http": "true",
-            "skip_signature": "true",
-            "region": "us-east-1",
-        }
+        super().__init__(upstream_port)
 
     @contextmanager
     def measure(self) -> Iterator[Usage]:
@@ -132,7 +106,8 @@ class MeteredProxy:
                     raise
         raise AssertionError("unreachable")
 
-    def _forward(self, req: BaseHTTPRequestHandler) -> None:
+    def forward(self, req: BaseHTTPRequestHandler) -> None:
+        """Delay, forward on this thread's kept-alive connection, count, and relay the answer."""
         length = int(req.headers.get("content-length") or 0)
         body = req.rfile.read(length) if length else None
         if self.latency_ms:
@@ -142,24 +117,10 @@ class MeteredProxy:
             self._total.requests[request_kind(req.command, req.path)] += 1
             self._total.bytes_written += length
             self._total.bytes_read += len(data)
-        req.send_response(resp.status, resp.reason)
-        for key, value in resp.getheaders():
-            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                req.send_header(key, value)
-        # A HEAD answer has no body but must keep the object's length.
-        size = resp.getheader("content-length") if req.command == "HEAD" else str(len(data))
-        req.send_header("content-length", size or "0")
-        req.end_headers()
-        if req.command != "HEAD":
-            try:
-                req.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                # The client gave up on this answer (a timeout, or a read it no longer needs): it was
-                # still counted, as the object store would have served and billed it.
-                with self._lock:
-                    self.abandoned += 1
-
-    def close(self) -> None:
-        """Stop serving."""
-        self._server.shutdown()
-        self._server.server_close()
+        try:
+            self.relay(req, resp, data)
+        except (BrokenPipeError, ConnectionResetError):
+            # The client gave up on this answer (a timeout, or a read it no longer needs): it was
+            # still counted, as the object store would have served and billed it.
+            with self._lock:
+                self.abandoned += 1

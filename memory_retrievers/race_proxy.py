@@ -10,13 +10,77 @@ from __future__ import annotations
 
 import http.client
 import threading
+from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["RaceProxy"]
+__all__ = ["LoopbackProxy", "RaceProxy"]
 
 
-class RaceProxy:
+class LoopbackProxy(ABC):
+    """An HTTP proxy on 127.0.0.1 in front of an S3 server; a subclass decides how to forward.
+
+    Serving starts when the constructor returns: a subclass sets its own state before calling it.
+
+    Args:
+        upstream_port: The S3 server's port on 127.0.0.1.
+    """
+
+    def __init__(self, upstream_port: int) -> None:
+        self.upstream_port = upstream_port
+        proxy = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as the client's connection pool expects
+
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def handle_one(self) -> None:
+                proxy.forward(self)
+
+            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_one
+
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread.start()
+
+    @property
+    def endpoint(self) -> str:
+        """``http://127.0.0.1:<port>`` of the proxy."""
+        return f"http://127.0.0.1:{self._server.server_address[1]}"
+
+    @property
+    def storage_options(self) -> dict[str, str]:
+        """LanceDB ``storage_options`` through the proxy (unsigned: the server must allow anonymous)."""
+        return {"endpoint": self.endpoint, "allow_http": "true", "skip_signature": "true", "region": "us-east-1"}
+
+    @abstractmethod
+    def forward(self, req: BaseHTTPRequestHandler) -> None:
+        """Pass one request on to the server and its answer back (see :meth:`relay`)."""
+
+    @staticmethod
+    def relay(req: BaseHTTPRequestHandler, resp: http.client.HTTPResponse, data: bytes) -> None:
+        """Send the server's answer (already read into ``data``) back to the client."""
+        req.send_response(resp.status, resp.reason)
+        for key, value in resp.getheaders():
+            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
+                req.send_header(key, value)
+        # A HEAD answer has no body but must keep the object's length.
+        size = resp.getheader("content-length") if req.command == "HEAD" else str(len(data))
+        req.send_header("content-length", size or "0")
+        req.end_headers()
+        if req.command != "HEAD":
+            req.wfile.write(data)
+
+    def close(self) -> None:
+        """Stop serving."""
+        self._server.shutdown()
+        self._server.server_close()
+
+
+class RaceProxy(LoopbackProxy):
     """An HTTP proxy to the S3 server that makes two commits race for the same table version.
 
     Lance commits by writing ``_versions/<n>.manifest`` with ``If-None-Match: *``: the write fails
@@ -32,7 +96,6 @@ class RaceProxy:
     """
 
     def __init__(self, upstream_port: int, *, drop_if_none_match: bool, hold_s: float = 20.0) -> None:
-        self.upstream_port = upstream_port
         self.drop = {"if-none-match"} if drop_if_none_match else set()
         self.hold_s = hold_s
         self.armed = False
@@ -40,32 +103,7 @@ class RaceProxy:
         self.outcomes: list[int] = []  # status of every manifest PUT, in order
         self._lock = threading.Lock()
         self._waiting: threading.Event | None = None
-        proxy = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, format: str, *args: Any) -> None:
-                pass
-
-            def handle_one(self) -> None:
-                proxy.forward(self)
-
-            do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_one
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
-        self._thread.start()
-
-    @property
-    def endpoint(self) -> str:
-        """``http://127.0.0.1:<port>`` of the proxy."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}"
-
-    @property
-    def storage_options(self) -> dict[str, str]:
-        """LanceDB ``storage_options`` through the proxy (unsigned: the server must allow anonymous)."""
-        return {"endpoint": self.endpoint, "allow_http": "true", "skip_signature": "true", "region": "us-east-1"}
+        super().__init__(upstream_port)
 
     def _hold(self) -> None:
         """Hold the first manifest PUT until a second arrives; release both together."""
@@ -101,18 +139,4 @@ class RaceProxy:
             conn.close()
         if manifest_put:
             self.outcomes.append(resp.status)
-        req.send_response(resp.status, resp.reason)
-        for key, value in resp.getheaders():
-            if key.lower() not in ("transfer-encoding", "content-length", "connection"):
-                req.send_header(key, value)
-        # A HEAD answer has no body but must keep the object's length.
-        size = resp.getheader("content-length") if req.command == "HEAD" else str(len(data))
-        req.send_header("content-length", size or "0")
-        req.end_headers()
-        if req.command != "HEAD":
-            req.wfile.write(data)
-
-    def close(self) -> None:
-        """Stop serving."""
-        self._server.shutdown()
-        self._server.server_close()
+        self.relay(req, resp, data)

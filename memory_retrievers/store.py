@@ -79,14 +79,17 @@ def _forget_parents_stores() -> None:
 _FORK_COMMIT_WAIT_S = 60.0
 
 
+def _stores_with_queued_writes() -> list[MemoryStore]:
+    """This process's open stores that have writes queued or being committed."""
+    return [store for store in list(_OPEN) if not store._forked() and not store._queue.idle]
+
+
 def _commit_before_fork() -> None:
     # A child must find what its parent queued before the fork (add_later, other threads' writes)
     # already in the table: read-your-writes across the fork. The parent would commit them anyway.
     if _loop.on_loop_thread():  # the queue's own thread cannot wait for itself
         return
-    for store in list(_OPEN):
-        if store._forked() or store._queue.idle:
-            continue
+    for store in _stores_with_queued_writes():
         if not store._queue.wait_idle(_FORK_COMMIT_WAIT_S):
             logger.warning(
                 "memory-retrievers: forking while writes to %s are still queued after %.0f s; the parent "
@@ -104,9 +107,7 @@ def _commit_queued_writes() -> None:
     # Runs in threading's shutdown, before concurrent.futures refuses new work: a plug-in that embeds
     # on an executor (asyncio.to_thread) still can. Registered after concurrent.futures' own hook,
     # so it runs first. Stores stay open: the user's atexit handlers may still use them.
-    for store in list(_OPEN):
-        if store._forked() or store._queue.idle:
-            continue
+    for store in _stores_with_queued_writes():
         try:
             store.flush()
         except Exception:  # at exit: report, never raise
