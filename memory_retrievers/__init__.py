@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
     from .retriever import LLMFallbackWarning, MemoryRetriever
     from .scoring import DecayKind
+    from .sections import ContextSection
     from .selection import CutReason
     from .store import MemoryStore, default_store_path
     from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
@@ -89,6 +90,7 @@ _EXPORTS: dict[str, str] = {
     "LLMFallbackWarning": ".retriever",
     "MemoryRetriever": ".retriever",
     "DecayKind": ".scoring",
+    "ContextSection": ".sections",
     "CutReason": ".selection",
     "MemoryStore": ".store",
     "default_store_path": ".store",
@@ -122,6 +124,7 @@ __all__ = [
     "AddedMemory",
     "CallableLLM",
     "ChannelWeights",
+    "ContextSection",
     "Contribution",
     "CrossEncoderReranker",
     "CutCandidate",

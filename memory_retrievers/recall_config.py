@@ -11,6 +11,7 @@ from pydantic import ConfigDict, Field, field_validator
 from .config import CheckedModel, validated
 from .models import MemoryKind
 from .scoring import DecayKind, ScoringParams
+from .sections import DEFAULT_SECTION_SHARES, ContextSection
 
 __all__ = ["ChannelWeights", "Preset", "RecallConfig", "RoutingMode", "SupersededPolicy"]
 
@@ -164,6 +165,12 @@ class RecallConfig(CheckedModel):
     """Two-phase, session-diverse selection for aggregation queries (auto mode detects them).
     Off by default: on LoCoMo it cost 0.021 recall@5 and gained nothing at @10."""
     pinned_first: bool = True
+    section_shares: Mapping[ContextSection, float] = Field(default_factory=lambda: dict(DEFAULT_SECTION_SHARES))
+    """Share of the token budget reserved for each section of the context block (``pinned``,
+    ``knowledge``, ``conversation``; see :mod:`memory_retrievers.sections`), each in [0, 1], summing
+    to at most 1. A reservation holds only while its section has candidates left, and whatever is
+    not reserved goes to the best candidates of any section. ``{}`` reserves nothing: pure score
+    order, pinned first."""
 
     # write-back
     record_access: bool = True
@@ -174,6 +181,25 @@ class RecallConfig(CheckedModel):
         if isinstance(value, Mapping):
             return {MemoryKind(k): float(v) for k, v in value.items()}
         return value
+
+    @field_validator("section_shares", mode="before")
+    @classmethod
+    def _section_keys(cls, value: Any) -> Any:
+        if not isinstance(value, Mapping):
+            return value
+        valid = ", ".join(repr(s.value) for s in ContextSection)
+        out: dict[ContextSection, float] = {}
+        for key, share in value.items():
+            try:
+                section = ContextSection(key)
+            except ValueError:
+                raise ValueError(f"section_shares key {key!r} is not a section; use one of {valid}") from None
+            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
+                raise ValueError(f"section_shares[{section.value!r}] must be a number in [0, 1], got {share!r}")
+            out[section] = float(share)
+        if sum(out.values()) > 1 + 1e-9:
+            raise ValueError(f"section_shares must sum to at most 1, got {sum(out.values()):.3f}; lower a share")
+        return out
 
     @field_validator("token_encoding")
     @classmethod

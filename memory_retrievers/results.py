@@ -8,6 +8,7 @@ from typing import Any
 
 from .fusion import Contribution
 from .models import Memory
+from .sections import SECTION_TITLES, ContextSection, section_of
 from .selection import CutReason
 
 __all__ = ["CutCandidate", "Explanation", "RecallResult", "ScoredMemory", "render_line"]
@@ -151,11 +152,40 @@ class RecallResult:
     def __len__(self) -> int:
         return len(self.memories)
 
-    def to_context(self) -> str:
-        """A labelled block for a prompt, with a marker when the budget cut memories."""
+    def to_context(self, *, sections: bool = True) -> str:
+        """A labelled block for a prompt, with a marker when the budget cut memories.
+
+        Args:
+            sections: When the memories belong to more than one :class:`ContextSection` (pinned,
+                facts and preferences, conversation), group them under one title per section, in
+                output order within each; only sections with memories appear, and a block of one
+                section has no titles. ``False`` gives one flat list in output order (never more
+                tokens than the sectioned block, which is what ``tokens_used`` counts).
+
+        Returns:
+            The block, or ``""`` when nothing was recalled.
+
+        Example:
+            A recall that found a pinned rule, a preference and a chat turn gives::
+
+                Relevant memories (most relevant first):
+                Pinned:
+                - [2026-11-02] Always answer in British English
+                Facts and preferences:
+                - [2026-11-20] Alice prefers the dark theme
+                Conversation:
+                - [2026-11-23] user: can you switch my editor to dark mode?
+        """
         if not self.memories:
             return ""
-        lines = [CONTEXT_HEADER, *(render_line(m.memory) for m in self.memories)]
+        lines = [CONTEXT_HEADER]
+        grouped = {s: [m for m in self.memories if section_of(m.memory) is s] for s in ContextSection}
+        if sections and sum(1 for members in grouped.values() if members) > 1:
+            for section, members in grouped.items():
+                if members:
+                    lines += [SECTION_TITLES[section], *(render_line(m.memory) for m in members)]
+        else:
+            lines += [render_line(m.memory) for m in self.memories]
         if self.trimmed:
             lines.append(trimmed_marker(self.trimmed_count))
         return "\n".join(lines)

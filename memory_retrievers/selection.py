@@ -10,13 +10,18 @@ Candidates arrive sorted by final score. Selection takes, in order:
 
 Every step skips a candidate whose token cost exceeds the budget left and keeps trying smaller
 ones (greedy fill); ``k`` caps the count. Nothing is modified; rejected candidates say why.
+
+With ``section_reserve``, each section (pinned, facts, conversation) holds a reservation of the
+budget that the other sections may not spend while it still has candidates; a section that runs out
+of candidates releases what it did not use. When nothing fits under the reservations, they are
+dropped and the rest of the budget goes to the best candidates left, so no budget is wasted.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,6 +52,7 @@ class Candidate:
     vector: np.ndarray | None = None
     pinned: bool = False
     session: str | None = None
+    section: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +109,8 @@ def select(
     session_diverse: bool = False,
     token_cost: Callable[[Candidate], int] | None = None,
     mmr_similarity_floor: float,
+    section_reserve: Mapping[str, int] | None = None,
+    section_opening: Mapping[str, int] | None = None,
 ) -> tuple[list[Selected], list[Rejected]]:
     """Pick up to ``k`` candidates within ``token_budget`` tokens.
 
@@ -120,6 +128,10 @@ def select(
             down; only near-duplicates are.
         token_cost: Computes a candidate's cost when selection first needs it (default: its
             ``tokens``); lets callers skip counting candidates that are never considered.
+        section_reserve: Tokens reserved per ``Candidate.section`` (see the module docstring);
+            ``None`` or empty reserves nothing. Only meaningful with a ``token_budget``.
+        section_opening: Tokens of each section's title line; titles are paid once the selection
+            holds candidates of two sections (a block of one section has no titles).
 
     Returns:
         The selected candidates in output order, and every other candidate with its reason.
@@ -151,15 +163,49 @@ def select(
             costs[i] = cost_of(candidates[i])
         return costs[i]
 
+    reserve = dict(section_reserve or {}) if token_budget is not None else {}
+    spent: dict[str | None, int] = {}
+    open_in: dict[str | None, int] = {}
+    for c in candidates:
+        open_in[c.section] = open_in.get(c.section, 0) + 1
+
+    def held_for_others(section: str | None) -> int:
+        # What the other sections still reserve: only while they have candidates left to use it.
+        return sum(
+            max(0, share - spent.get(other, 0))
+            for other, share in reserve.items()
+            if other != section and open_in.get(other, 0) > 0
+        )
+
+    def close(i: int) -> None:
+        open_in[candidates[i].section] -= 1
+
+    opening = section_opening or {}
+
+    def cost_now(i: int) -> int:
+        # Titles appear once the block holds two sections: the memory that opens the second
+        # section pays both titles, any later section its own.
+        section = candidates[i].section
+        opened = [s for s in spent if s is not None]
+        if section is None or section in spent or not opened:
+            return cost(i)
+        return cost(i) + opening.get(section, 0) + (opening.get(opened[0], 0) if len(opened) == 1 else 0)
+
     def fits(i: int) -> bool:
-        if cost(i) + used <= budget:
-            return True
-        rejected[i] = CutReason.OVER_BUDGET
-        return False
+        if cost_now(i) + used > budget:
+            rejected[i] = CutReason.OVER_BUDGET
+            close(i)
+            return False
+        # Over another section's reservation: not rejected, it may fit once that is released.
+        return not reserve or cost_now(i) + used + held_for_others(candidates[i].section) <= budget
 
     def take(i: int, phase: str, penalty: float) -> None:
         nonlocal used, any_selected_with_vec
-        used += cost(i)
+        section = candidates[i].section
+        paid = cost_now(i)
+        used += paid
+        spent[section] = spent.get(section, 0) + paid
+        close(i)
         chosen[i] = True
         taken.append(Selected(candidates[i].id, penalty, phase))
         if has_vec[i]:
@@ -199,6 +245,9 @@ def select(
             if fits(i):
                 take(i, "mmr" if mmr_lambda is not None else "score", float(penalty[j]))
                 break
+        else:
+            if reserve and any(i not in rejected for i in open_):
+                reserve = {}  # nothing fits under the reservations: the rest goes to the best left
     for i in range(n):
         if not chosen[i] and i not in rejected:
             rejected[i] = CutReason.K_CAP

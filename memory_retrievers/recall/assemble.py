@@ -16,6 +16,7 @@ import numpy as np
 from ..models import Memory
 from ..recall_config import RecallConfig
 from ..results import CONTEXT_HEADER, CutCandidate, Explanation, RecallResult, ScoredMemory, render_line, trimmed_marker
+from ..sections import SECTION_TITLES, section_of
 from ..selection import Candidate, CutReason, select
 from ..tokens import TokenCounter
 from .blend import Scored
@@ -62,9 +63,13 @@ def assemble(
         else:
             kept.append(item)
 
+    sections = {item.hit.id: section_of(memories[item.hit.id]) for item in kept}
     header_cost = counter.count(CONTEXT_HEADER)
+    # A section's title is paid by the first memory selection takes from it.
+    opening = {s.value: counter.count("\n" + SECTION_TITLES[s]) for s in set(sections.values())}
     marker_cost = counter.count("\n" + trimmed_marker(len(kept)))
     avail = None if budget is None else max(0, budget - header_cost - marker_cost)
+    reserve = {} if avail is None else {s.value: int(share * avail) for s, share in cfg.section_shares.items()}
     costs: dict[str, int] = {}
 
     def cost(c: Candidate) -> int:
@@ -74,7 +79,13 @@ def assemble(
 
     candidates = [
         Candidate(
-            s.hit.id, s.score, 0, parts.vectors[s.hit.id], memories[s.hit.id].pinned, memories[s.hit.id].session_id
+            s.hit.id,
+            s.score,
+            0,
+            parts.vectors[s.hit.id],
+            memories[s.hit.id].pinned,
+            memories[s.hit.id].session_id,
+            sections[s.hit.id].value,
         )
         for s in kept
     ]
@@ -87,6 +98,8 @@ def assemble(
         session_diverse=parts.plan.session_diverse,
         token_cost=cost,
         mmr_similarity_floor=cfg.mmr_similarity_floor,
+        section_reserve=reserve,
+        section_opening=opening,
     )
     by_id = {s.hit.id: s for s in kept}
     over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)

@@ -14,6 +14,7 @@ def test_all_is_pinned() -> None:
             "AddedMemory",
             "CallableLLM",
             "ChannelWeights",
+            "ContextSection",
             "Contribution",
             "CrossEncoderReranker",
             "CutCandidate",
