@@ -99,7 +99,12 @@ class StoreConfig(CheckedModel):
     recall_view_max_rows: int = Field(default=20_000, ge=0)
     """Recall keeps an in-memory view (rows and vectors) of namespaces up to this size, so the
     vector, entity, recency and link channels need no LanceDB query; 0 disables it. About
-    2.5 KB per memory with the default model; at most four times this many rows are held."""
+    2.5 KB per memory with the default model (measured in benchmarks/results/view_memory.json)."""
+
+    recall_view_total_rows: int = Field(default=80_000, ge=0)
+    """The ceiling on rows held over all namespace views of a store: past it, the least recently
+    used views are dropped (and rebuilt when recalled again). At least ``recall_view_max_rows``.
+    The default, 80,000 rows, is about 200 MB with the default model."""
 
     read_consistency_interval: timedelta | None = timedelta(0)
     """How often a read checks for other processes' commits. ``timedelta(0)`` (default) = on every
@@ -118,6 +123,15 @@ class StoreConfig(CheckedModel):
     still share the next one. On object storage, where each commit is several requests, e.g.
     ``timedelta(milliseconds=50)`` turns a burst of small writes into far fewer commits, at the
     price of up to that much extra latency per write. At most 10 seconds."""
+
+    @model_validator(mode="after")
+    def _view_ceiling(self) -> StoreConfig:
+        if self.recall_view_total_rows < self.recall_view_max_rows:
+            raise ValueError(
+                f"recall_view_total_rows ({self.recall_view_total_rows}) must be at least recall_view_max_rows "
+                f"({self.recall_view_max_rows}): raise it, or lower recall_view_max_rows"
+            )
+        return self
 
     @field_validator("write_linger")
     @classmethod

@@ -21,7 +21,10 @@ from .access import AccessLog
 from .maintenance import FTS_COLUMNS
 from .table import CommitEvent, MemoryTable
 
-__all__ = ["Searcher", "hits"]
+__all__ = ["ENTITY_CACHE_NAMESPACES", "Searcher", "hits"]
+
+#: Namespaces whose "has any entity-tagged memory" answer is cached (about 200 bytes each).
+ENTITY_CACHE_NAMESPACES = 10_000
 
 
 def ranked(table: pa.Table) -> pa.Table:
@@ -61,7 +64,7 @@ class Searcher:
         tagged = pc.filter(event.rows.column("namespace"), pc.greater(lengths, 0))
         now = time.monotonic()
         for ns in set(tagged.to_pylist()):
-            self._entity_cache[ns] = (True, now)
+            self._remember(ns, (True, now))
 
     def _empty(self, columns: Sequence[str]) -> pa.Table:
         schema = self._table.schema
@@ -72,7 +75,7 @@ class Searcher:
     async def fts(self, text: str, where: str, k: int, field: FtsField, columns: Sequence[str]) -> pa.Table:
         """BM25 rows with ``columns`` and ``_score``; empty when nothing was ever indexed."""
         column = FTS_COLUMNS[field]
-        if f"FTS:{column}" not in self._table.indexed:
+        if not await self._table.has_index(f"FTS:{column}"):
             return self._empty(columns)
         query = self._table.query().nearest_to_text(text, columns=column).where(where).select([*columns, "_score"])
         return ranked(await self._table.read(query.limit(k), "run a full-text search"))
@@ -121,8 +124,15 @@ class Searcher:
             return cached[0]
         where = build_where(namespace, MemoryFilter(include_superseded=True)) + " AND array_length(entities) > 0"
         found = await self._table.count(where, action="count entity-tagged memories") > 0
-        self._entity_cache[namespace] = (found, now)
+        self._remember(namespace, (found, now))
         return found
+
+    def _remember(self, namespace: str, entry: tuple[bool, float]) -> None:
+        # Bounded whatever the number of namespaces: the oldest entries go first (and are re-counted).
+        self._entity_cache.pop(namespace, None)
+        self._entity_cache[namespace] = entry
+        while len(self._entity_cache) > ENTITY_CACHE_NAMESPACES:
+            self._entity_cache.pop(next(iter(self._entity_cache)))
 
     # ------------------------------------------------------------------ plain reads
     async def rows(self, where: str, columns: Sequence[str]) -> pa.Table:

@@ -49,7 +49,8 @@ class ViewSource:
         return f"namespace view: {len(self._view)} memories in memory"
 
     def _ids(self, indices: Sequence[int]) -> tuple[str, ...]:
-        return tuple(self._view.rows[i]["id"] for i in indices)
+        ids = self._view.ids
+        return tuple(ids[i] for i in indices)
 
     async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""

@@ -68,6 +68,7 @@ class MemoryTable:
         self._listeners: list[CommitListener] = []
         self.indexed: set[str] = set()
         """Indexes present, as ``"<IndexType>:<column>"`` (refreshed by :meth:`refresh_indexes`)."""
+        self._indexed_version: int | None = None
 
     @property
     def where(self) -> str:
@@ -135,7 +136,16 @@ class MemoryTable:
             for column in index.columns:
                 indexed.add(f"{index.index_type}:{column}")
         self.indexed = indexed
+        self._indexed_version = await self.version()
         return indexed
+
+    async def has_index(self, key: str) -> bool:
+        """Whether index ``key`` exists, re-listed if the table moved (another process built it?)."""
+        if key in self.indexed:
+            return True
+        if await self.version() != self._indexed_version:
+            await self.refresh_indexes()
+        return key in self.indexed
 
     # ------------------------------------------------------------------ reads
     def query(self) -> Any:

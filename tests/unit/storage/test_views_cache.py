@@ -53,16 +53,92 @@ async def test_own_commits_keep_other_namespaces_views_and_patch_their_own(table
     assert views.cached("u") is None
 
 
-async def test_a_commit_by_another_handle_rebuilds_the_view(tmp_path: Path) -> None:
+def counting(table: MemoryTable) -> list[str]:
+    """Record the ``action`` of every read ``table.rows`` makes from now on."""
+    reads: list[str] = []
+    original = table.rows
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        reads.append(kwargs.get("action", ""))
+        return await original(*args, **kwargs)
+
+    table.rows = counted  # type: ignore[method-assign]
+    return reads
+
+
+async def test_another_writers_commits_are_patched_in_after_a_signature_check(tmp_path: Path) -> None:
     mine, theirs = new_table(tmp_path, read_consistency_interval=timedelta(0)), new_table(tmp_path)
     await mine.open()
     await theirs.open()
     views = ViewCache(mine, max_rows=100)
-    await mine.add(rows("u", ["alpha"]))
+    await mine.add(rows("u", ["alpha", "beta", "gamma", "delta"]))
     first = await views.get("u")
-    await theirs.add(rows("other", ["not ours"]))  # even another namespace: we cannot know what it touched
+    assert first is not None
+    reads = counting(mine)
+
+    # Another namespace: the view cannot know what the commit touched, so it checks; nothing changed.
+    await theirs.add(rows("other", ["not ours"]))
     second = await views.get("u")
-    assert second is not first and second is not None and len(second) == 1
+    assert second is first and reads == ["check a namespace view"]
+    assert await views.get("u") is first and reads == ["check a namespace view"]  # checked once per version
+
+    # Their add to this namespace: only the new row is read whole.
+    reads.clear()
+    added = rows("u", ["epsilon"])
+    await theirs.add(added)
+    third = await views.get("u")
+    assert third is not None and sorted(r["text"] for r in third.rows) == ["alpha", "beta", "delta", "epsilon", "gamma"]
+    assert reads == ["check a namespace view", "patch a namespace view"]
+    new_id = added.column("id")[0].as_py()
+    assert np.array_equal(third.vectors[third.index[new_id]], added.column("vector").to_numpy(zero_copy_only=False)[0])
+
+    # Their delete: the row leaves the view.
+    await theirs.delete("u", [new_id])
+    fourth = await views.get("u")
+    assert fourth is not None and new_id not in fourth.index and len(fourth) == 4
+
+    # Their rewrite of a row (a new revision): the view holds the new text.
+    stored = await theirs.rows_by_id("u", [fourth.rows[0]["id"]])
+    row = {**next(iter(stored.values())), "text": "alpha, reworded"}
+    assert (await theirs.rewrite(theirs.whole_rows([row]))).landed
+    fifth = await views.get("u")
+    assert fifth is not None and fifth.rows[fifth.index[row["id"]]]["text"] == "alpha, reworded"
+
+    # A compaction rewrites files, not rows: checked, nothing re-read.
+    reads.clear()
+    await theirs.handle.optimize()
+    assert await views.get("u") is fifth and reads == ["check a namespace view"]
+    assert views.reloads == 1  # the first load only
+
+
+async def test_a_mostly_rewritten_namespace_is_reloaded_whole(tmp_path: Path) -> None:
+    mine, theirs = new_table(tmp_path, read_consistency_interval=timedelta(0)), new_table(tmp_path)
+    await mine.open()
+    await theirs.open()
+    views = ViewCache(mine, max_rows=100)
+    await mine.add(rows("u", ["alpha", "beta"]))
+    assert await views.get("u") is not None
+    await theirs.add(rows("u", ["gamma", "delta", "epsilon"]))
+    reads = counting(mine)
+    view = await views.get("u")
+    assert view is not None and len(view) == 5
+    assert reads == ["check a namespace view", "load a namespace view"] and views.reloads == 2
+
+
+async def test_a_view_made_stale_by_another_writer_survives_our_own_next_commit(tmp_path: Path) -> None:
+    # A worker process whose neighbours write all the time must not reload on every own write.
+    mine, theirs = new_table(tmp_path, read_consistency_interval=timedelta(0)), new_table(tmp_path)
+    await mine.open()
+    await theirs.open()
+    views = ViewCache(mine, max_rows=100)
+    await mine.add(rows("u", ["alpha", "beta", "gamma"]))
+    await views.get("u")
+    for i in range(5):
+        await theirs.add(rows("other", [f"their {i}"]))
+        await mine.add(rows("u", [f"mine {i}"]))
+        view = await views.get("u")
+        assert view is not None and f"mine {i}" in {r["text"] for r in view.rows}
+    assert views.reloads == 1 and views.refreshes == 5
 
 
 async def test_a_failed_commit_drops_the_namespace_view(table: MemoryTable) -> None:
@@ -96,3 +172,46 @@ async def test_views_disabled_with_zero_rows(table: MemoryTable) -> None:
     views = ViewCache(table, max_rows=0)
     await table.add(rows("u", ["alpha"]))
     assert await views.get("u") is None
+
+
+async def test_views_hold_at_most_total_rows_dropping_the_least_recently_used(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=3, total_rows=6)
+    for name in ("a", "b", "c"):
+        await table.add(rows(name, [f"{name} 1", f"{name} 2", f"{name} 3"]))
+    await views.get("a")
+    await views.get("b")
+    assert views.rows_held == 6
+    await views.get("a")  # a is now the most recently used
+    await views.get("c")
+    assert views.rows_held == 6 and views.cached("b") is None
+    assert views.cached("a") is not None and views.cached("c") is not None
+
+
+async def test_write_counters_stay_bounded_over_many_namespaces(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=10)
+    await table.add(rows("seed", ["x"]))
+    before = len(views._epochs)
+    for i in range(50):
+        await table.add(rows(f"tenant-{i}", [f"t {i}"]))
+    assert len(views._epochs) == before  # fixed buckets, not one entry per namespace ever written
+
+
+def test_the_total_view_ceiling_must_hold_one_view() -> None:
+    import pytest
+
+    from memory_retrievers import ConfigError, StoreConfig
+
+    with pytest.raises(ConfigError, match=r"recall_view_total_rows .* must be at least recall_view_max_rows"):
+        StoreConfig(recall_view_max_rows=1000, recall_view_total_rows=500)
+    assert StoreConfig().recall_view_total_rows == 80_000
+
+
+async def test_the_entity_cache_is_bounded(table: MemoryTable, monkeypatch: Any) -> None:
+    from memory_retrievers.storage import search
+    from memory_retrievers.storage.access import AccessLog
+
+    monkeypatch.setattr(search, "ENTITY_CACHE_NAMESPACES", 5)
+    searcher = search.Searcher(table, AccessLog(table))
+    for i in range(12):
+        await searcher.has_entities(f"tenant-{i}")
+    assert len(searcher._entity_cache) == 5 and "tenant-11" in searcher._entity_cache
