@@ -88,7 +88,10 @@ class StoreConfig(CheckedModel):
 
     ann_index_min_rows: int = Field(default=100_000, ge=256)
     """Build an approximate vector index once the table holds this many rows. Below it a flat,
-    exact scan with the namespace prefilter is faster than an index (measured: 11 ms at 10k rows)."""
+    exact scan with the namespace prefilter is faster than an index (measured: 11 ms at 10k rows).
+    The index is also built, in the background, as soon as a recall finds a namespace larger than
+    ``recall_view_max_rows`` (its vector search then runs in LanceDB: 62 ms flat vs 26 ms indexed
+    for a 20,000-memory namespace)."""
 
     version_retention: timedelta = timedelta(hours=1)
     """Table versions older than this are pruned by ``optimize()``."""

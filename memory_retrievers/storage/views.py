@@ -21,7 +21,7 @@ When more than half of the namespace changed, a full reload is cheaper and is do
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -201,10 +201,18 @@ class ViewCache:
         table: The table layer (this subscribes to its commits).
         max_rows: Namespaces larger than this get no view (0 disables views).
         total_rows: Rows held over all views (default four times ``max_rows``; at least ``max_rows``).
+        on_outgrown: Called with a namespace found larger than ``max_rows`` (it is read from LanceDB).
     """
 
-    def __init__(self, table: MemoryTable, max_rows: int, total_rows: int | None = None) -> None:
+    def __init__(
+        self,
+        table: MemoryTable,
+        max_rows: int,
+        total_rows: int | None = None,
+        on_outgrown: Callable[[str], None] | None = None,
+    ) -> None:
         self._table = table
+        self._on_outgrown = on_outgrown
         self._max_rows = max_rows
         self._total_rows = max(max_rows, total_rows if total_rows is not None else 4 * max_rows)
         self._views: dict[str, NamespaceView] = {}  # least recently used first
@@ -301,6 +309,8 @@ class ViewCache:
         self._touched.pop(namespace, None)
         epoch = self._epochs[_bucket(namespace)]
         if await self._table.count_namespace(namespace) > self._max_rows:
+            if self._on_outgrown is not None:
+                self._on_outgrown(namespace)
             return None
         everything = build_where(namespace, MemoryFilter(include_superseded=True))
         table = await self._table.rows(everything, _VIEW_COLUMNS, action="load a namespace view")

@@ -102,3 +102,24 @@ def test_a_store_opened_before_another_built_the_indexes_still_searches_full_tex
     finally:
         reader.close()
         writer.close()
+
+
+def test_a_namespace_too_large_for_a_view_gets_the_vector_index(tmp_path: Path) -> None:
+    store = MemoryStore(tmp_path / "db", embedder=HashEmbedder(32), config={"recall_view_max_rows": 100})
+    try:
+        store.add_many([{"text": text(i)} for i in range(300)], namespace="big", dedup=False)
+        store.add_many([{"text": text(i)} for i in range(20)], namespace="small", dedup=False)
+        store.flush()
+        assert not [i for i in store.stats().indexes if i.columns == ("vector",)]  # 320 rows: below 100k
+        MemoryRetriever(store, namespace="small").recall("kettle")  # fits a view: no reason to build
+        store.flush()
+        assert not [i for i in store.stats().indexes if i.columns == ("vector",)]
+        target = text(123)
+        first = MemoryRetriever(store, namespace="big", config={"record_access": False}).recall(target)
+        assert "no view" in first.plan["notes"]
+        store.flush()  # the build runs in the background
+        assert [i for i in store.stats().indexes if i.columns == ("vector",)]
+        again = MemoryRetriever(store, namespace="big", config={"record_access": False}).recall(target)
+        assert again.memories[0].text == target  # the indexed search (with refine) still finds it first
+    finally:
+        store.close()
