@@ -45,10 +45,16 @@ async def test_own_commits_keep_other_namespaces_views_and_patch_their_own(table
     assert patched is not None and patched is not view and len(patched) == 2
     assert [patched.rows[i]["text"] for i in range(2)] == ["alpha", "delta"]
     assert np.array_equal(patched.vectors[1], added.column("vector").to_numpy(zero_copy_only=False)[0])
-    assert reads == ["patch a namespace view"]  # the new row only, not the whole namespace
+    assert reads == []  # an append stores its rows as given: patched in from the commit, no read
+    stored = await table.rows_by_id("u", [patched.ids[0]])
+    assert (await table.rewrite(table.whole_rows([{**stored[patched.ids[0]], "text": "alpha again"}]))).landed
+    reads.clear()
+    rewritten = await views.get("u")
+    assert rewritten is not None and rewritten.rows[rewritten.index[patched.ids[0]]]["text"] == "alpha again"
+    assert reads == ["patch a namespace view"]  # a conditional rewrite is read back: the stored row decides
     await table.delete("u", [added.column("id")[0].as_py()])
     after = await views.get("u")
-    assert after is not None and [r["text"] for r in after.rows] == ["alpha"] and after.vectors.shape[0] == 1
+    assert after is not None and [r["text"] for r in after.rows] == ["alpha again"] and after.vectors.shape[0] == 1
     await table.delete("u", None)  # forget: nothing says which rows went, so the view is dropped
     assert views.cached("u") is None
 

@@ -1,0 +1,240 @@
+"""One namespace's rows and vectors in memory, column by column (see :mod:`.views` for the cache).
+
+Rows stay an Arrow table and a numpy matrix and become Python objects only when recall touches
+them, so a view of 20,000 memories is built, patched and checked with array operations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from ..filters import MemoryFilter, is_unconstrained, matches
+from ..models import Memory
+from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
+
+__all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView"]
+
+# What changes whenever a row does: a rewrite bumps ``revision`` and ``updated_at`` (a delete and
+# re-add of one id gets a new ``updated_at``), an access bumps ``access_count``/``last_accessed_at``.
+SIGNATURE = ("id", "revision", "updated_at", "access_count", "last_accessed_at")
+# A view holds every public column, the vector, and ``revision`` (for the signature).
+VIEW_COLUMNS = [*SCALAR_COLUMNS, "revision", "vector"]
+
+
+class NamespaceView:
+    """Rows, vectors and derived arrays of one namespace at one table version, column by column.
+
+    Rows stay an Arrow table (every public column and ``revision``; the vector apart as a numpy
+    matrix) and become Python objects only when recall touches them: a view of 20,000 memories is
+    built, patched and checked with array operations, not 20,000 dicts.
+
+    Attributes:
+        namespace: The namespace.
+        version: The table version the view reflects.
+        table: The rows (without ``vector``), in LanceDB's order.
+        vectors: Unit vectors, one row per memory.
+        ids: Memory ids, in row order.
+        index: Row index of each id.
+        live: Not superseded.
+        created: ``created_at`` in POSIX seconds.
+        newest: Row indices newest first, equal timestamps by id (LanceDB's order for the same query).
+        signature: Per row ``revision``, ``updated_at``, ``access_count``, ``last_accessed_at``
+            (integers): what changes whenever the stored row does.
+        stale: Another writer (or a compaction) moved the table since ``version``: check before use.
+    """
+
+    def __init__(self, namespace: str, version: int, table: pa.Table, vectors: np.ndarray) -> None:
+        self.namespace = namespace
+        self.version = version
+        self.table = table
+        self._buffer = _VectorBuffer(vectors)
+        self.vectors = vectors
+        self.ids: list[str] = table.column("id").to_pylist()
+        self.index = {row_id: i for i, row_id in enumerate(self.ids)}
+        self.live = pc.is_null(table.column("superseded_by")).to_numpy(zero_copy_only=False).astype(bool)
+        self.created = _microseconds(table.column("created_at")) / 1e6
+        self.signature = _signature(table)
+        self.stale = False
+        self._newest: np.ndarray | None = None
+        self._memories: dict[str, Memory] = {}
+        self._entities: list[Any] | None = None
+
+    @property
+    def newest(self) -> np.ndarray:
+        """Row indices newest first, equal timestamps by id (LanceDB's order for the same query)."""
+        if self._newest is None:  # only the recency channel needs it: sorted on first use
+            self._newest = np.lexsort((np.asarray(self.ids, dtype=str), -self.created)).astype(np.int64)
+        return self._newest
+
+    def _appended(self, rows: pa.Table, vectors: np.ndarray, version: int) -> NamespaceView:
+        """This view with new rows at the end: no row copied, the vector matrix grown in place.
+
+        A chat loop's write adds one memory; rebuilding a 20,000-row view for it would cost more
+        than the recall that follows.
+        """
+        view = object.__new__(NamespaceView)
+        view.namespace, view.version, view.stale = self.namespace, version, False
+        table = pa.concat_tables([self.table, rows])
+        # Each append adds a chunk; row access slows down with many, so merge them now and then.
+        view.table = table.combine_chunks() if table.column("id").num_chunks > 32 else table
+        view._buffer = self._buffer
+        view.vectors = self._buffer.extended(self.vectors, vectors)
+        new_ids: list[str] = rows.column("id").to_pylist()
+        view.ids = self.ids + new_ids
+        view.index = dict(self.index)
+        view.index.update((row_id, len(self.ids) + j) for j, row_id in enumerate(new_ids))
+        view.live = np.concatenate([self.live, pc.is_null(rows.column("superseded_by")).to_numpy(zero_copy_only=False)])
+        view.created = np.concatenate([self.created, _microseconds(rows.column("created_at")) / 1e6])
+        view.signature = np.concatenate([self.signature, _signature(rows)])
+        view._newest = None
+        view._memories = dict(self._memories)
+        view._entities = None if self._entities is None else self._entities + rows.column("entities").to_pylist()
+        return view
+
+    @classmethod
+    def from_table(cls, namespace: str, version: int, table: pa.Table) -> NamespaceView:
+        """Build from a query result with every public column, ``revision`` and ``vector``."""
+        return cls(namespace, version, table.drop_columns(["vector"]), vectors_of(table))
+
+    def patched(self, touched: set[str], fresh: pa.Table, version: int) -> NamespaceView:
+        """This view with the ``touched`` ids replaced by ``fresh`` (their stored rows now; absent = gone).
+
+        Touched rows move to the end, where LanceDB's merge and append put rewritten and new rows.
+        """
+        fresh_rows = fresh.drop_columns(["vector"]).select(self.table.column_names).cast(self.table.schema)
+        width = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
+        added = vectors_of(fresh) if fresh.num_rows else np.zeros((0, width), dtype=self.vectors.dtype)
+        if self.vectors.ndim == 2 and not any(row_id in self.index for row_id in touched):
+            return self._appended(fresh_rows, added, version)
+        keep = np.asarray([row_id not in touched for row_id in self.ids], dtype=bool)
+        kept = self.table.filter(pa.array(keep)) if len(keep) else self.table
+        table = pa.concat_tables([kept, fresh_rows])
+        old = self.vectors[keep] if self.vectors.ndim == 2 else np.zeros((0, added.shape[1]), dtype=added.dtype)
+        vectors = np.concatenate([old, added]).astype(added.dtype, copy=False)
+        view = NamespaceView(self.namespace, version, table, vectors)
+        # Memories already built stay valid for the rows not touched.
+        view._memories = {k: m for k, m in self._memories.items() if k not in touched}
+        return view
+
+    def changed_since(self, signature: pa.Table) -> set[str]:
+        """Ids whose stored ``signature`` (columns ``SIGNATURE``) differs from this view: new, changed or gone."""
+        stored_ids = signature.column("id").to_pylist()
+        position = np.fromiter((self.index.get(i, -1) for i in stored_ids), dtype=np.int64, count=len(stored_ids))
+        known = position >= 0
+        theirs = _signature(signature)
+        differs = np.any(self.signature[position[known]] != theirs[known], axis=1)
+        changed = {stored_ids[i] for i in np.flatnonzero(~known)}
+        changed.update(self.ids[p] for p in position[known][differs])
+        present = np.zeros(len(self.ids), dtype=bool)
+        present[position[known]] = True
+        changed.update(self.ids[i] for i in np.flatnonzero(~present))
+        return changed
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """Every row as a dict (built on each call: for tests and debugging, not for recall)."""
+        rows: list[dict[str, Any]] = self.table.to_pylist()
+        return rows
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def memory(self, i: int) -> Memory:
+        """Row ``i`` as a :class:`Memory` (without vector), built once."""
+        row_id = self.ids[i]
+        mem = self._memories.get(row_id)
+        if mem is None:
+            mem = self._memories[row_id] = row_to_memory(self.table.slice(i, 1).to_pylist()[0])
+        return mem
+
+    def mask(self, flt: MemoryFilter) -> np.ndarray:
+        """Which rows pass the filter (the same predicate LanceDB applies)."""
+        if is_unconstrained(flt):
+            return self.live.copy() if not flt.include_superseded else np.ones(len(self), dtype=bool)
+        return np.fromiter((matches(self.memory(i), flt) for i in range(len(self))), dtype=bool, count=len(self))
+
+    def top_by_vector(self, query: np.ndarray, mask: np.ndarray, k: int) -> tuple[list[int], list[float]]:
+        """The ``k`` rows most cosine-similar to ``query`` among ``mask``, best first: indices and similarities."""
+        candidates = np.flatnonzero(mask)
+        if not len(candidates):
+            return [], []
+        sims = self.vectors[candidates] @ query
+        k = min(k, len(candidates))
+        top = np.argpartition(-sims, k - 1)[:k]
+        order = top[np.lexsort((candidates[top], -sims[top]))]
+        return [int(candidates[j]) for j in order], [float(sims[j]) for j in order]
+
+    def top_by_recency(self, mask: np.ndarray, k: int) -> list[int]:
+        """Indices of the ``k`` newest rows among ``mask`` (equal timestamps by id)."""
+        return [int(i) for i in self.newest[mask[self.newest]][:k]]
+
+    def top_by_entities(self, entities: Sequence[str], mask: np.ndarray, k: int) -> list[tuple[int, int]]:
+        """Rows sharing entities with how many they share: most shared first, then newest, then by id."""
+        wanted = {e.strip().casefold() for e in entities}
+        if self._entities is None:
+            self._entities = self.table.column("entities").to_pylist()
+        scored = []
+        for i in np.flatnonzero(mask):
+            shared = len(wanted.intersection(self._entities[i] or ()))
+            if shared:
+                scored.append((-shared, -self.created[i], self.ids[i], int(i)))
+        scored.sort()
+        return [(i, -neg) for neg, _, _, i in scored[:k]]
+
+
+class _VectorBuffer:
+    """A vector matrix with spare rows at the end, shared by a view and the views appended to it.
+
+    Appending writes into the spare rows and hands out a longer slice; the older views keep their
+    shorter slice, which those rows are not part of. Only the view that ends at the buffer's
+    current length may append in place (patches run on one thread, one at a time); any other
+    gets a fresh copy.
+    """
+
+    def __init__(self, vectors: np.ndarray) -> None:
+        self.array = vectors
+        self.length = len(vectors)
+
+    def extended(self, vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """``vectors`` (a view's matrix) followed by ``rows``, in place when ``vectors`` ends the buffer."""
+        length = len(vectors)
+        end = length + len(rows)
+        ends_here = length == self.length and (vectors is self.array or vectors.base is self.array)
+        if ends_here and end <= len(self.array):
+            self.array[length:end] = rows
+            self.length = end
+            return self.array[:end]
+        # Grow by a quarter (at least 256 rows): a copy every few thousand appends, and at most
+        # 25% more memory than the rows held.
+        capacity = max(end + 256, int(end * 1.25))
+        grown = np.empty((capacity, rows.shape[1]), dtype=rows.dtype)
+        grown[:length] = vectors
+        grown[length:end] = rows
+        self.array, self.length = grown, end
+        return grown[:end]
+
+
+def _microseconds(column: pa.ChunkedArray) -> np.ndarray:
+    """A timestamp column as int64 microseconds since the epoch (nulls: -1)."""
+    as_int = pc.cast(column, pa.timestamp("us", tz="UTC")).cast(pa.int64())
+    return np.asarray(pc.fill_null(as_int, -1).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _signature(table: pa.Table) -> np.ndarray:
+    """The ``SIGNATURE`` columns but ``id`` as an (n, 4) int64 matrix."""
+    if "revision" not in table.column_names:
+        raise ValueError("a namespace view needs the revision column")
+    return np.stack(
+        [
+            np.asarray(pc.fill_null(table.column("revision"), -1).to_numpy(zero_copy_only=False), dtype=np.int64),
+            _microseconds(table.column("updated_at")),
+            np.asarray(pc.fill_null(table.column("access_count"), -1).to_numpy(zero_copy_only=False), dtype=np.int64),
+            _microseconds(table.column("last_accessed_at")),
+        ],
+        axis=1,
+    ).reshape(table.num_rows, 4)
