@@ -45,6 +45,9 @@ class NamespaceView:
         newest: Row indices newest first, equal timestamps by id (LanceDB's order for the same query).
         signature: Per row ``revision``, ``updated_at``, ``access_count``, ``last_accessed_at``
             (integers): what changes whenever the stored row does.
+        present: Not replaced or deleted since the view was built. A rewritten or deleted row
+            stays in the arrays as a tombstone (its id indexed at its new row, if any) until a
+            quarter of the rows are tombstones and the view is rebuilt compact.
         stale: Another writer (or a compaction) moved the table since ``version``: check before use.
     """
 
@@ -59,6 +62,8 @@ class NamespaceView:
         self.live = pc.is_null(table.column("superseded_by")).to_numpy(zero_copy_only=False).astype(bool)
         self.created = _microseconds(table.column("created_at")) / 1e6
         self.signature = _signature(table)
+        self.present = np.ones(len(self.ids), dtype=bool)
+        self.dead = 0
         self.stale = False
         self._newest: np.ndarray | None = None
         self._memories: dict[str, Memory] = {}
@@ -71,11 +76,11 @@ class NamespaceView:
             self._newest = np.lexsort((np.asarray(self.ids, dtype=str), -self.created)).astype(np.int64)
         return self._newest
 
-    def _appended(self, rows: pa.Table, vectors: np.ndarray, version: int) -> NamespaceView:
-        """This view with new rows at the end: no row copied, the vector matrix grown in place.
+    def _appended(self, rows: pa.Table, vectors: np.ndarray, version: int, gone: set[str]) -> NamespaceView:
+        """This view with ``gone`` ids made tombstones and new rows at the end: no row copied.
 
-        A chat loop's write adds one memory; rebuilding a 20,000-row view for it would cost more
-        than the recall that follows.
+        A chat loop's write adds one memory (and rewrites the context of the turns before it);
+        rebuilding a 20,000-row view for that would cost more than the recall that follows.
         """
         view = object.__new__(NamespaceView)
         view.namespace, view.version, view.stale = self.namespace, version, False
@@ -87,12 +92,18 @@ class NamespaceView:
         new_ids: list[str] = rows.column("id").to_pylist()
         view.ids = self.ids + new_ids
         view.index = dict(self.index)
+        view.present = np.concatenate([self.present, np.ones(len(new_ids), dtype=bool)])
+        for row_id in gone:
+            at = view.index.pop(row_id, None)
+            if at is not None:
+                view.present[at] = False
+        view.dead = int(len(view.present) - view.present.sum())
         view.index.update((row_id, len(self.ids) + j) for j, row_id in enumerate(new_ids))
         view.live = np.concatenate([self.live, pc.is_null(rows.column("superseded_by")).to_numpy(zero_copy_only=False)])
         view.created = np.concatenate([self.created, _microseconds(rows.column("created_at")) / 1e6])
         view.signature = np.concatenate([self.signature, _signature(rows)])
         view._newest = None
-        view._memories = dict(self._memories)
+        view._memories = {k: m for k, m in self._memories.items() if k not in gone}
         view._entities = None if self._entities is None else self._entities + rows.column("entities").to_pylist()
         return view
 
@@ -101,17 +112,24 @@ class NamespaceView:
         """Build from a query result with every public column, ``revision`` and ``vector``."""
         return cls(namespace, version, table.drop_columns(["vector"]), vectors_of(table))
 
-    def patched(self, touched: set[str], fresh: pa.Table, version: int) -> NamespaceView:
+    def patched(self, touched: set[str], fresh: pa.Table | None, version: int) -> NamespaceView:
         """This view with the ``touched`` ids replaced by ``fresh`` (their stored rows now; absent = gone).
 
         Touched rows move to the end, where LanceDB's merge and append put rewritten and new rows.
+        ``fresh=None`` means no rows (the touched ids were deleted).
         """
-        fresh_rows = fresh.drop_columns(["vector"]).select(self.table.column_names).cast(self.table.schema)
         width = self.vectors.shape[1] if self.vectors.ndim == 2 else 0
-        added = vectors_of(fresh) if fresh.num_rows else np.zeros((0, width), dtype=self.vectors.dtype)
-        if self.vectors.ndim == 2 and not any(row_id in self.index for row_id in touched):
-            return self._appended(fresh_rows, added, version)
-        keep = np.asarray([row_id not in touched for row_id in self.ids], dtype=bool)
+        if fresh is None or fresh.num_rows == 0:
+            fresh_rows = self.table.slice(0, 0)
+            added = np.zeros((0, width), dtype=self.vectors.dtype)
+        else:
+            fresh_rows = fresh.drop_columns(["vector"]).select(self.table.column_names).cast(self.table.schema)
+            added = vectors_of(fresh)
+        if self.vectors.ndim == 2:
+            replaced = sum(1 for row_id in touched if row_id in self.index)
+            if (self.dead + replaced) * 4 <= len(self.ids) + fresh_rows.num_rows:
+                return self._appended(fresh_rows, added, version, touched)
+        keep = self.present & np.asarray([row_id not in touched for row_id in self.ids], dtype=bool)
         kept = self.table.filter(pa.array(keep)) if len(keep) else self.table
         table = pa.concat_tables([kept, fresh_rows])
         old = self.vectors[keep] if self.vectors.ndim == 2 else np.zeros((0, added.shape[1]), dtype=added.dtype)
@@ -130,19 +148,25 @@ class NamespaceView:
         differs = np.any(self.signature[position[known]] != theirs[known], axis=1)
         changed = {stored_ids[i] for i in np.flatnonzero(~known)}
         changed.update(self.ids[p] for p in position[known][differs])
-        present = np.zeros(len(self.ids), dtype=bool)
-        present[position[known]] = True
-        changed.update(self.ids[i] for i in np.flatnonzero(~present))
+        stored = np.zeros(len(self.ids), dtype=bool)
+        stored[position[known]] = True
+        changed.update(self.ids[i] for i in np.flatnonzero(self.present & ~stored))
         return changed
 
     @property
     def rows(self) -> list[dict[str, Any]]:
-        """Every row as a dict (built on each call: for tests and debugging, not for recall)."""
-        rows: list[dict[str, Any]] = self.table.to_pylist()
+        """Every row held (tombstones left out) as a dict, built on each call: for tests and debugging."""
+        rows: list[dict[str, Any]] = self.table.filter(pa.array(self.present)).to_pylist()
         return rows
 
+    def row(self, i: int) -> dict[str, Any]:
+        """Row ``i`` of the arrays (see ``index``) as a dict."""
+        row: dict[str, Any] = self.table.slice(i, 1).to_pylist()[0]
+        return row
+
     def __len__(self) -> int:
-        return len(self.ids)
+        """Memories held (tombstones not counted)."""
+        return len(self.ids) - self.dead
 
     def memory(self, i: int) -> Memory:
         """Row ``i`` as a :class:`Memory` (without vector), built once."""
@@ -155,8 +179,10 @@ class NamespaceView:
     def mask(self, flt: MemoryFilter) -> np.ndarray:
         """Which rows pass the filter (the same predicate LanceDB applies)."""
         if is_unconstrained(flt):
-            return self.live.copy() if not flt.include_superseded else np.ones(len(self), dtype=bool)
-        return np.fromiter((matches(self.memory(i), flt) for i in range(len(self))), dtype=bool, count=len(self))
+            return self.live & self.present if not flt.include_superseded else self.present.copy()
+        n = len(self.ids)
+        present = self.present
+        return np.fromiter((bool(present[i]) and matches(self.memory(i), flt) for i in range(n)), dtype=bool, count=n)
 
     def top_by_vector(self, query: np.ndarray, mask: np.ndarray, k: int) -> tuple[list[int], list[float]]:
         """The ``k`` rows most cosine-similar to ``query`` among ``mask``, best first: indices and similarities."""
@@ -202,6 +228,8 @@ class _VectorBuffer:
 
     def extended(self, vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
         """``vectors`` (a view's matrix) followed by ``rows``, in place when ``vectors`` ends the buffer."""
+        if not len(rows):
+            return vectors
         length = len(vectors)
         end = length + len(rows)
         ends_here = length == self.length and (vectors is self.array or vectors.base is self.array)

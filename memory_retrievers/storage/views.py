@@ -67,9 +67,10 @@ class ViewCache:
         self._own_versions: set[int] = set()
         self._epochs = [0] * _EPOCH_BUCKETS
         # Ids this store's commits touched since a view was last patched, per namespace (re-read),
-        # and rows this store appended since (patched in as written: an append stores them as given).
+        # and changes whose commit says exactly what is stored now (appends, rewrites that all
+        # landed, deletes), applied in order without a read.
         self._touched: dict[str, set[str]] = {}
-        self._appends: dict[str, list[pa.Table]] = {}
+        self._known: dict[str, list[tuple[set[str], pa.Table | None]]] = {}
         # How stale views were brought up to date: whole reloads vs signature checks (for tests
         # and benchmarks; a reload is about one request per memory on object storage).
         self.reloads = 0
@@ -101,13 +102,13 @@ class ViewCache:
                 self._views.pop(ns, None)
                 self._forget_pending(ns)
             elif ns in self._views:
-                rows = _appended_rows(event, ns)
-                if rows is not None and ns not in self._touched:
-                    self._appends.setdefault(ns, []).append(rows)
+                known = _known_change(event, ns, ids)
+                if known is not None and ns not in self._touched:
+                    self._known.setdefault(ns, []).append(known)
                 else:  # anything else, or after it, is re-read: the stored rows decide
                     pending = self._touched.setdefault(ns, set())
                     pending.update(ids)
-                    pending.update(i for t in self._appends.pop(ns, ()) for i in t.column("id").to_pylist())
+                    pending.update(i for change, _ in self._known.pop(ns, ()) for i in change)
         if event.version is None:
             return
         version = event.version
@@ -136,15 +137,16 @@ class ViewCache:
             and all(v in self._own_versions for v in range(view.version + 1, current + 1))
         ):
             touched = self._touched.pop(namespace, None)
-            appended = self._appends.pop(namespace, None)
+            known = self._known.pop(namespace, ())
             if touched:
                 # Ids touched by a commit that lands during this read are noted again, and re-read next time.
                 view = await self._patch(view, touched, current)
                 if view is None:
                     return None
-            elif appended:
-                rows = pa.concat_tables(appended)
-                view = self._keep(view.patched(set(rows.column("id").to_pylist()), rows, current))
+            elif known:
+                for change, rows in known:
+                    view = view.patched(change, rows, current)
+                view = self._keep(view)
                 if view is None:
                     return None
             view.version = current
@@ -208,7 +210,7 @@ class ViewCache:
 
     def _forget_pending(self, namespace: str) -> None:
         self._touched.pop(namespace, None)
-        self._appends.pop(namespace, None)
+        self._known.pop(namespace, None)
 
 
 def _bucket(namespace: str) -> int:
@@ -216,13 +218,21 @@ def _bucket(namespace: str) -> int:
     return zlib.crc32(namespace.encode()) % _EPOCH_BUCKETS
 
 
-def _appended_rows(event: CommitEvent, namespace: str) -> pa.Table | None:
-    """The rows a plain append stored in ``namespace``, exactly as stored; ``None`` for anything else."""
+def _known_change(event: CommitEvent, namespace: str, ids: set[str]) -> tuple[set[str], pa.Table | None] | None:
+    """What a commit stored in ``namespace``, when it says so exactly: the ids and their rows now.
+
+    An append stores its rows as given, and so does a conditional merge of whole rows when every
+    row landed; a plain delete removes its ids. Anything else (access statistics, a merge where
+    some row had changed, a delete that revived predecessors) is ``None``: re-read.
+    """
     rows = event.rows
-    if event.action != "add" or rows is None or not set(VIEW_COLUMNS) <= set(rows.column_names):
+    if event.action == "delete":
+        return (ids, None) if rows is None or rows.num_rows == 0 else None
+    if rows is None or not set(VIEW_COLUMNS) <= set(rows.column_names):
         return None
-    mine = rows.filter(pc.equal(rows.column("namespace"), namespace))
-    return mine.select(VIEW_COLUMNS)
+    if event.action != "add" and event.landed != event.row_count:
+        return None
+    return ids, rows.filter(pc.equal(rows.column("namespace"), namespace)).select(VIEW_COLUMNS)
 
 
 def _touched_ids(event: CommitEvent) -> dict[str, set[str]]:

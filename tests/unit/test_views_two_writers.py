@@ -25,7 +25,12 @@ CONFIG = {"record_access": False, "mode": "hybrid", "weights": {"recency": 0.5, 
 
 OPS = st.lists(
     st.tuples(
-        st.sampled_from(["a_add", "b_add", "b_update", "b_supersede", "b_delete", "b_recall", "b_other_ns", "compact"]),
+        st.sampled_from(
+            [
+                *("a_add", "a_update", "a_supersede", "a_delete", "a_add_many"),
+                *("b_add", "b_update", "b_supersede", "b_delete", "b_recall", "b_other_ns", "compact"),
+            ]
+        ),
         st.integers(min_value=0, max_value=10_000),
     ),
     min_size=1,
@@ -37,7 +42,7 @@ def text(seed: int) -> str:
     return " ".join(WORDS[(seed * (i + 3)) % len(WORDS)] for i in range(1 + seed % 4)) + f" note {seed}"
 
 
-@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops: list[tuple[str, int]]) -> None:
     embedder, clock = HashEmbedder(32), ManualClock()
@@ -60,6 +65,14 @@ def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops:
                 victim = ids[seed % len(ids)] if ids else None
                 if op == "a_add":
                     a.add(text(seed), namespace="u", dedup=False)
+                elif op == "a_add_many":
+                    a.add_many([{"text": text(seed + j)} for j in range(1, 4)], namespace="u", dedup=False)
+                elif op == "a_update" and victim:
+                    a.update(victim, namespace="u", text=text(seed + 1), priority=1 + seed % 3)
+                elif op == "a_supersede" and victim:
+                    a.supersede(victim, text(seed + 2), namespace="u")
+                elif op == "a_delete" and victim:
+                    a.delete(victim, namespace="u")
                 elif op == "b_add":
                     b.add(text(seed), namespace="u", dedup=False, entities=[WORDS[seed % 10]])
                 elif op == "b_update" and victim:
@@ -79,7 +92,7 @@ def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops:
                     got = [(m.id, m.text, round(m.score, 9)) for m in mine.recall(q).memories]
                     want = [(m.id, m.text, round(m.score, 9)) for m in oracle.recall(q).memories]
                     assert got == want, (op, q)
-            assert a._views.reloads <= 1 + sum(1 for op, _ in ops if op != "a_add")
+            assert a._views.reloads <= 1 + sum(1 for op, _ in ops if not op.startswith("a_"))
         finally:
             for store in (a, b, c):
                 store.close()

@@ -50,8 +50,14 @@ async def test_own_commits_keep_other_namespaces_views_and_patch_their_own(table
     assert (await table.rewrite(table.whole_rows([{**stored[patched.ids[0]], "text": "alpha again"}]))).landed
     reads.clear()
     rewritten = await views.get("u")
-    assert rewritten is not None and rewritten.rows[rewritten.index[patched.ids[0]]]["text"] == "alpha again"
-    assert reads == ["patch a namespace view"]  # a conditional rewrite is read back: the stored row decides
+    assert rewritten is not None and rewritten.row(rewritten.index[patched.ids[0]])["text"] == "alpha again"
+    assert reads == []  # every row of the conditional rewrite landed: stored as given
+    # A rewrite from a stale copy does not land: the view reads the row back and keeps what is stored.
+    stale = table.whole_rows([{**stored[patched.ids[0]], "text": "a stale overwrite"}])
+    assert (await table.rewrite(stale)).landed == 0
+    kept = await views.get("u")
+    assert kept is not None and kept.row(kept.index[patched.ids[0]])["text"] == "alpha again"
+    assert reads == ["patch a namespace view"]
     await table.delete("u", [added.column("id")[0].as_py()])
     after = await views.get("u")
     assert after is not None and [r["text"] for r in after.rows] == ["alpha again"] and after.vectors.shape[0] == 1
@@ -108,7 +114,7 @@ async def test_another_writers_commits_are_patched_in_after_a_signature_check(tm
     row = {**next(iter(stored.values())), "text": "alpha, reworded"}
     assert (await theirs.rewrite(theirs.whole_rows([row]))).landed
     fifth = await views.get("u")
-    assert fifth is not None and fifth.rows[fifth.index[row["id"]]]["text"] == "alpha, reworded"
+    assert fifth is not None and fifth.row(fifth.index[row["id"]])["text"] == "alpha, reworded"
 
     # A compaction rewrites files, not rows: checked, nothing re-read.
     reads.clear()
@@ -221,3 +227,26 @@ async def test_the_entity_cache_is_bounded(table: MemoryTable, monkeypatch: Any)
     for i in range(12):
         await searcher.has_entities(f"tenant-{i}")
     assert len(searcher._entity_cache) == 5 and "tenant-11" in searcher._entity_cache
+
+
+async def test_rewritten_and_deleted_rows_become_tombstones_until_a_quarter_of_the_view(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=100)
+    added = rows("u", [f"memory {i}" for i in range(8)])
+    await table.add(added)
+    base = await views.get("u")
+    assert base is not None and len(base) == 8
+    ids = base.ids[:]
+    stored = await table.rows_by_id("u", [ids[0]])
+    assert (await table.rewrite(table.whole_rows([{**stored[ids[0]], "text": "memory 0, reworded"}]))).landed
+    view = await views.get("u")
+    assert view is not None and len(view) == 8 and view.dead == 1
+    assert view.index[ids[0]] == 8 and view.row(8)["text"] == "memory 0, reworded"
+    assert not view.mask(MemoryFilter())[0] and view.mask(MemoryFilter())[8]  # the tombstone never matches
+    assert view.top_by_vector(view.vectors[8], view.mask(MemoryFilter()), 1)[0] == [8]
+    assert sorted(r["text"] for r in view.rows) == sorted(["memory 0, reworded", *(f"memory {i}" for i in range(1, 8))])
+    await table.delete("u", [ids[1]])
+    view = await views.get("u")
+    assert view is not None and len(view) == 7 and view.dead == 2 and ids[1] not in view.index
+    await table.delete("u", [ids[2]])  # a third tombstone: 3 * 4 > 9 rows, rebuilt compact
+    view = await views.get("u")
+    assert view is not None and len(view) == 6 and view.dead == 0 and len(view.ids) == 6
