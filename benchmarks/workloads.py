@@ -1,0 +1,376 @@
+"""Live workloads: recall while memories are written, from 600 memories to many tenants.
+
+Why: recall was tuned on a static corpus, but a chat agent stores a turn and then recalls for the
+next one, all day, in namespaces that grow, for many users at once. Every figure here is a ratio
+against two references measured in the same run on the same table:
+
+- **LanceDB hybrid**: LanceDB's own hybrid query (vector + full text, ``RRFReranker``, namespace
+  prefilter), query embedding included: what a user of LanceDB alone would run.
+- **floor**: the query embedding plus an exact top-10 dot product in numpy over the namespace's
+  vectors held in memory: no storage, no fusion, no second channel. Nothing can be faster.
+
+Scenarios:
+
+- ``chat``: per namespace size, static recall (no writes between) and the chat loop (add one
+  turn to a session, then recall), with the single ``add``'s latency; ``add_many`` throughput while
+  the namespace is filled (rows/s, and against raw embedding throughput where the model embeds),
+  peak RSS and disk size.
+- ``tenants``: many namespaces of equal size; recall in random namespaces while a writer thread
+  adds turns to other namespaces.
+- ``needles``: one LoCoMo conversation hidden in a large namespace of other memories; evidence
+  recall@10 of its questions against the same conversation alone.
+
+Vectors: turns are LoCoMo dialogue (cycled, each made distinct by a suffix). Up to
+``--real-up-to`` memories per size they are embedded by the real model (all-MiniLM-L6-v2); above
+it, filler memories take real MiniLM vectors of LoCoMo turns from a pool computed once (through
+the public ``Embedder`` protocol, :class:`PooledEmbedder`). Queries and the needles are always
+embedded by the real model.
+
+    python benchmarks/workloads.py                      # sizes 600,5000,20000,100000; 1000x1000 tenants; 1M needles
+    python benchmarks/workloads.py --quick              # a small run (the CI smoke)
+    python benchmarks/workloads.py --scenarios chat --sizes 600,5000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import resource
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _data import DEFAULT_LOCOMO, Turn, load_turns
+from locomo_recall import load_questions
+
+from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
+from memory_retrievers.filters import build_where
+
+OUT = Path(__file__).parent / "results" / "workloads.json"
+K = 10
+
+
+class PooledEmbedder:
+    """Real MiniLM for queries and marked texts; a pool of real MiniLM vectors for filler memories.
+
+    Filling a namespace of a million memories through the model would take hours on a laptop
+    CPU. The pool holds real vectors of real dialogue, so the filler sits where chat memories sit
+    in the vector space; each filler text gets one pool vector, chosen by a stable hash of the text.
+    """
+
+    def __init__(self, model: SentenceTransformerEmbedder, pool: np.ndarray, real: set[str]) -> None:
+        self.model = model
+        self.pool = pool
+        self.real = real  # texts embedded for real (needles)
+        self.name = model.name
+        self.dimension = model.dimension
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        real = [i for i, t in enumerate(texts) if t in self.real]
+        if real:
+            out[real] = self.model.embed_documents([texts[i] for i in real])
+        for i, text in enumerate(texts):
+            if text not in self.real:
+                out[i] = self.pool[_stable(text) % len(self.pool)]
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.model.embed_query(text)
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return self.model.embed_query(text)
+
+
+def _stable(text: str) -> int:
+    import zlib
+
+    return zlib.crc32(text.encode())
+
+
+def filler(turns: Sequence[Turn], n: int, offset: int = 0) -> list[str]:
+    """``n`` distinct memory texts from the dialogue, cycled."""
+    return [f"{turns[(offset + i) % len(turns)].text} (#{offset + i})" for i in range(n)]
+
+
+def peak_rss_mb() -> float:
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
+def disk_mb(path: Path) -> float:
+    return round(sum(p.stat().st_size for p in path.rglob("*") if p.is_file()) / 1e6, 1)
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    ordered = sorted(values)
+    return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
+
+
+class References:
+    """LanceDB's hybrid query and the numpy floor, on the store's own table."""
+
+    def __init__(self, store: MemoryStore, model: SentenceTransformerEmbedder) -> None:
+        import lancedb
+        from lancedb.rerankers import RRFReranker
+
+        self.table = lancedb.connect(store.uri).open_table(store.table_name)
+        self.rrf = RRFReranker()
+        self.model = model
+        self.matrices: dict[str, np.ndarray] = {}
+
+    def hybrid(self, namespace: str, query: str) -> list[str]:
+        res = (
+            self.table.search(query_type="hybrid", fts_columns="text")
+            .vector(self.model.embed_query(query))
+            .text(query)
+            .distance_type("cosine")
+            .where(build_where(namespace), prefilter=True)
+            .rerank(self.rrf)
+            .limit(K)
+            .select(["id"])
+            .to_list()
+        )
+        return [r["id"] for r in res]
+
+    def load(self, namespace: str) -> None:
+        rows = self.table.search().where(build_where(namespace)).select(["vector"]).limit(None).to_arrow()
+        self.matrices[namespace] = np.stack(rows.column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
+
+    def floor(self, namespace: str, query: str) -> None:
+        vector = self.model.embed_query(query)
+        sims = self.matrices[namespace] @ vector
+        top = np.argpartition(-sims, min(K, len(sims) - 1))[:K]
+        top[np.argsort(-sims[top])]
+
+
+def timed(fn: Any, *args: Any) -> float:
+    started = time.perf_counter()
+    fn(*args)
+    return (time.perf_counter() - started) * 1000
+
+
+def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any) -> dict:
+    real = size <= args.real_up_to
+    embedder: Any = model if real else PooledEmbedder(model, pool, set())
+    questions = [q for _, q, _, _ in load_questions(args.data)]
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "db"
+        store = MemoryStore(path, embedder=embedder)
+        texts = filler(turns, size)
+        started = time.perf_counter()
+        for start in range(0, size, 5000):
+            chunk = texts[start : start + 5000]
+            store.add_many(
+                [{"text": t, "kind": "message", "session_id": f"s{(start + i) // 25}"} for i, t in enumerate(chunk)],
+                namespace="u",
+                dedup=False,
+            )
+        ingest = size / (time.perf_counter() - started)
+        store.optimize()
+        raw = None
+        if real:
+            sample = texts[: min(size, 2000)]
+            started = time.perf_counter()
+            model.embed_documents(sample)
+            raw = len(sample) / (time.perf_counter() - started)
+        refs = References(store, model)
+        refs.load("u")
+        retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
+        retriever.recall(questions[0])
+        static, hybrid, floor, after, adds = [], [], [], [], []
+        for r in range(args.rounds):
+            q = questions[r % len(questions)]
+            static.append(timed(retriever.recall, q))
+            hybrid.append(timed(refs.hybrid, "u", q))
+            floor.append(timed(refs.floor, "u", q))
+            turn = f"{turns[(size + r) % len(turns)].text} (live #{r})"
+            adds.append(timed(lambda t=turn: store.add(t, namespace="u", kind="message", session_id="live")))
+            after.append(timed(retriever.recall, questions[(r + 7) % len(questions)]))
+        store.flush()
+        result = {
+            "memories": size,
+            "vectors": "real MiniLM" if real else "pooled real MiniLM vectors (queries real)",
+            "recall_static_p50_ms": pct(static, 0.5),
+            "recall_after_write_p50_ms": pct(after, 0.5),
+            "recall_after_write_p95_ms": pct(after, 0.95),
+            "lancedb_hybrid_p50_ms": pct(hybrid, 0.5),
+            "floor_p50_ms": pct(floor, 0.5),
+            "static_vs_lancedb": round(statistics.median(static) / statistics.median(hybrid), 2),
+            "after_write_vs_lancedb": round(statistics.median(after) / statistics.median(hybrid), 2),
+            "static_vs_floor": round(statistics.median(static) / statistics.median(floor), 2),
+            "after_write_vs_floor": round(statistics.median(after) / statistics.median(floor), 2),
+            "add_p50_ms": pct(adds, 0.5),
+            "add_p95_ms": pct(adds, 0.95),
+            "add_p99_ms": pct(adds, 0.99),
+            "add_many_rows_per_s": round(ingest, 1),
+            "raw_embedding_texts_per_s": round(raw, 1) if raw else None,
+            "add_many_vs_raw_embedding": round(ingest / raw, 2) if raw else None,
+            "peak_rss_mb": peak_rss_mb(),
+            "disk_mb": disk_mb(path),
+        }
+        store.close()
+    print(json.dumps(result))
+    return result
+
+
+def tenants(
+    count: int, per: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any
+) -> dict:
+    embedder = PooledEmbedder(model, pool, set())
+    questions = [q for _, q, _, _ in load_questions(args.data)]
+    rng = random.Random(0)
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "db"
+        store = MemoryStore(path, embedder=embedder)
+        started = time.perf_counter()
+        batch: list[dict[str, Any]] = []
+        for t in range(count):
+            batch += [
+                {"text": text, "namespace": f"user-{t}", "kind": "message"} for text in filler(turns, per, t * per)
+            ]
+            if len(batch) >= 20_000 or t == count - 1:
+                store.add_many(batch, dedup=False)
+                batch = []
+        ingest = count * per / (time.perf_counter() - started)
+        store.optimize()
+        refs = References(store, model)
+        stop = threading.Event()
+        written = [0]
+
+        def writer() -> None:
+            wrng = random.Random(1)
+            while not stop.is_set():
+                ns = f"user-{wrng.randrange(count // 2, count)}"  # the other half of the tenants
+                store.add(f"live turn {written[0]} for {ns}", namespace=ns, kind="message")
+                written[0] += 1
+
+        thread = threading.Thread(target=writer, daemon=True)
+        thread.start()
+        ours, hybrid = [], []
+        try:
+            for r in range(args.rounds):
+                ns = f"user-{rng.randrange(0, count // 2)}"
+                q = questions[r % len(questions)]
+                # A request handler makes its retriever per request (cheap): the store's views are shared.
+                retriever = MemoryRetriever(store, namespace=ns, config={"record_access": False})
+                ours.append(timed(retriever.recall, q))
+                hybrid.append(timed(refs.hybrid, ns, q))
+        finally:
+            stop.set()
+            thread.join()
+        result = {
+            "namespaces": count,
+            "memories_each": per,
+            "rows": count * per,
+            "writes_during_recalls": written[0],
+            "recall_p50_ms": pct(ours, 0.5),
+            "recall_p95_ms": pct(ours, 0.95),
+            "lancedb_hybrid_p50_ms": pct(hybrid, 0.5),
+            "recall_vs_lancedb": round(statistics.median(ours) / statistics.median(hybrid), 2),
+            "add_many_rows_per_s": round(ingest, 1),
+            "peak_rss_mb": peak_rss_mb(),
+            "disk_mb": disk_mb(path),
+        }
+        store.close()
+    print(json.dumps(result))
+    return result
+
+
+def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any) -> dict:
+    conversation = turns[0].conversation
+    mine = [t for t in turns if t.conversation == conversation]
+    others = [t for t in turns if t.conversation != conversation]
+    asked = [(q, ev) for conv, q, ev, _ in load_questions(args.data) if conv == conversation]
+    embedder = PooledEmbedder(model, pool, {t.text for t in mine})
+    out: dict[str, Any] = {"conversation": conversation, "questions": len(asked), "needles": len(mine)}
+    for label, hay in (("alone", 0), ("hidden", size)):
+        with tempfile.TemporaryDirectory() as folder:
+            store = MemoryStore(Path(folder) / "db", embedder=embedder)
+            texts = filler(others, hay)
+            for start in range(0, hay, 20_000):
+                store.add_many(
+                    [{"text": t, "kind": "message"} for t in texts[start : start + 20_000]], namespace="u", dedup=False
+                )
+            added = store.add_many(
+                [
+                    {"text": t.text, "kind": "message", "session_id": t.session, "created_at": t.created_at}
+                    for t in mine
+                ],
+                namespace="u",
+                dedup=False,
+            )
+            dia = {m.id: t.dia_id for m, t in zip(added, mine, strict=True)}
+            store.optimize()
+            retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
+            recalls, lat = [], []
+            for q, evidence in asked:
+                started = time.perf_counter()
+                got = [dia.get(m.id) for m in retriever.recall(q, k=K, token_budget=None).memories]
+                lat.append((time.perf_counter() - started) * 1000)
+                recalls.append(len(set(got) & evidence) / len(evidence))
+            out[label] = {
+                "memories": hay + len(mine),
+                "recall@10": round(float(np.mean(recalls)), 3),
+                "p50_ms": pct(lat, 0.5),
+            }
+            store.close()
+    out["difference"] = round(out["hidden"]["recall@10"] - out["alone"]["recall@10"], 3)
+    out["peak_rss_mb"] = peak_rss_mb()
+    print(json.dumps(out))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run of every scenario (~1 min)")
+    ap.add_argument("--scenarios", default="chat,tenants,needles")
+    ap.add_argument("--sizes", default="600,5000,20000,100000", help="chat: namespace sizes")
+    ap.add_argument("--tenants", default="1000x1000", help="tenants: NAMESPACESxMEMORIES")
+    ap.add_argument("--needles", type=int, default=1_000_000, help="needles: memories the conversation hides in")
+    ap.add_argument("--real-up-to", type=int, default=5000, help="embed memories for real up to this namespace size")
+    ap.add_argument("--rounds", type=int, default=40)
+    ap.add_argument("--pool", type=int, default=4000, help="real MiniLM vectors in the filler pool")
+    ap.add_argument("--out", type=Path, default=OUT)
+    args = ap.parse_args()
+    if args.quick:
+        args.sizes, args.tenants, args.needles, args.rounds, args.pool = "600", "10x100", 1000, 5, 300
+    turns = load_turns(args.data)
+    model = SentenceTransformerEmbedder()
+    pool = model.embed_documents([t.text for t in turns[: args.pool]])
+    report: dict[str, Any] = {
+        "command": " ".join(sys.argv),
+        "machine": "",
+        "chat": [],
+        "tenants": None,
+        "needles": None,
+    }
+    scenarios = set(args.scenarios.split(","))
+    if "chat" in scenarios:
+        report["chat"] = [chat(int(s), turns, model, pool, args) for s in args.sizes.split(",")]
+    if "tenants" in scenarios:
+        count, per = (int(x) for x in args.tenants.split("x"))
+        report["tenants"] = tenants(count, per, turns, model, pool, args)
+    if "needles" in scenarios:
+        report["needles"] = needles(args.needles, turns, model, pool, args)
+    report["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,40 @@
+"""The workload benchmark runs end to end (``--quick``) and reports every scenario sanely.
+
+Not a speed test: ratios are measured, not asserted against targets (those are in the README,
+from full runs). This proves the one documented command works on a fresh clone.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_the_quick_workload_run_reports_every_scenario(tmp_path: Path) -> None:
+    out = tmp_path / "workloads.json"
+    subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "workloads.py"), "--quick", "--out", str(out)],
+        check=True,
+        timeout=900,
+        capture_output=True,
+    )
+    report = json.loads(out.read_text())
+    (chat,) = report["chat"]
+    assert chat["memories"] == 600 and chat["vectors"] == "real MiniLM"
+    for key in ("static_vs_lancedb", "after_write_vs_lancedb", "static_vs_floor", "after_write_vs_floor"):
+        assert math.isfinite(chat[key]) and chat[key] > 0, key
+    assert chat["add_p50_ms"] <= chat["add_p95_ms"] <= chat["add_p99_ms"]
+    assert chat["add_many_rows_per_s"] > 0 and chat["add_many_vs_raw_embedding"] > 0
+    assert chat["peak_rss_mb"] > 0 and chat["disk_mb"] > 0
+    tenants = report["tenants"]
+    assert tenants["rows"] == 1000 and tenants["writes_during_recalls"] > 0
+    assert math.isfinite(tenants["recall_vs_lancedb"]) and tenants["recall_vs_lancedb"] > 0
+    needles = report["needles"]
+    assert needles["hidden"]["memories"] == 1000 + needles["needles"]
+    # Hidden among 1,000 others, the conversation's evidence is still found: a real recall figure.
+    assert needles["alone"]["recall@10"] > 0.5 and needles["hidden"]["recall@10"] > 0.5
