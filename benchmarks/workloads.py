@@ -29,6 +29,7 @@ embedded by the real model.
     python benchmarks/workloads.py                      # sizes 600,5000,20000,100000; 1000x1000 tenants; 1M needles
     python benchmarks/workloads.py --quick              # a small run (the CI smoke)
     python benchmarks/workloads.py --scenarios chat --sizes 600,5000
+    python benchmarks/workloads.py --plot-only          # redraw docs/workloads.png from the results file
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerE
 from memory_retrievers.filters import build_where
 
 OUT = Path(__file__).parent / "results" / "workloads.json"
+PLOT = Path(__file__).resolve().parents[1] / "docs" / "workloads.png"
 K = 10
 
 
@@ -334,6 +336,36 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
     return out
 
 
+def plot(report: dict[str, Any], path: Path) -> None:
+    """Recall latency against namespace size: ours (static, right after a write), LanceDB hybrid, floor."""
+    import matplotlib
+
+    matplotlib.use("Agg")  # files only, no display
+    import matplotlib.pyplot as plt
+
+    chat = report["chat"]
+    sizes = [c["memories"] for c in chat]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    series = [
+        ("recall_static_p50_ms", "memory-retrievers, static", "o-"),
+        ("recall_after_write_p50_ms", "memory-retrievers, right after a write", "s-"),
+        ("lancedb_hybrid_p50_ms", "LanceDB hybrid (RRF)", "^--"),
+        ("floor_p50_ms", "floor: query embedding + numpy top-10", "v:"),
+    ]
+    for key, label, style in series:
+        ax.plot(sizes, [c[key] for c in chat], style, label=label)
+    ax.set_xscale("log")
+    ax.set_xlabel("memories in the namespace")
+    ax.set_ylabel("recall latency p50 (ms)")
+    ax.set_title("Recall while writing (benchmarks/workloads.py)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
@@ -346,7 +378,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument("--pool", type=int, default=4000, help="real MiniLM vectors in the filler pool")
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--plot", type=Path, nargs="?", const=PLOT, help=f"write the latency plot (default {PLOT})")
+    ap.add_argument("--plot-only", action="store_true", help="plot the existing --out file without measuring")
     args = ap.parse_args()
+    if args.plot_only:
+        plot(json.loads(args.out.read_text()), args.plot or PLOT)
+        return
     if args.quick:
         args.sizes, args.tenants, args.needles, args.rounds, args.pool = "600", "10x100", 1000, 5, 300
     turns = load_turns(args.data)
@@ -370,6 +407,8 @@ def main() -> None:
     report["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")
+    if args.plot and report["chat"]:
+        plot(report, args.plot)
 
 
 if __name__ == "__main__":
