@@ -203,6 +203,10 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, p
             adds.append(timed(lambda t=turn: store.add(t, namespace="u", kind="message", session_id="live")))
             after.append(timed(retriever.recall, questions[(r + 7) % len(questions)]))
         store.flush()
+        on_disk = disk_mb(path)
+        # Old versions are kept for version_retention (an hour) so that readers on them never
+        # break; a bulk load's compactions leave many behind. What stays once they are pruned:
+        store.purge()
         result = {
             "memories": size,
             "vectors": "real MiniLM" if real else "pooled real MiniLM vectors (queries real)",
@@ -222,7 +226,8 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, p
             "raw_embedding_texts_per_s": round(raw, 1) if raw else None,
             "add_many_vs_raw_embedding": round(ingest / raw, 2) if raw else None,
             "peak_rss_mb": peak_rss_mb(),
-            "disk_mb": disk_mb(path),
+            "disk_mb": on_disk,
+            "disk_after_prune_mb": disk_mb(path),
         }
         store.close()
     print(json.dumps(result))
@@ -389,13 +394,11 @@ def main() -> None:
     turns = load_turns(args.data)
     model = SentenceTransformerEmbedder()
     pool = model.embed_documents([t.text for t in turns[: args.pool]])
-    report: dict[str, Any] = {
-        "command": " ".join(sys.argv),
-        "machine": "",
-        "chat": [],
-        "tenants": None,
-        "needles": None,
-    }
+    # Scenarios not run this time keep their figures from the results file.
+    previous = json.loads(args.out.read_text()) if args.out.exists() and not args.quick else {}
+    report: dict[str, Any] = {"chat": [], "tenants": None, "needles": None, **previous}
+    report["commands"] = [*report.get("commands", []), " ".join(["python", *sys.argv])]
+    report.pop("command", None)
     scenarios = set(args.scenarios.split(","))
     if "chat" in scenarios:
         report["chat"] = [chat(int(s), turns, model, pool, args) for s in args.sizes.split(",")]
