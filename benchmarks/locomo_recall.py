@@ -8,6 +8,11 @@ turns in the top k, averaged over the 883 answerable questions with evidence; hi
 turn in the top 10. Latency is per query, from the query text (query embedding included).
 
     python benchmarks/locomo_recall.py [--data PATH] [--systems ours,lancedb-hybrid,...] [--ablations]
+        [--memories turns,facts,turns+facts,turns+facts+summaries]
+
+``--memories`` (default ``turns``, today's setup) adds, for each other value, a store filled by
+``MemoryFormer`` from each session with the LoCoMo replay LLM (``benchmarks/_replay.py``), scored as
+``ours (<memories>)``; a fact counts through the turns it links to, a summary through none.
 """
 
 from __future__ import annotations
@@ -32,6 +37,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _data import DEFAULT_LOCOMO, Turn, load_turns
 
 from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
+from memory_retrievers.formation import Decision, MemoryFormer
+
+MEMORIES = ("turns", "facts", "turns+facts", "turns+facts+summaries")
 
 K = 10
 
@@ -59,7 +67,8 @@ class Embedder:
         return self.model.embed_query(text)
 
 
-System = Callable[[str, str], list[str]]  # (conversation, question) -> dia_ids, best first
+# (conversation, question) -> dia_ids best first, or one tuple of dia_ids per memory (formed memories)
+System = Callable[[str, str], Sequence[Any]]
 
 
 def build_lancedb(store: MemoryStore, dia_of: dict[str, str], emb: Embedder) -> dict[str, System]:
@@ -209,6 +218,70 @@ def build_ours(
     return systems, store, dia_of
 
 
+def build_formed(
+    turns: Sequence[Turn], emb: Embedder, tmp: Path, memories: str, data: Path
+) -> tuple[System, dict[str, Any]]:
+    """Ours over memories formed by MemoryFormer with the LoCoMo replay LLM (see ``--memories``).
+
+    Each session goes through ``MemoryFormer.form`` as a finished conversation: raw turns (unless
+    facts only), facts extracted by the replay LLM with links to their turns, consolidation, and
+    session summaries for ``turns+facts+summaries``. A fact counts through the turns it came from;
+    a summary counts for none.
+    """
+    from _replay import LoCoMoReplayLLM
+
+    store = MemoryStore(tmp / memories.replace("+", "_"), embedder=emb.model)
+    llm = LoCoMoReplayLLM(data)
+    cfg = {"store_turns": memories != "facts", "summarize": memories.endswith("summaries")}
+    former = MemoryFormer(store, llm=llm, config=cfg)
+    sessions: dict[tuple[str, str], list[tuple[int, Turn]]] = {}
+    for i, t in enumerate(turns):
+        sessions.setdefault((t.conversation, t.session), []).append((i, t))
+    dias_of: dict[str, tuple[str, ...]] = {}
+    decisions: dict[str, int] = {}
+    t0 = time.perf_counter()
+    for (conv, session), items in sessions.items():
+        records = [
+            {"text": t.text, "created_at": t.created_at + timedelta(seconds=i), "metadata": {"dia_id": t.dia_id}}
+            for i, t in items
+        ]
+        report = former.form(records, namespace=conv, session_id=session)
+        for m in report.turns:
+            dias_of[m.id] = (str(m.metadata["dia_id"]),)
+        for out in report.facts:
+            dias = tuple(items[j][1].dia_id for j in out.fact.sources)
+            dias_of[out.memory.id] = tuple(dict.fromkeys((*dias_of.get(out.memory.id, ()), *dias)))
+            decisions[out.decision.value] = decisions.get(out.decision.value, 0) + 1
+    seconds = time.perf_counter() - t0
+    store.optimize()
+    ends: dict[str, datetime] = {}
+    for t in turns:
+        ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)
+    rets = {conv: MemoryRetriever(store, namespace=conv, config={"record_access": False}) for conv in ends}
+
+    def run(conv: str, q: str) -> list[tuple[str, ...]]:
+        res = rets[conv].recall(q, k=K, token_budget=None, now=ends[conv] + timedelta(days=1))
+        return [dias_of.get(m.id, ()) for m in res.memories]
+
+    facts = sum(decisions.values())
+    stats = {
+        "sessions": len(sessions),
+        "facts": facts,
+        "decisions": decisions,
+        "formation_s": round(seconds, 1),
+        "sessions_per_s": round(len(sessions) / seconds, 2),
+        "memories": sum(store.count(conv) for conv in ends),
+        "llm_calls": dict(llm.calls),
+    }
+    assert decisions.get(Decision.ADD.value, 0) <= facts
+    return run, stats
+
+
+def _covered(got: Sequence[Any], k: int) -> set[str]:
+    # A system returns dialog ids, or (for formed memories) each memory's tuple of dialog ids.
+    return {d for item in got[:k] for d in ((item,) if isinstance(item, str) else item)}
+
+
 def evaluate(system: System, questions: Sequence[tuple[str, str, set[str], int]]) -> dict[str, float]:
     for conv, q, _, _ in questions[:5]:  # warm caches
         system(conv, q)
@@ -217,9 +290,9 @@ def evaluate(system: System, questions: Sequence[tuple[str, str, set[str], int]]
         t0 = time.perf_counter()
         got = system(conv, q)
         lat.append((time.perf_counter() - t0) * 1000)
-        r5.append(len(set(got[:5]) & ev) / len(ev))
-        r10.append(len(set(got[:10]) & ev) / len(ev))
-        hit.append(float(bool(set(got[:10]) & ev)))
+        r5.append(len(_covered(got, 5) & ev) / len(ev))
+        r10.append(len(_covered(got, 10) & ev) / len(ev))
+        hit.append(float(bool(_covered(got, 10) & ev)))
     lat.sort()
     return {
         "recall@5": round(float(np.mean(r5)), 3),
@@ -251,9 +324,17 @@ def main() -> None:
     ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO)
     ap.add_argument("--systems", default="all", help="comma list, or 'all'")
     ap.add_argument("--ablations", action="store_true", help="also run each stage off in turn")
+    ap.add_argument(
+        "--memories",
+        default="turns",
+        help=f"comma list of {'|'.join(MEMORIES)}: what ours stores (formed by MemoryFormer + the LoCoMo replay LLM)",
+    )
     ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "recall_results.json")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
+    memories = [m.strip() for m in args.memories.split(",") if m.strip()]
+    if not memories or set(memories) - set(MEMORIES):
+        ap.error(f"--memories takes a comma list of {', '.join(MEMORIES)}; got {args.memories!r}")
 
     turns = load_turns(args.data)
     questions = load_questions(args.data)
@@ -271,6 +352,11 @@ def main() -> None:
             systems.update(build_langchain(turns, emb))
         if wanted is None or "llamaindex-fusion" in wanted:
             systems.update(build_llamaindex(turns, emb))
+        formation: dict[str, dict[str, Any]] = {}
+        for mode in memories:
+            if mode != "turns":
+                systems[f"ours ({mode})"], formation[mode] = build_formed(turns, emb, Path(tmp), mode, args.data)
+                print(f"formed {mode}: {formation[mode]}")
         for name, system in systems.items():
             if wanted is not None and name not in wanted and not name.startswith(("ours", "-", "+", "vector")):
                 continue
@@ -281,7 +367,10 @@ def main() -> None:
         results["_latency_ratio_vs_lancedb_hybrid"] = {"p50": round(ratio, 2)}
         print(f"p50 latency ratio ours / lancedb-hybrid: {ratio:.2f}")
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"k": K, "questions": len(questions), "results": results}, indent=2))
+    out: dict[str, Any] = {"k": K, "questions": len(questions), "results": results}
+    if formation:
+        out["formation"] = formation
+    args.out.write_text(json.dumps(out, indent=2))
 
 
 if __name__ == "__main__":

@@ -1,0 +1,41 @@
+"""The frozen, validated configuration of memory formation."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict, Field
+
+from ..config import CheckedModel
+from .types import Confidence
+
+__all__ = ["FormationConfig"]
+
+
+class FormationConfig(CheckedModel):
+    """What :class:`~memory_retrievers.formation.MemoryFormer` does with a finished conversation.
+
+    Every LLM step is skipped when no LLM is given; the zero-LLM steps always can run.
+    """
+
+    model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
+
+    store_turns: bool = True
+    """Store the raw turns (``kind="message"``) so they stay recallable; facts link to them."""
+    extract: bool = True
+    """Ask the LLM for facts (needs an LLM)."""
+    consolidate: bool = True
+    """Compare each fact with the stored memories it resembles and let the LLM decide
+    ADD/MERGE/UPDATE/INVALIDATE/SKIP (needs an LLM; without it facts are added)."""
+    summarize: bool = False
+    """Also store an LLM summary of the session (``kind="insight"``, ``metadata.summary_of``)."""
+    min_confidence: Confidence = Confidence.INFERRED
+    """Facts less certain than this tier are dropped (default: speculative ones)."""
+    drop_below: float | None = Field(default=None, ge=0, le=1)
+    """Turns whose zero-LLM importance is below this are not stored (default: keep every turn)."""
+    scan_contradictions: bool = True
+    """Mark a new fact that contradicts a stored one (``metadata.contradicts``), without an LLM."""
+    similar_k: int = Field(default=5, ge=1, le=50)
+    """How many stored memories a new fact is compared with."""
+    similar_min: float = Field(default=0.6, ge=-1, le=1)
+    """Cosine similarity a stored memory needs to be shown to consolidation."""
+    llm_timeout_s: float = Field(default=120.0, gt=0)
+    """How long one LLM call may take before its step falls back (a warning, nothing lost)."""

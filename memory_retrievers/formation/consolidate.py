@@ -1,0 +1,105 @@
+"""Consolidation: each new fact against the stored memories it resembles.
+
+Decisions are applied through the store's public writes, so every one keeps history: MERGE,
+UPDATE and INVALIDATE supersede the target (the old memory stays, marked ``superseded_by``; MERGE
+also records ``consolidated_from``), SKIP only adds the new fact's sources to the known memory's
+``links``. ADDs of one run are written together in one commit at the end, so the facts of one
+conversation are compared with what was stored before it, not with each other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..errors import NotFoundError
+from ..llm import LLM
+from ..models import Memory, MemoryKind
+from .config import FormationConfig
+from .contradictions import find_contradictions
+from .extract import judge
+from .report import FactOutcome
+from .types import Decision, Fact
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["KNOWLEDGE_KINDS", "Consolidator"]
+
+#: The kinds a new fact is compared with (chat turns are its sources, never its rivals).
+KNOWLEDGE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.EVENT, MemoryKind.INSIGHT)
+
+
+class Consolidator:
+    """Applies consolidation decisions for one namespace (LLM optional)."""
+
+    def __init__(self, store: MemoryStore, llm: LLM | None, cfg: FormationConfig, namespace: str) -> None:
+        self._store = store
+        self._llm = llm
+        self._cfg = cfg
+        self._ns = namespace
+
+    async def apply(self, records: Sequence[tuple[Fact, dict[str, Any]]]) -> list[FactOutcome]:
+        """Store each fact as its decision says; one outcome per fact, in order."""
+        if not records:
+            return []
+        if self._llm is None and not self._cfg.scan_contradictions:
+            added = await self._store.aadd_many([r for _, r in records], namespace=self._ns)
+            return [FactOutcome(f, Decision.ADD, m) for (f, _), m in zip(records, added, strict=True)]
+        outcomes: list[FactOutcome | None] = []
+        adds: list[tuple[int, Fact, dict[str, Any], tuple[str, ...]]] = []
+        for fact, record in records:
+            similar = await self._similar(fact.text)
+            contradicts = self._contradicted(fact.text, similar)
+            if contradicts:
+                record["metadata"] = {**record["metadata"], "contradicts": list(contradicts)}
+            verdict = None
+            if self._llm is not None and similar:
+                texts = [m.text for m in similar]
+                verdict = await judge(self._llm, fact.text, texts, timeout_s=self._cfg.llm_timeout_s)
+            if verdict is None or verdict.decision is Decision.ADD or verdict.target is None:
+                adds.append((len(outcomes), fact, record, contradicts))
+                outcomes.append(None)
+                continue
+            target = similar[verdict.target]
+            memory = await self._decide(verdict.decision, verdict.text, target, record)
+            outcomes.append(FactOutcome(fact, verdict.decision, memory, target.id, contradicts))
+        if adds:
+            added = await self._store.aadd_many([r for _, _, r, _ in adds], namespace=self._ns)
+            for (slot, fact, _, contradicts), memory in zip(adds, added, strict=True):
+                outcomes[slot] = FactOutcome(fact, Decision.ADD, memory, memory.duplicate_of, contradicts)
+        return [o for o in outcomes if o is not None]
+
+    async def _similar(self, text: str) -> list[Memory]:
+        hits = await self._store.avector_search(
+            text, namespace=self._ns, k=self._cfg.similar_k, filter={"kinds": list(KNOWLEDGE_KINDS)}
+        )
+        ids = [h.id for h in hits if h.score >= self._cfg.similar_min]
+        if not ids:
+            return []
+        try:
+            found = await self._store.aget(ids, namespace=self._ns)
+        except NotFoundError as exc:  # deleted by someone else since the search: compare with the rest
+            rest = [i for i in ids if i not in set(exc.missing)]
+            found = await self._store.aget(rest, namespace=self._ns) if rest else []
+        return found if isinstance(found, list) else [found]
+
+    @staticmethod
+    def _contradicted(text: str, similar: Sequence[Memory]) -> tuple[str, ...]:
+        pairs = find_contradictions([text, *(m.text for m in similar)])
+        return tuple(similar[p.second - 1].id for p in pairs if p.first == 0)
+
+    async def _decide(self, decision: Decision, merged: str | None, target: Memory, record: dict[str, Any]) -> Memory:
+        links = list(dict.fromkeys([*target.links, *record["links"]]))
+        meta = {**record["metadata"], "decision": decision.value}
+        if decision is Decision.SKIP:
+            if set(links) == set(target.links):
+                return target
+            return await self._store.aupdate(target.id, namespace=self._ns, links=links)
+        if decision is Decision.MERGE:
+            history = list(target.metadata.get("consolidated_from", []))
+            meta["consolidated_from"] = [*history, target.id]
+            new = {**record, "text": merged, "links": links, "metadata": meta}
+        else:  # UPDATE and INVALIDATE: the new fact replaces the target, which stays in history
+            new = {**record, "metadata": {**meta, "replaces": target.id}}
+        return await self._store.asupersede(target.id, new, namespace=self._ns)

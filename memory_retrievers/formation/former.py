@@ -1,0 +1,158 @@
+"""Memory formation: a finished conversation in, turns + facts (+ a summary) stored out.
+
+The steps, each switchable in :class:`FormationConfig`: store the raw turns with a zero-LLM
+importance; ask the LLM for facts (linked to the turns they came from); compare each fact with
+the stored memories it resembles and apply the LLM's ADD/MERGE/UPDATE/INVALIDATE/SKIP; mark
+contradictions without an LLM; optionally store a session summary. The raw turns are stored before
+any LLM is asked, so a failing, slow or garbled LLM never costs a turn.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from .. import _loop
+from ..errors import ConfigError, InvalidInputError
+from ..llm import as_llm
+from ..models import Memory, MemoryKind
+from .config import FormationConfig
+from .consolidate import Consolidator
+from .extract import extract_facts, summarize
+from .importance import importance
+from .report import FactOutcome, FormationReport
+from .types import Fact
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["MemoryFormer", "Message"]
+
+#: A turn to form memories from: a text, a record dict (``text`` plus writable fields), or a
+#: memory already stored (chat adapters store turns as they come).
+Message = str | Mapping[str, Any] | Memory
+
+
+class MemoryFormer:
+    """Turns conversations into memories: raw turns, extracted facts, consolidation, summaries.
+
+    Example::
+
+        former = MemoryFormer(store, llm=my_llm)
+        report = former.form(["Ana: I moved to Lisbon last week."], namespace="ana", session_id="s1")
+
+    Args:
+        store: The store to write to.
+        llm: Anything with ``complete``/``acomplete`` or a callable ``prompt -> str``; ``None``
+            runs only the zero-LLM steps.
+        config: A :class:`FormationConfig` or a dict of its fields.
+    """
+
+    def __init__(
+        self, store: MemoryStore, *, llm: Any = None, config: FormationConfig | Mapping[str, Any] | None = None
+    ) -> None:
+        if isinstance(config, FormationConfig):
+            self._config = config
+        elif config is None or isinstance(config, Mapping):
+            self._config = FormationConfig(**dict(config or {}))
+        else:
+            raise ConfigError(f"config must be a FormationConfig or a dict, got {type(config).__name__}")
+        self._store = store
+        self._llm = as_llm(llm)
+
+    @property
+    def config(self) -> FormationConfig:
+        """The formation configuration."""
+        return self._config
+
+    def form(
+        self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
+    ) -> FormationReport:
+        """Store a finished conversation and the memories formed from it.
+
+        Args:
+            messages: The turns, in order (texts, record dicts or stored memories).
+            namespace: Where everything is stored.
+            session_id: The session of new turns, facts and summary (default: the turns' own).
+            when: When the conversation took place, for the prompts (default: the first turn's
+                ``created_at`` date, if any).
+
+        Returns:
+            What was stored and decided, fact by fact.
+
+        Raises:
+            InvalidInputError: A message is invalid; nothing was stored.
+        """
+        return _loop.run_sync(self.aform(messages, namespace=namespace, session_id=session_id, when=when))
+
+    async def aform(
+        self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
+    ) -> FormationReport:
+        """Async twin of :meth:`form`."""
+        cfg = self._config
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise InvalidInputError("messages must be a list of texts, record dicts or memories")
+        stored: list[Memory] = []
+        records: list[dict[str, Any]] = []
+        dropped: list[str] = []
+        for i, msg in enumerate(messages):
+            if isinstance(msg, Memory):
+                stored.append(msg)
+                continue
+            record: dict[str, Any] | None = (
+                {"text": msg} if isinstance(msg, str) else dict(msg) if isinstance(msg, Mapping) else None
+            )
+            if record is None or not isinstance(record.get("text"), str):
+                raise InvalidInputError(f"messages[{i}] must be a text, a dict with 'text', or a Memory")
+            record.setdefault("kind", MemoryKind.MESSAGE)
+            record.setdefault("importance", importance(record["text"]))
+            if session_id is not None:
+                record.setdefault("session_id", session_id)
+            if cfg.drop_below is not None and record["importance"] < cfg.drop_below:
+                dropped.append(record["text"])
+            else:
+                records.append(record)
+        turns: list[Memory] = list(stored)
+        if records and cfg.store_turns:
+            turns += await self._store.aadd_many(records, namespace=namespace)
+        texts = [m.text for m in turns] if turns else [r["text"] for r in records]
+        ids = [m.id for m in turns]
+        dates = [m.created_at for m in turns if m.created_at is not None]
+        created = max(dates) if dates else None
+        session = session_id or next((m.session_id for m in turns if m.session_id), None)
+        when = when or (_date(min(dates)) if dates else None)
+        if self._llm is None or not texts:
+            return FormationReport(tuple(turns), tuple(dropped))
+
+        facts = await extract_facts(self._llm, texts, when=when, timeout_s=cfg.llm_timeout_s) if cfg.extract else []
+        kept = [f for f in facts if f.confidence.rank <= cfg.min_confidence.rank]
+        too_unsure = tuple(f for f in facts if f.confidence.rank > cfg.min_confidence.rank)
+        consolidator = Consolidator(self._store, self._llm if cfg.consolidate else None, cfg, namespace)
+        outcomes: list[FactOutcome] = []
+        base = {"kind": MemoryKind.FACT, "session_id": session, "created_at": created}
+        fact_records: list[tuple[Fact, dict[str, Any]]] = []
+        for fact in kept:
+            links = [ids[i] for i in fact.sources if i < len(ids)]
+            fields: dict[str, Any] = {
+                **{k: v for k, v in base.items() if v is not None},
+                "text": fact.text,
+                "links": links,
+                "importance": importance(fact.text),
+                "entities": [fact.about] if fact.about else [],
+                "metadata": {"confidence": fact.confidence.value, "formed_by": "extraction"},
+            }
+            fact_records.append((fact, fields))
+        outcomes = await consolidator.apply(fact_records)
+        summary = None
+        if cfg.summarize:
+            text = await summarize(self._llm, texts, when=when, timeout_s=cfg.llm_timeout_s)
+            if text:
+                extra: dict[str, Any] = {"kind": MemoryKind.INSIGHT, "metadata": {"summary_of": session or ""}}
+                extra.update({k: v for k, v in base.items() if k != "kind" and v is not None})
+                summary = await self._store.aadd(text, namespace=namespace, **extra)
+        return FormationReport(tuple(turns), tuple(dropped), tuple(outcomes), too_unsure, summary)
+
+
+def _date(value: datetime) -> str:
+    return f"{value.day} {value:%B %Y}"

@@ -1,0 +1,48 @@
+"""Word-level text features shared by the zero-LLM formation steps (pure functions)."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["NEGATIONS", "meaning_words", "strip_speaker"]
+
+#: Words (after contractions are split) that flip a statement.
+NEGATIONS = frozenset("not no never nor none nobody nothing nowhere neither without cannot".split())
+
+# Function words that carry no claim. Smaller than the search stop words on purpose: "like",
+# "very" or "more" matter to whether two statements agree.
+_FUNCTION = frozenset(
+    """a an the and or but if of to in on at by for from with about as into onto over under than then
+    so this that these those it its it's i me my mine we us our you your he him his she her they them
+    their there here what which who whom whose when where why how i'm i've i'd i'll you're we're
+    they're he's she's is are was were be been being am do does did has have had having will would
+    shall should can could may might must just really very also too""".split()
+)
+_TOKEN = re.compile(r"[\w'\u2019]+", re.UNICODE)
+_SPEAKER = re.compile(r"^[A-Z][\w.'\- ]{0,40}:\s+(?=\S)")
+_IRREGULAR = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
+
+
+def strip_speaker(text: str) -> str:
+    """A chat turn's text without a leading ``"Name: "`` (how chat adapters store turns)."""
+    return _SPEAKER.sub("", text, count=1)
+
+
+def meaning_words(text: str) -> tuple[str, ...]:
+    """The words that carry a statement, case-folded, in order.
+
+    Every ``…n't`` becomes its verb and ``not`` (so "doesn't like" reads as "does not like"), then
+    function words go. A plain plural or third-person "s" is dropped ("likes" reads as "like").
+    """
+    out: list[str] = []
+    for raw in _TOKEN.findall(text.replace("\u2019", "'")):
+        low = raw.strip("'").casefold()
+        if low.endswith("n't"):
+            out.append("not")
+            low = _IRREGULAR.get(low, low[:-3])
+        if not low or low in _FUNCTION:
+            continue
+        if len(low) >= 4 and low.isalpha() and low.endswith("s") and not low.endswith("ss"):
+            low = low[:-1]
+        out.append(low)
+    return tuple(out)

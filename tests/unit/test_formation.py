@@ -1,0 +1,331 @@
+"""Memory formation: zero-LLM steps, extraction with provenance, every consolidation decision,
+and bad LLM output that never costs a memory. Real LanceDB tables, a hash embedder."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import warnings
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_retrievers import ConfigError, HashEmbedder, InvalidInputError, MemoryStore
+from memory_retrievers.formation import (
+    Confidence,
+    Decision,
+    FormationConfig,
+    LLMOutputWarning,
+    MemoryFormer,
+    find_contradictions,
+    find_fuzzy_duplicates,
+    importance,
+)
+from memory_retrievers.formation.parse import UnusableAnswer, parse_facts, parse_verdict
+
+NS = "ana"
+# A hash embedder scores paraphrases low: show every stored fact to consolidation.
+ALL_SIMILAR = {"similar_min": -1.0}
+TURNS = [
+    "Ana: Hey Bo!",
+    "Bo: Hi Ana, how was the move?",
+    "Ana: Great, I moved to Lisbon last week and started a job at a bakery.",
+    "Ana: By the way I do not like jazz any more.",
+]
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[MemoryStore]:
+    s = MemoryStore(tmp_path / "db", embedder=HashEmbedder(64))
+    yield s
+    s.close()
+
+
+class ScriptedLLM:
+    """Answers extraction and consolidation prompts from functions; records every prompt."""
+
+    def __init__(self, extraction: str | Callable[[str], str], consolidation: str = '{"action": "ADD"}') -> None:
+        self.extraction = extraction
+        self.consolidation = consolidation
+        self.prompts: list[str] = []
+
+    def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
+        if prompt.startswith("Extract"):
+            return self.extraction(prompt) if callable(self.extraction) else self.extraction
+        if prompt.startswith("Summarise"):
+            return "Ana told Bo about her move to Lisbon."
+        return self.consolidation
+
+    async def acomplete(self, prompt: str) -> str:
+        return self.complete(prompt)
+
+
+def facts_answer(*facts: dict) -> str:
+    return "Here you go:\n```json\n" + json.dumps({"facts": list(facts)}) + "\n```"
+
+
+LISBON = {"text": "Ana moved to Lisbon.", "about": "Ana", "sources": [3], "confidence": "explicit"}
+BAKERY = {"text": "Ana works at a bakery in Lisbon.", "about": "Ana", "sources": ["[3]"], "confidence": "implied"}
+GUESS = {"text": "Ana may open her own bakery.", "sources": [3], "confidence": "speculative"}
+
+
+# --- zero-LLM steps ---------------------------------------------------------------------------
+
+
+def test_importance_scores_fillers_low_and_information_high() -> None:
+    low = ["Hey Mel! Good to see you!", "Caroline: Thanks!", "👍", "ok", "lol", "Bo: Hi!"]
+    high = ["Ana: I moved to Lisbon on 3 May and started a job at a bakery.", "I am allergic to peanuts."]
+    assert all(importance(t) <= 0.1 for t in low), [(t, importance(t)) for t in low]
+    assert all(importance(t) >= 0.45 for t in high), [(t, importance(t)) for t in high]
+    assert importance("I love the sunrise over the lake") > importance("sunrise")
+
+
+@given(st.text(max_size=300))
+@settings(max_examples=200, deadline=None)
+def test_importance_is_a_score_for_any_text(text: str) -> None:
+    assert 0.0 <= importance(text) <= 1.0
+
+
+def test_contradictions_are_opposite_statements_of_the_same_thing() -> None:
+    texts = [
+        "Ana likes jazz",  # 0
+        "Ana does not like jazz",  # 1
+        "Ana doesn't like jazz",  # 2
+        "Bo is vegetarian",  # 3
+        "Bo is no longer vegetarian",  # 4
+        "Cy loves mornings",  # 5
+        "Cy hates mornings",  # 6
+        "Dee lives in Paris",  # 7
+        "Dee lives in Rome",  # 8: a different fact, not a negation: not reported
+        "Ana likes jazz",  # 9
+    ]
+    pairs = {(c.first, c.second) for c in find_contradictions(texts)}
+    assert pairs == {(0, 1), (0, 2), (1, 9), (2, 9), (3, 4), (5, 6)}
+
+
+@given(st.lists(st.sampled_from(["Ana likes jazz", "Bo eats meat", "Cy runs daily", "Dee reads"]), max_size=8))
+@settings(max_examples=100, deadline=None)
+def test_statements_without_negation_never_contradict(texts: list[str]) -> None:
+    assert find_contradictions(texts) == []
+
+
+def test_fuzzy_duplicates_find_paraphrases_but_not_changes() -> None:
+    texts = [
+        "Ana likes jazz music",  # 0
+        "Ana really likes jazz music",  # 1: paraphrase of 0
+        "The meeting is at 3pm on Friday",  # 2
+        "The meeting is at 4pm on Friday",  # 3: a changed number is a change
+        "Ana does not like jazz music",  # 4: a negation is a change
+        "Bo adopted a dog named Rex in May",  # 5
+        "Bo adopted a dog named Rex in May at the shelter near home",  # 6: contains 5
+    ]
+    found = {(d.keep, d.drop, d.reason) for d in find_fuzzy_duplicates(texts)}
+    assert found == {(1, 0, "jaccard"), (6, 5, "substring")}
+
+
+# --- parsing LLM answers ----------------------------------------------------------------------
+
+
+def test_parse_facts_reads_fenced_json_and_drops_what_it_cannot_use() -> None:
+    answer = facts_answer(LISBON, {"text": ""}, {"text": "Bo asked.", "sources": [99, "x"], "confidence": "sure"})
+    facts, dropped = parse_facts(answer, n_turns=4)
+    assert [f.text for f in facts] == ["Ana moved to Lisbon.", "Bo asked."]
+    assert facts[0].sources == (2,) and facts[0].confidence is Confidence.EXPLICIT
+    assert facts[1].sources == () and facts[1].confidence is Confidence.SPECULATIVE
+    assert len(dropped) == 2
+
+
+@pytest.mark.parametrize("answer", ["", "no idea", "{not json", '{"facts": 3}', "[1, 2"])
+def test_parse_facts_refuses_unusable_answers(answer: str) -> None:
+    with pytest.raises(UnusableAnswer):
+        parse_facts(answer, n_turns=3)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    ['{"action": "MAYBE"}', '{"action": "UPDATE", "target": 7}', '{"action": "MERGE", "target": 1}', "[]"],
+)
+def test_parse_verdict_refuses_unusable_decisions(answer: str) -> None:
+    with pytest.raises(UnusableAnswer):
+        parse_verdict(answer, n_candidates=2)
+
+
+def test_formation_config_is_validated() -> None:
+    with pytest.raises(ConfigError, match="drop_below"):
+        FormationConfig(drop_below=2)
+    with pytest.raises(ConfigError, match="bogus"):
+        FormationConfig(bogus=1)
+
+
+# --- the pipeline -----------------------------------------------------------------------------
+
+
+def test_without_an_llm_turns_are_stored_with_importance_and_nothing_pretends(store: MemoryStore) -> None:
+    report = MemoryFormer(store).form(TURNS, namespace=NS, session_id="s1")
+    assert [m.text for m in report.turns] == TURNS
+    assert report.facts == () and report.summary is None
+    stored = store.list(NS, limit=10)
+    assert {m.kind.value for m in stored} == {"message"} and len(stored) == 4
+    by_text = {m.text: m for m in stored}
+    assert by_text["Ana: Hey Bo!"].importance <= 0.1 < by_text[TURNS[2]].importance
+    assert all(m.session_id == "s1" for m in stored)
+
+
+def test_drop_below_leaves_out_only_low_importance_turns(store: MemoryStore) -> None:
+    report = MemoryFormer(store, config={"drop_below": 0.2}).form(TURNS, namespace=NS)
+    assert report.dropped_turns == ("Ana: Hey Bo!",)
+    assert sorted(m.text for m in store.list(NS)) == sorted(TURNS[1:])
+
+
+def test_facts_link_to_the_turns_they_came_from(store: MemoryStore) -> None:
+    llm = ScriptedLLM(facts_answer(LISBON, BAKERY, GUESS))
+    report = MemoryFormer(store, llm=llm, config={"summarize": True}).form(TURNS, namespace=NS, session_id="s1")
+    source = report.turns[2]
+    assert [o.fact.text for o in report.facts] == [LISBON["text"], BAKERY["text"]]
+    assert [f.text for f in report.dropped_facts] == [GUESS["text"]]  # speculative: under min_confidence
+    for outcome in report.facts:
+        stored = store.get(outcome.memory.id, namespace=NS)
+        assert stored.kind.value == "fact" and stored.links == (source.id,) and stored.session_id == "s1"
+        assert stored.entities == ("ana",) and stored.metadata["formed_by"] == "extraction"
+    assert report.summary is not None and report.summary.metadata["summary_of"] == "s1"
+    assert "[3] Ana: Great, I moved to Lisbon" in llm.prompts[0]
+    # Recall follows the fact to its source turn through the link channel.
+    from memory_retrievers import MemoryRetriever
+
+    res = MemoryRetriever(store, namespace=NS).recall("Where does Ana live now? Lisbon", k=10, explain=True)
+    assert source.id in [m.id for m in res.memories]
+
+
+def test_speculative_facts_are_kept_when_the_config_allows(store: MemoryStore) -> None:
+    llm = ScriptedLLM(facts_answer(GUESS))
+    report = MemoryFormer(store, llm=llm, config={"min_confidence": "speculative"}).form(TURNS, namespace=NS)
+    assert [o.memory.metadata["confidence"] for o in report.facts] == ["speculative"]
+
+
+def _seeded(store: MemoryStore) -> str:
+    return store.add("Ana lives in Porto.", namespace=NS, kind="fact", links=["old-source"]).id
+
+
+def test_decision_add_stores_a_new_fact(store: MemoryStore) -> None:
+    old = _seeded(store)
+    llm = ScriptedLLM(facts_answer(LISBON), '{"action": "ADD"}')
+    report = MemoryFormer(store, llm=llm, config=ALL_SIMILAR).form(TURNS, namespace=NS)
+    assert report.count(Decision.ADD) == 1 and "NEW: Ana moved to Lisbon." in llm.prompts[1]
+    assert store.get(old, namespace=NS).superseded_by is None
+    assert store.count(NS, filter={"kinds": ["fact"]}) == 2
+
+
+def test_decision_skip_adds_only_the_new_source(store: MemoryStore) -> None:
+    old = _seeded(store)
+    llm = ScriptedLLM(facts_answer(LISBON), '{"action": "SKIP", "target": 1}')
+    report = MemoryFormer(store, llm=llm, config=ALL_SIMILAR).form(TURNS, namespace=NS)
+    (outcome,) = report.facts
+    assert outcome.decision is Decision.SKIP and outcome.memory.id == old == outcome.target
+    assert store.get(old, namespace=NS).links == ("old-source", report.turns[2].id)
+    assert store.count(NS, filter={"kinds": ["fact"]}) == 1
+
+
+def test_decision_merge_supersedes_with_the_merged_text_and_keeps_the_chain(store: MemoryStore) -> None:
+    old = _seeded(store)
+    answer = '{"action": "MERGE", "target": 1, "text": "Ana lived in Porto and moved to Lisbon."}'
+    report = MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON), answer), config=ALL_SIMILAR).form(
+        TURNS, namespace=NS
+    )
+    (outcome,) = report.facts
+    new = store.get(outcome.memory.id, namespace=NS)
+    assert new.text == "Ana lived in Porto and moved to Lisbon." and new.supersedes == old
+    assert new.metadata["consolidated_from"] == [old] and new.metadata["decision"] == "MERGE"
+    assert set(new.links) == {"old-source", report.turns[2].id}
+    assert store.get(old, namespace=NS).superseded_by == new.id  # kept in history, out of recall
+    assert [m.id for m in store.list(NS, filter={"kinds": ["fact"]})] == [new.id]
+
+
+@pytest.mark.parametrize("decision", ["UPDATE", "INVALIDATE"])
+def test_decisions_update_and_invalidate_replace_the_target(store: MemoryStore, decision: str) -> None:
+    old = _seeded(store)
+    llm = ScriptedLLM(facts_answer(LISBON), json.dumps({"action": decision, "target": 1}))
+    (outcome,) = MemoryFormer(store, llm=llm, config=ALL_SIMILAR).form(TURNS, namespace=NS).facts
+    new = store.get(outcome.memory.id, namespace=NS)
+    assert outcome.decision.value == decision and new.text == "Ana moved to Lisbon."
+    assert new.supersedes == old and new.metadata["replaces"] == old
+    assert new.links == (outcome.memory.links[0],) and store.get(old, namespace=NS).superseded_by == new.id
+
+
+def test_a_contradicted_memory_is_named_on_the_new_fact(store: MemoryStore) -> None:
+    old = store.add("Ana likes jazz.", namespace=NS, kind="fact").id
+    fact = {"text": "Ana does not like jazz.", "sources": [4]}
+    (outcome,) = (
+        MemoryFormer(store, llm=ScriptedLLM(facts_answer(fact)), config=ALL_SIMILAR).form(TURNS, namespace=NS).facts
+    )
+    assert outcome.contradicts == (old,)
+    assert store.get(outcome.memory.id, namespace=NS).metadata["contradicts"] == [old]
+
+
+# --- a bad LLM never costs a memory -----------------------------------------------------------
+
+
+def _raises(prompt: str) -> str:
+    raise RuntimeError("model overloaded")
+
+
+@pytest.mark.parametrize(
+    "extraction", ["I cannot help with that.", '{"facts": "many"}', "```json\n{oops\n```", _raises]
+)
+def test_unusable_extraction_warns_and_keeps_every_turn(store: MemoryStore, extraction: object) -> None:
+    with pytest.warns(LLMOutputWarning, match="fact extraction"):
+        report = MemoryFormer(store, llm=ScriptedLLM(extraction)).form(TURNS, namespace=NS)  # type: ignore[arg-type]
+    assert report.facts == () and len(report.turns) == 4
+    assert store.count(NS) == 4
+
+
+@pytest.mark.parametrize("consolidation", ["whatever", '{"action": "UPDATE", "target": 9}', '{"action": "MERGE"}'])
+def test_unusable_consolidation_warns_and_adds_the_fact(store: MemoryStore, consolidation: str) -> None:
+    old = _seeded(store)
+    llm = ScriptedLLM(facts_answer(LISBON), consolidation)
+    with pytest.warns(LLMOutputWarning, match="consolidation"):
+        (outcome,) = MemoryFormer(store, llm=llm, config=ALL_SIMILAR).form(TURNS, namespace=NS).facts
+    assert outcome.decision is Decision.ADD and store.get(outcome.memory.id, namespace=NS).text == LISBON["text"]
+    assert store.get(old, namespace=NS).superseded_by is None
+
+
+def test_an_llm_that_never_answers_times_out_and_the_turns_stay(store: MemoryStore) -> None:
+    class Hanging:
+        def complete(self, prompt: str) -> str:
+            raise AssertionError("async path expected")
+
+        async def acomplete(self, prompt: str) -> str:
+            await asyncio.sleep(3600)
+            return ""
+
+    former = MemoryFormer(store, llm=Hanging(), config={"llm_timeout_s": 0.2})
+    with pytest.warns(LLMOutputWarning, match="timed out"):
+        report = former.form(TURNS, namespace=NS)
+    assert len(report.turns) == 4 and report.facts == ()
+
+
+def test_bad_messages_are_refused_before_anything_is_stored(store: MemoryStore) -> None:
+    former = MemoryFormer(store)
+    with pytest.raises(InvalidInputError, match=r"messages\[1\]"):
+        former.form(["fine", 42], namespace=NS)  # type: ignore[list-item]
+    with pytest.raises(InvalidInputError, match="messages must be a list"):
+        former.form("just a string", namespace=NS)
+    with pytest.raises(ConfigError):
+        MemoryFormer(store, config=3)  # type: ignore[arg-type]
+    assert store.count(NS) == 0
+
+
+def test_already_stored_turns_are_used_as_they_are(store: MemoryStore) -> None:
+    stored = store.add_many([{"text": t, "kind": "message"} for t in TURNS], namespace=NS)
+    llm = ScriptedLLM(facts_answer(LISBON))
+    report = asyncio.run(MemoryFormer(store, llm=llm).aform(stored, namespace=NS))
+    assert store.count(NS) == 5 and report.facts[0].memory.links == (stored[2].id,)
+
+
+def test_no_warning_when_everything_works(store: MemoryStore) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON))).form(TURNS, namespace=NS)
