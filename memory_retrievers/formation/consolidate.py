@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import NotFoundError
 from ..llm import LLM
-from ..models import Memory, MemoryKind
+from ..models import Memory, MemoryKind, WriteAction
 from .config import FormationConfig
 from .contradictions import find_contradictions
 from .extract import judge
@@ -25,6 +25,8 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 __all__ = ["KNOWLEDGE_KINDS", "Consolidator"]
+
+_BY_ACTION = {WriteAction.ADDED: Decision.ADD, WriteAction.SKIPPED: Decision.SKIP, WriteAction.UPDATED: Decision.UPDATE}
 
 #: The kinds a new fact is compared with (chat turns are its sources, never its rivals).
 KNOWLEDGE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.EVENT, MemoryKind.INSIGHT)
@@ -67,7 +69,9 @@ class Consolidator:
         if adds:
             added = await self._store.aadd_many([r for _, _, r, _ in adds], namespace=self._ns)
             for (slot, fact, _, contradicts), memory in zip(adds, added, strict=True):
-                outcomes[slot] = FactOutcome(fact, Decision.ADD, memory, memory.duplicate_of, contradicts)
+                # The store's own duplicate check may still fold an exact duplicate: say so.
+                decision = _BY_ACTION[memory.action]
+                outcomes[slot] = FactOutcome(fact, decision, memory, memory.duplicate_of, contradicts)
         return [o for o in outcomes if o is not None]
 
     async def _similar(self, text: str) -> list[Memory]:

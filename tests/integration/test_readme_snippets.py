@@ -47,6 +47,7 @@ def run_as_pasted(code: str, folder: Path, name: str) -> None:
     [
         ("Quickstart", "Command line", 1, ".local/share/memory-retrievers/store"),
         ("Recall", "Memories", 1, "mem"),
+        ("Memory formation", "LangChain", 1, "mem"),
         ("LangChain", "LlamaIndex", 3, "memories"),
         ("LlamaIndex", "Benchmarks", 2, "memories"),
     ],

@@ -329,3 +329,15 @@ def test_no_warning_when_everything_works(store: MemoryStore) -> None:
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON))).form(TURNS, namespace=NS)
+
+
+def test_a_fact_the_store_already_holds_word_for_word_is_reported_as_folded_into_it(store: MemoryStore) -> None:
+    old = store.add("Ana moved to Lisbon.", namespace=NS, kind="fact").id
+    # No LLM judging (consolidation off): the store's exact-duplicate check decides, and the
+    # outcome says what it did (the new fields merged into the known memory), not "ADD".
+    former = MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON)), config={"consolidate": False})
+    report = former.form(TURNS, namespace=NS)
+    (outcome,) = report.facts
+    assert outcome.decision is Decision.UPDATE and outcome.target == old == outcome.memory.id
+    assert store.count(NS, filter={"kinds": ["fact"]}) == 1
+    assert report.turns[2].id in store.get(old, namespace=NS).links
