@@ -219,8 +219,13 @@ def build_ours(
 
 
 def build_formed(
-    turns: Sequence[Turn], emb: Embedder, tmp: Path, memories: str, data: Path
-) -> tuple[System, dict[str, Any]]:
+    turns: Sequence[Turn],
+    emb: Embedder,
+    tmp: Path,
+    memories: str,
+    data: Path,
+    configs: dict[str, dict[str, Any]] | None = None,
+) -> tuple[dict[str, System], dict[str, Any]]:
     """Ours over memories formed by MemoryFormer with the LoCoMo replay LLM (see ``--memories``).
 
     Each session goes through ``MemoryFormer.form`` as a finished conversation: raw turns (unless
@@ -257,11 +262,15 @@ def build_formed(
     ends: dict[str, datetime] = {}
     for t in turns:
         ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)
-    rets = {conv: MemoryRetriever(store, namespace=conv, config={"record_access": False}) for conv in ends}
+    systems: dict[str, System] = {}
+    for suffix, cfg in (configs or {"": {}}).items():
+        rets = {c: MemoryRetriever(store, namespace=c, config={**cfg, "record_access": False}) for c in ends}
 
-    def run(conv: str, q: str) -> list[tuple[str, ...]]:
-        res = rets[conv].recall(q, k=K, token_budget=None, now=ends[conv] + timedelta(days=1))
-        return [dias_of.get(m.id, ()) for m in res.memories]
+        def run(conv: str, q: str, rets: dict[str, MemoryRetriever] = rets) -> list[tuple[str, ...]]:
+            res = rets[conv].recall(q, k=K, token_budget=None, now=ends[conv] + timedelta(days=1))
+            return [dias_of.get(m.id, ()) for m in res.memories]
+
+        systems[f"ours ({memories}{suffix})"] = run
 
     facts = sum(decisions.values())
     stats = {
@@ -274,7 +283,7 @@ def build_formed(
         "llm_calls": dict(llm.calls),
     }
     assert decisions.get(Decision.ADD.value, 0) <= facts
-    return run, stats
+    return systems, stats
 
 
 def _covered(got: Sequence[Any], k: int) -> set[str]:
@@ -355,7 +364,10 @@ def main() -> None:
         formation: dict[str, dict[str, Any]] = {}
         for mode in memories:
             if mode != "turns":
-                systems[f"ours ({mode})"], formation[mode] = build_formed(turns, emb, Path(tmp), mode, args.data)
+                # Facts folded into their source turns (the default) and competing with them.
+                variants = {"": {}, ", facts not folded": {"fact_source_weight": 0.0}} if "turns" in mode else None
+                formed, formation[mode] = build_formed(turns, emb, Path(tmp), mode, args.data, variants)
+                systems.update(formed)
                 print(f"formed {mode}: {formation[mode]}")
         for name, system in systems.items():
             if wanted is not None and name not in wanted and not name.startswith(("ours", "-", "+", "vector")):

@@ -110,6 +110,12 @@ class RecallConfig(CheckedModel):
     link_hops: int = Field(default=1, ge=0, le=2)
     link_decay: float = Field(default=0.5, gt=0, le=1)
     link_seeds: int = Field(default=5, ge=1, le=50)
+    fact_source_weight: float = Field(default=0.5, ge=0)
+    """Provenance folding: a fact extracted from chat turns (``links`` from a non-message memory to
+    ``message`` memories) votes for its source turns in every channel at this share of the
+    channel's weight, and is folded into a source that is a candidate (named in
+    ``explanation.folded``) instead of taking a place of its own. 0 turns it off: facts and
+    turns then compete as separate memories. See :mod:`memory_retrievers.recall.provenance`."""
 
     # scoring
     decay: DecayKind = DecayKind.HYPERBOLIC

@@ -32,6 +32,8 @@ class Explanation:
         tokens: Its token cost in the context block.
         phase: How selection took it: ``pinned``, ``session``, ``mmr`` or ``score``.
         superseded: True when it was replaced by a newer memory (``SupersededPolicy.FLAG``).
+        folded: Ids of the extracted facts folded into this memory, their source
+            (``RecallConfig.fact_source_weight``); their votes are among ``channels``.
     """
 
     channels: tuple[Contribution, ...]
@@ -46,6 +48,7 @@ class Explanation:
     tokens: int = 0
     phase: str = ""
     superseded: bool = False
+    folded: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (for metadata of framework documents)."""
@@ -65,6 +68,7 @@ class Explanation:
             "tokens": self.tokens,
             "phase": self.phase,
             "superseded": self.superseded,
+            "folded": list(self.folded),
         }
 
 

@@ -34,6 +34,7 @@ from .recall.channels import Channels
 from .recall.expansion import LLMFallbackWarning, LLMStages, feedback_pass
 from .recall.links import spread
 from .recall.plan import route
+from .recall.provenance import fold_into_sources, source_lists
 from .recall.tasks import RecallTasks
 from .recall_config import RecallConfig, SupersededPolicy
 from .rerank import Reranker
@@ -318,6 +319,14 @@ class MemoryRetriever:
                 if link_list is not None:
                     lists.append(link_list)
                     fused = fuse(lists, cfg)
+            folded: dict[str, tuple[str, ...]] = {}
+            if fused:
+                twins, sources = await source_lists(lists, fused, source, cfg.fact_source_weight)
+                if twins:
+                    lists += twins
+                    fused, folded = fold_into_sources(fuse(lists, cfg), sources)
+                    count = sum(len(v) for v in folded.values())
+                    plan.notes.append(f"{count} extracted fact(s) folded into their source turns")
 
         # Memories the caller already shows are dropped after fusion and link spreading, so they
         # still seed feedback and links (they are on topic) but take no place in the result.
@@ -336,7 +345,9 @@ class MemoryRetriever:
             rerank_scores, base = await rerank(self._reranker, query, fused, memories, base, cfg, plan)
         scored = final_scores(fused, memories, base, ctx, cfg)
         mark("scored")
-        parts = Assembly(query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists])
+        parts = Assembly(
+            query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists], folded
+        )
         result = assemble(scored, parts, cfg, k=k, budget=budget, explain=explain, counter=counter)
         mark("selected")
         if cfg.record_access and result.memories:

@@ -8,7 +8,7 @@ lines, so memories are dropped from the end until it fits.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ class Assembly:
     rerank_scores: Mapping[str, float]
     plan: Plan
     lists: Sequence[str]
+    folded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def assemble(
@@ -126,6 +127,7 @@ def assemble(
                     tokens=cost(Candidate(sel.id, s.score, 0)),
                     phase=sel.phase,
                     superseded=mem.superseded_by is not None,
+                    folded=parts.folded.get(h.id, ()),
                 ),
             )
         )

@@ -1,0 +1,64 @@
+"""Provenance folding: facts vote for their source turns and are folded into them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
+from memory_retrievers.fusion import FusedHit
+from memory_retrievers.recall.provenance import fold_into_sources
+
+NS = "u"
+QUIET = {"expansion": False, "decay": "none", "record_access": False, "hyde": False}
+
+
+def hit(id_: str, score: float) -> FusedHit:
+    return FusedHit(id_, score, 0.0, ())
+
+
+def test_a_fact_is_folded_only_into_a_source_that_is_a_candidate() -> None:
+    fused = [hit("f1", 0.9), hit("t1", 0.8), hit("f2", 0.7), hit("t9", 0.1)]
+    kept, folded = fold_into_sources(fused, {"f1": ("t1", "t2"), "f2": ("t3",)})
+    assert [h.id for h in kept] == ["t1", "f2", "t9"]  # f2's source is not a candidate: it stays
+    assert folded == {"t1": ("f1",)}
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> MemoryStore:
+    s = MemoryStore(tmp_path / "db", embedder=HashEmbedder(64))
+    turns = s.add_many(
+        [
+            {"text": "Bo: how was the weekend?", "kind": "message", "session_id": "s"},
+            {"text": "Ana: we finally adopted the puppy from the shelter!", "kind": "message", "session_id": "s"},
+            {"text": "Bo: so cute, what breed?", "kind": "message", "session_id": "s"},
+        ],
+        namespace=NS,
+    )
+    s.add("Ana adopted a dog named Rex.", namespace=NS, kind="fact", links=[turns[1].id])
+    s.add("Ana owns a dog.", namespace=NS, kind="fact", links=["gone"])  # its source no longer exists
+    return s
+
+
+def test_recall_returns_the_source_turn_with_the_fact_named_on_it(store: MemoryStore) -> None:
+    res = MemoryRetriever(store, namespace=NS, config=QUIET).recall("Does Ana have a dog named Rex?", k=10)
+    texts = [m.text for m in res.memories]
+    fact = next(m for m in store.list(NS) if m.text.startswith("Ana adopted"))
+    turn = next(s for s in res.memories if s.text.startswith("Ana: we finally"))
+    assert fact.text not in texts and turn.explanation.folded == (fact.id,)
+    assert any(c.channel == "sources" for c in turn.explanation.channels)
+    assert "Ana owns a dog." in texts  # no live source: it competes on its own
+    assert any("folded" in note for note in res.plan["notes"])
+
+
+def test_folding_off_lets_facts_and_turns_compete(store: MemoryStore) -> None:
+    cfg = {**QUIET, "fact_source_weight": 0.0}
+    res = MemoryRetriever(store, namespace=NS, config=cfg).recall("Does Ana have a dog named Rex?", k=10)
+    assert "Ana adopted a dog named Rex." in [m.text for m in res.memories]
+    assert all(s.explanation.folded == () for s in res.memories)
+
+
+def test_a_filter_that_hides_the_source_keeps_the_fact(store: MemoryStore) -> None:
+    res = MemoryRetriever(store, namespace=NS, config=QUIET).recall("Ana dog Rex", k=10, kinds=["fact"])
+    assert "Ana adopted a dog named Rex." in [m.text for m in res.memories]
