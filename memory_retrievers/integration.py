@@ -51,6 +51,7 @@ __all__ = [
     "chat_record",
     "chat_text",
     "check_arguments",
+    "check_former",
     "check_key",
     "check_store_key",
     "clean_text",
@@ -369,3 +370,21 @@ def deepcopy_memo(memo: dict[int, Any] | None, *shared: Any) -> dict[int, Any]:
         if obj is not None:
             memo[id(obj)] = obj
     return memo
+
+
+def check_former(former: Any, store: MemoryStore) -> Any:
+    """``former`` if it is ``None`` or a :class:`~memory_retrievers.formation.MemoryFormer` writing to ``store``.
+
+    Raises:
+        ConfigError: Anything else, or a former of another store (its facts would link to turns
+            it cannot see).
+    """
+    if former is None:
+        return None
+    from .formation import MemoryFormer  # the formation package is only loaded when used
+
+    if not isinstance(former, MemoryFormer):
+        raise ConfigError(f"former must be a memory_retrievers.formation.MemoryFormer, got {type(former).__name__}")
+    if former.store is not store:
+        raise ConfigError("former must write to the same store as the adapter (MemoryFormer(store, llm=...))")
+    return former

@@ -9,7 +9,10 @@ any LLM is asked, so a failing, slow or garbled LLM never costs a turn.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -60,6 +63,15 @@ class MemoryFormer:
             raise ConfigError(f"config must be a FormationConfig or a dict, got {type(config).__name__}")
         self._store = store
         self._llm = as_llm(llm)
+        self._lock = threading.Lock()
+        self._worker: ThreadPoolExecutor | None = None
+        self._worker_pid = 0
+        self._pending: set[Future[FormationReport]] = set()
+
+    @property
+    def store(self) -> MemoryStore:
+        """The store memories are formed in."""
+        return self._store
 
     @property
     def config(self) -> FormationConfig:
@@ -85,6 +97,50 @@ class MemoryFormer:
             InvalidInputError: A message is invalid; nothing was stored.
         """
         return _loop.run_sync(self.aform(messages, namespace=namespace, session_id=session_id, when=when))
+
+    def form_later(
+        self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
+    ) -> Future[FormationReport]:
+        """Run :meth:`form` in the background and return at once (what chat adapters call).
+
+        Runs are serialised on one worker thread per former, in the order given, so one
+        conversation's consolidation sees the facts of the one before. Pass turns that are already
+        stored (the :class:`~memory_retrievers.Memory` objects a write returned) so the caller
+        never waits for an LLM and a failed run costs no turn. An exception is kept in the
+        future, never raised into the caller's thread; :meth:`flush` waits for every run.
+        """
+        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+            raise InvalidInputError("messages must be a list of texts, record dicts or memories")
+        with self._lock:
+            if self._worker is None or self._worker_pid != os.getpid():  # a forked child gets its own
+                self._worker = ThreadPoolExecutor(1, thread_name_prefix="memory-formation")
+                self._worker_pid = os.getpid()
+                self._pending = set()
+            future = self._worker.submit(
+                self.form, list(messages), namespace=namespace, session_id=session_id, when=when
+            )
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+        return future
+
+    def _done(self, future: Future[FormationReport]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Wait until every :meth:`form_later` run has finished (successfully or not)."""
+        with self._lock:
+            pending = list(self._pending)
+        for future in pending:
+            if not future.cancelled():
+                future.exception(timeout=timeout)  # waits; the run's own failure stays in its future
+
+    def close(self) -> None:
+        """Finish the queued runs, then stop the worker thread."""
+        with self._lock:
+            worker, self._worker = self._worker, None
+        if worker is not None and self._worker_pid == os.getpid():
+            worker.shutdown(wait=True)
 
     async def aform(
         self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None

@@ -9,7 +9,14 @@ from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
 from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
-from memory_retrievers.integration import aall_memories, adelete_ids, check_store_key, register, run_sync
+from memory_retrievers.integration import (
+    aall_memories,
+    adelete_ids,
+    check_former,
+    check_store_key,
+    register,
+    run_sync,
+)
 
 from ._messages import from_memories, message_record
 
@@ -28,6 +35,9 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         store: The memory store.
         namespace: The user or tenant.
         session_id: The conversation.
+        former: A :class:`~memory_retrievers.formation.MemoryFormer` of the same store: the
+            messages of each ``add_messages`` call are handed to it in the background
+            (``form_later``) once stored, so facts are extracted off the hot path.
 
     ``namespace`` and ``session_id`` can be reassigned (checked like the constructor's); every
     read and write uses their current values.
@@ -44,10 +54,11 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
             history.messages  # -> the two messages, also recallable as memories
     """
 
-    def __init__(self, store: MemoryStore, *, namespace: str, session_id: str) -> None:
+    def __init__(self, store: MemoryStore, *, namespace: str, session_id: str, former: Any = None) -> None:
         if not isinstance(store, MemoryStore):
             raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = register(store)
+        self._former = check_former(former, store)
         self.namespace = namespace
         self.session_id = session_id
 
@@ -104,13 +115,17 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
         """Store messages in one commit; all are validated first, so a bad one writes nothing."""
         records = self._records(messages)
         if records:
-            self.store.add_many(records, namespace=self.namespace, dedup=False)
+            self._form(self.store.add_many(records, namespace=self.namespace, dedup=False))
+
+    def _form(self, stored: Sequence[Memory]) -> None:
+        if self._former is not None and stored:
+            self._former.form_later(stored, namespace=self.namespace, session_id=self.session_id)
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Async twin of :meth:`add_messages` (natively async)."""
         records = self._records(messages)
         if records:
-            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            self._form(await self.store.aadd_many(records, namespace=self.namespace, dedup=False))
 
     def clear(self) -> None:
         """Delete the session's messages (other sessions and memories are untouched)."""

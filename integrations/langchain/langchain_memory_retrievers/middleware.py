@@ -35,7 +35,7 @@ from memory_retrievers import (
     RecallConfig,
     RecallResult,
 )
-from memory_retrievers.integration import query_text
+from memory_retrievers.integration import check_former, query_text
 
 from ._messages import message_record
 from ._recallers import Recallers
@@ -106,6 +106,9 @@ class MemoryMiddleware(AgentMiddleware):
             for the later calls of its tool loop (the query is the same user message). Saves a
             recall, and the LLM calls of expansion/HyDE if ``llm`` is set, per tool step. Set
             ``False`` when tools write memories that the same turn should already see.
+        former: A :class:`~memory_retrievers.formation.MemoryFormer` of the same store: each
+            stored turn is also handed to it in the background (``form_later``), so facts are
+            extracted and consolidated off the hot path; the turn is stored before that.
 
     Raises:
         ConfigError: Bad arguments.
@@ -130,6 +133,7 @@ class MemoryMiddleware(AgentMiddleware):
         remember: Remember | bool = "user",
         header: str = "Long-term memory about the user (recalled; may be outdated):",
         recall_once_per_turn: bool = True,
+        former: Any = None,
     ) -> None:
         super().__init__()
         if not isinstance(store, MemoryStore):
@@ -147,6 +151,9 @@ class MemoryMiddleware(AgentMiddleware):
                 f"remember must be one of {', '.join(map(repr, _REMEMBER))} (or a bool), got {remember!r}"
             )
         self._store = store
+        self._former = check_former(former, store)
+        if self._former is not None and remember == "off":
+            raise ConfigError('former needs stored turns to form memories from: use remember="user" or "turn"')
         self.k = k
         self.token_budget = token_budget
         self.remember: Remember = remember
@@ -282,13 +289,19 @@ class MemoryMiddleware(AgentMiddleware):
         if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
-                self._store.add_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+                namespace = self._resolve_namespace(runtime)
+                self._form(self._store.add_many(records, namespace=namespace, dedup=False), namespace)
         return None
+
+    def _form(self, stored: Sequence[Any], namespace: str) -> None:
+        if self._former is not None and stored:
+            self._former.form_later(stored, namespace=namespace)
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
         """Async twin of :meth:`after_agent`."""
         if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
-                await self._store.aadd_many(records, namespace=self._resolve_namespace(runtime), dedup=False)
+                namespace = self._resolve_namespace(runtime)
+                self._form(await self._store.aadd_many(records, namespace=namespace, dedup=False), namespace)
         return None

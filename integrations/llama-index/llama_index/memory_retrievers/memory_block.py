@@ -15,6 +15,7 @@ from memory_retrievers import ConfigError, MemoryKind, MemoryRetriever, MemorySt
 from memory_retrievers.integration import (
     aall_memories,
     check_arguments,
+    check_former,
     check_store_key,
     deepcopy_memo,
     is_store_spec,
@@ -86,6 +87,11 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
     token_budget: _Count = Field(default=800, description="Maximum tokens of the block.")
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
+    former: Any = Field(
+        default=None,
+        description="Optional MemoryFormer of the same store: the messages this block stores are handed to it "
+        "in the background (form_later), so facts are extracted off the hot path.",
+    )
 
     _built: tuple[tuple[Any, ...], MemoryRetriever] | None = PrivateAttr(default=None)
     _last_query: str | None = PrivateAttr(default=None)
@@ -120,16 +126,24 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         to_memory_llm(value)
         return value
 
+    @field_validator("former")
+    @classmethod
+    def _former(cls, value: Any, info: ValidationInfo) -> Any:
+        store = info.data.get("store")
+        return check_former(value, store) if isinstance(store, MemoryStore) else value
+
     @field_serializer("store")
     def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
         return store_spec(store, "RecallMemoryBlock")
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemoryBlock:
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built))
+        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built, self.former))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        if self.llm is not None:
-            raise ConfigError("a RecallMemoryBlock with an llm cannot be serialised; rebuild it with the llm instead")
+        if self.llm is not None or self.former is not None:
+            raise ConfigError(
+                "a RecallMemoryBlock with an llm or a former cannot be serialised; rebuild it with them instead"
+            )
         state = {name: getattr(self, name) for name in type(self).model_fields}
         state["store"] = store_spec(self.store, "RecallMemoryBlock")
         return (restore, (type(self), state))
@@ -187,7 +201,9 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
                 continue
             records.append(message_record(message, session_id=session, max_chars=max_chars))
         if records:
-            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            stored = await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            if self.former is not None:
+                self.former.form_later(stored, namespace=self.namespace)
 
     async def atruncate(self, content: str, tokens_to_truncate: int) -> str | None:
         """Re-select within ``tokens(content) - tokens_to_truncate`` tokens (``None`` if nothing fits)."""
