@@ -97,6 +97,9 @@ FIELDS: tuple[FieldSpec, ...] = (
     # null on rows written before this column existed. Only store-filled contexts are rewritten
     # when a neighbouring turn is deleted or re-worded.
     FieldSpec("context_auto", pa.bool_(), writable=False, public=False, added_sql="CAST(NULL AS BOOLEAN)"),
+    # When the memory stops counting (null: never). From then on, recall, list, count and search
+    # leave it out; store.expire() (run by optimize) deletes it for good.
+    FieldSpec("expires_at", _TS, added_sql="""arrow_cast(NULL, 'Timestamp(Microsecond, Some("UTC"))')"""),
 )
 
 #: Every public column except ``vector``: what reads fetch unless a vector is asked for.

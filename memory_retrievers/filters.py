@@ -28,7 +28,16 @@ from .validation import check_key, to_utc
 if TYPE_CHECKING:
     from .models import Memory
 
-__all__ = ["MemoryFilter", "build_where", "coerce_filter", "matches", "sql_in", "sql_list", "sql_literal"]
+__all__ = [
+    "MemoryFilter",
+    "build_where",
+    "coerce_filter",
+    "expiry_cutoff",
+    "matches",
+    "sql_in",
+    "sql_list",
+    "sql_literal",
+]
 
 _MAX_FILTER_CHARS = 512
 
@@ -64,7 +73,9 @@ class MemoryFilter(CheckedModel):
     Lists mean "any of" (``tags_all`` means "all of"). ``None`` means no constraint. Superseded
     memories are excluded unless ``include_superseded`` is true. ``ids`` restricts a search to the
     given memories (e.g. those an application already selected by its own criteria), so ranking
-    happens among them only.
+    happens among them only. Expired memories (``expires_at`` at or before ``live_at``) are
+    excluded unless ``include_expired`` is true; the store sets ``live_at`` to its clock's now on
+    every read that does not set it.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -83,6 +94,8 @@ class MemoryFilter(CheckedModel):
     created_after: datetime | None = None
     created_before: datetime | None = None
     include_superseded: StrictBool = False
+    include_expired: StrictBool = False
+    live_at: datetime | None = None
     _id_set: frozenset[str] = PrivateAttr(default=frozenset())
 
     def model_post_init(self, context: Any, /) -> None:
@@ -120,7 +133,7 @@ class MemoryFilter(CheckedModel):
             raise ValueError("an empty list matches nothing; omit the key instead")
         return items
 
-    @field_validator("created_after", "created_before")
+    @field_validator("created_after", "created_before", "live_at")
     @classmethod
     def _aware(cls, value: datetime | None) -> datetime | None:
         if value is None:
@@ -145,7 +158,12 @@ def coerce_filter(value: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilte
 
 def is_unconstrained(flt: MemoryFilter) -> bool:
     """True when ``flt`` sets nothing but ``include_superseded`` (every live memory passes)."""
-    return not flt.model_dump(exclude_defaults=True, exclude={"include_superseded"})
+    return not flt.model_dump(exclude_defaults=True, exclude={"include_superseded", "include_expired", "live_at"})
+
+
+def expiry_cutoff(flt: MemoryFilter) -> datetime | None:
+    """The time at or before which an ``expires_at`` excludes a memory (``None``: expiry not applied)."""
+    return None if flt.include_expired else flt.live_at
 
 
 def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:
@@ -184,6 +202,9 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
         clauses.append(f"created_at >= {sql_literal(flt.created_after)}")
     if flt.created_before is not None:
         clauses.append(f"created_at < {sql_literal(flt.created_before)}")
+    cutoff = expiry_cutoff(flt)
+    if cutoff is not None:
+        clauses.append(f"expires_at IS NULL OR expires_at > {sql_literal(cutoff)}")
     return " AND ".join(f"({c})" for c in clauses)
 
 
@@ -214,6 +235,9 @@ def matches(memory: Memory, flt: MemoryFilter) -> bool:
     if flt.entities_any is not None and not {e.strip().casefold() for e in flt.entities_any} & set(memory.entities):
         return False
     if flt.pinned is not None and memory.pinned != flt.pinned:
+        return False
+    cutoff = expiry_cutoff(flt)
+    if cutoff is not None and memory.expires_at is not None and memory.expires_at <= cutoff:
         return False
     created = memory.created_at or datetime.min.replace(tzinfo=timezone.utc)
     if flt.created_after is not None and created < flt.created_after:

@@ -89,6 +89,7 @@ class Memory:
     links: tuple[str, ...] = ()
     context: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    expires_at: datetime | None = None
     vector: tuple[float, ...] | None = None
 
     @property
@@ -101,7 +102,7 @@ class Memory:
         out = asdict(self)
         out["kind"] = self.kind.value
         out["metadata"] = dict(self.metadata)
-        for key in ("created_at", "updated_at", "last_accessed_at"):
+        for key in ("created_at", "updated_at", "last_accessed_at", "expires_at"):
             value = out[key]
             out[key] = value.isoformat() if value is not None else None
         for key in ("tags", "entities", "links"):

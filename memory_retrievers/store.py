@@ -37,7 +37,7 @@ from .errors import (
     StorageError,
 )
 from .fields import WRITABLE_FIELDS
-from .filters import MemoryFilter, build_where, coerce_filter
+from .filters import MemoryFilter, build_where, coerce_filter, sql_literal
 from .models import AddedMemory, FtsField, Hit, Memory
 from .pending import PendingWrite
 from .recall.source import RecallSource
@@ -665,9 +665,7 @@ class MemoryStore:
         ns = self._ns(namespace)
         self._check_int(limit, "limit", 1)
         self._check_int(offset, "offset", 0)
-        return await self._searcher.page(
-            ns, coerce_filter(filter), limit=limit, offset=offset, newest_first=newest_first
-        )
+        return await self._searcher.page(ns, self._live(filter), limit=limit, offset=offset, newest_first=newest_first)
 
     def count(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
         """Number of memories in a namespace (superseded ones excluded unless the filter asks)."""
@@ -676,7 +674,7 @@ class MemoryStore:
     async def acount(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
         """Async twin of :meth:`count`."""
         self._ensure_open()
-        return await self._table.count(build_where(self._ns(namespace), coerce_filter(filter)), action="count memories")
+        return await self._table.count(build_where(self._ns(namespace), self._live(filter)), action="count memories")
 
     def namespaces(self) -> builtins.list[str]:
         """Every namespace that holds at least one memory, sorted.
@@ -716,7 +714,7 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`vector_search`."""
         self._ensure_open()
-        where = build_where(self._ns(namespace), coerce_filter(filter))
+        where = build_where(self._ns(namespace), self._live(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         if isinstance(query, str):
             vector = await self._vectors.query(query)
@@ -761,7 +759,7 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`fts_search`."""
         self._ensure_open()
-        where = build_where(self._ns(namespace), coerce_filter(filter))
+        where = build_where(self._ns(namespace), self._live(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         text = check_text(query, field="query", max_chars=MAX_QUERY_CHARS)
         try:
@@ -795,7 +793,7 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`entity_search`."""
         self._ensure_open()
-        where = build_where(self._ns(namespace), coerce_filter(filter))
+        where = build_where(self._ns(namespace), self._live(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         if isinstance(entities, str):
             raise InvalidInputError(f"entities must be a list of str; wrap it: [{entities!r}]")
@@ -821,7 +819,7 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`recency_search`."""
         self._ensure_open()
-        where = build_where(self._ns(namespace), coerce_filter(filter))
+        where = build_where(self._ns(namespace), self._live(filter))
         self._check_int(k, "k", 1, _MAX_QUERY_K)
         return hits(await self._searcher.newest(where, k, ["id"]))
 
@@ -844,7 +842,7 @@ class MemoryStore:
         """
         self._ensure_open()
         ns = self._ns(namespace)
-        flt = coerce_filter(filter)
+        flt = self._live(filter)
         view = await self._views.get(ns)
         return ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
 
@@ -884,17 +882,49 @@ class MemoryStore:
         await self._queue.exclusive(self._maintainer.purge)
 
     def optimize(self) -> None:
-        """Fold new rows into the indexes, compact small fragments, prune old versions.
+        """Delete expired memories, fold new rows into the indexes, compact small fragments, prune old versions.
 
-        Also builds missing indexes. The store runs this on its own thresholds (see
-        :class:`StoreConfig`), never on every write.
+        Also builds missing indexes. The store runs the index work on its own thresholds (see
+        :class:`StoreConfig`), never on every write; expired memories are deleted here and by
+        :meth:`expire` (reads leave them out from the moment they expire either way).
         """
         _loop.run_sync(self.aoptimize())
 
     async def aoptimize(self) -> None:
         """Async twin of :meth:`optimize`."""
         self._ensure_open()
+        await self.aexpire()
         await self._maintainer.optimize(wait=True)
+
+    def _live(self, filter: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilter:
+        """The caller's filter, leaving out what has expired by now unless it says otherwise."""
+        flt = coerce_filter(filter)
+        if flt.include_expired or flt.live_at is not None:
+            return flt
+        return flt.model_copy(update={"live_at": self._clock()})
+
+    def expire(self, namespace: str | None = None) -> int:
+        """Delete the memories whose ``expires_at`` has passed (in one namespace, or all).
+
+        Reads already leave them out; this frees them for good, like :meth:`delete` (a memory
+        that superseded another makes the older one live again). Returns how many were deleted.
+        """
+        return _loop.run_sync(self.aexpire(namespace))
+
+    async def aexpire(self, namespace: str | None = None) -> int:
+        """Async twin of :meth:`expire`."""
+        self._ensure_open()
+        clauses = [f"expires_at <= {sql_literal(self._clock())}"]
+        if namespace is not None:
+            clauses.insert(0, f"namespace = {sql_literal(self._ns(namespace))}")
+        found = await self._table.rows(" AND ".join(f"({c})" for c in clauses), ["id", "namespace"])
+        by_namespace: dict[str, list[str]] = {}
+        for row in found.to_pylist():
+            by_namespace.setdefault(row["namespace"], []).append(row["id"])
+        deleted = 0
+        for ns, ids in by_namespace.items():
+            deleted += await self.adelete(ids, namespace=ns, missing_ok=True)
+        return deleted
 
     # ------------------------------------------------------------------ access statistics
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:

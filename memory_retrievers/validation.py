@@ -234,6 +234,8 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
         out["id"] = check_key(raw["id"], field="id", max_chars=keys)
     if raw.get("created_at") is not None:
         out["created_at"] = to_utc(raw["created_at"], "created_at")
+    if raw.get("expires_at") is not None:
+        out["expires_at"] = to_utc(raw["expires_at"], "expires_at")
     if raw.get("context") is not None:
         out["context"] = check_text(
             raw["context"], field="context", max_chars=config.max_context_chars, allow_empty=True

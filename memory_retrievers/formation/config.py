@@ -27,8 +27,11 @@ class FormationConfig(CheckedModel):
     ADD/MERGE/UPDATE/INVALIDATE/SKIP (needs an LLM; without it facts are added)."""
     summarize: bool = False
     """Also store an LLM summary of the session (``kind="insight"``, ``metadata.summary_of``)."""
-    min_confidence: Confidence = Confidence.INFERRED
-    """Facts less certain than this tier are dropped (default: speculative ones)."""
+    min_confidence: Confidence = Confidence.SPECULATIVE
+    """Facts less certain than this tier are dropped (default: none; speculative ones expire)."""
+    speculative_ttl_days: float | None = Field(default=30.0, gt=0)
+    """A speculative fact expires this many days after it is stored (``expires_at``) unless a
+    later, surer fact confirms it (consolidation's SKIP onto it clears the expiry). ``None``: never."""
     drop_below: float | None = Field(default=None, ge=0, le=1)
     """Turns whose zero-LLM importance is below this are not stored (default: keep every turn)."""
     scan_contradictions: bool = True

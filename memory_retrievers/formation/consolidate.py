@@ -97,9 +97,16 @@ class Consolidator:
         links = list(dict.fromkeys([*target.links, *record["links"]]))
         meta = {**record["metadata"], "decision": decision.value}
         if decision is Decision.SKIP:
-            if set(links) == set(target.links):
+            changes: dict[str, Any] = {}
+            if set(links) != set(target.links):
+                changes["links"] = links
+            if target.expires_at is not None and "expires_at" not in record:
+                # A surer fact confirms a speculative one: it no longer expires.
+                changes["expires_at"] = None
+                changes["metadata"] = {**target.metadata, "confidence": record["metadata"]["confidence"]}
+            if not changes:
                 return target
-            return await self._store.aupdate(target.id, namespace=self._ns, links=links)
+            return await self._store.aupdate(target.id, namespace=self._ns, **changes)
         if decision is Decision.MERGE:
             history = list(target.metadata.get("consolidated_from", []))
             meta["consolidated_from"] = [*history, target.id]

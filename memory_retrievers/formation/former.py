@@ -13,7 +13,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import _loop
@@ -25,7 +25,7 @@ from .consolidate import Consolidator
 from .extract import extract_facts, summarize
 from .importance import importance
 from .report import FactOutcome, FormationReport
-from .types import Fact
+from .types import Confidence, Fact
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -198,6 +198,8 @@ class MemoryFormer:
                 "entities": [fact.about] if fact.about else [],
                 "metadata": {"confidence": fact.confidence.value, "formed_by": "extraction"},
             }
+            if fact.confidence is Confidence.SPECULATIVE and cfg.speculative_ttl_days is not None:
+                fields["expires_at"] = self._store.clock() + timedelta(days=cfg.speculative_ttl_days)
             fact_records.append((fact, fields))
         outcomes = await consolidator.apply(fact_records)
         summary = None

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters import MemoryFilter, is_unconstrained, matches
+from ..filters import MemoryFilter, expiry_cutoff, is_unconstrained, matches
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 
@@ -63,6 +63,7 @@ class NamespaceView:
         self.index = {row_id: i for i, row_id in enumerate(self.ids)}
         self.live = pc.is_null(table.column("superseded_by")).to_numpy(zero_copy_only=False).astype(bool)
         self.created = _microseconds(table.column("created_at")) / 1e6
+        self.expires = _expiry_seconds(table)
         self.signature = _signature(table)
         self.present = np.ones(len(self.ids), dtype=bool)
         self.dead = 0
@@ -103,6 +104,7 @@ class NamespaceView:
         view.index.update((row_id, len(self.ids) + j) for j, row_id in enumerate(new_ids))
         view.live = np.concatenate([self.live, pc.is_null(rows.column("superseded_by")).to_numpy(zero_copy_only=False)])
         view.created = np.concatenate([self.created, _microseconds(rows.column("created_at")) / 1e6])
+        view.expires = np.concatenate([self.expires, _expiry_seconds(rows)])
         view.signature = np.concatenate([self.signature, _signature(rows)])
         view._newest = None
         view._memories = {k: m for k, m in self._memories.items() if k not in gone}
@@ -181,10 +183,17 @@ class NamespaceView:
     def mask(self, flt: MemoryFilter) -> np.ndarray:
         """Which rows pass the filter (the same predicate LanceDB applies)."""
         if is_unconstrained(flt):
-            return self.live & self.present if not flt.include_superseded else self.present.copy()
-        n = len(self.ids)
-        present = self.present
-        return np.fromiter((bool(present[i]) and matches(self.memory(i), flt) for i in range(n)), dtype=bool, count=n)
+            passing = self.live & self.present if not flt.include_superseded else self.present.copy()
+        else:
+            n = len(self.ids)
+            present = self.present
+            passing = np.fromiter(
+                (bool(present[i]) and matches(self.memory(i), flt) for i in range(n)), dtype=bool, count=n
+            )
+        cutoff = expiry_cutoff(flt)
+        if cutoff is not None:
+            passing &= self.expires > cutoff.timestamp()
+        return passing
 
     def top_by_vector(self, query: np.ndarray, mask: np.ndarray, k: int) -> tuple[list[int], list[float]]:
         """The ``k`` rows most cosine-similar to ``query`` among ``mask``, best first: indices and similarities."""
@@ -249,6 +258,15 @@ class _VectorBuffer:
         grown[length:end] = rows
         self.array, self.length = grown, end
         return grown[:end]
+
+
+def _expiry_seconds(table: pa.Table) -> np.ndarray:
+    """``expires_at`` in POSIX seconds, +inf where a memory never expires."""
+    if "expires_at" not in table.column_names:
+        return np.full(table.num_rows, np.inf)
+    column = table.column("expires_at")
+    never = pc.is_null(column).to_numpy(zero_copy_only=False).astype(bool)
+    return np.where(never, np.inf, _microseconds(column) / 1e6)
 
 
 def _microseconds(column: pa.ChunkedArray) -> np.ndarray:

@@ -7,6 +7,7 @@ import asyncio
 import json
 import warnings
 from collections.abc import Callable, Iterator
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
@@ -185,9 +186,9 @@ def test_facts_link_to_the_turns_they_came_from(store: MemoryStore) -> None:
     llm = ScriptedLLM(facts_answer(LISBON, BAKERY, GUESS))
     report = MemoryFormer(store, llm=llm, config={"summarize": True}).form(TURNS, namespace=NS, session_id="s1")
     source = report.turns[2]
-    assert [o.fact.text for o in report.facts] == [LISBON["text"], BAKERY["text"]]
-    assert [f.text for f in report.dropped_facts] == [GUESS["text"]]  # speculative: under min_confidence
-    for outcome in report.facts:
+    assert [o.fact.text for o in report.facts] == [LISBON["text"], BAKERY["text"], GUESS["text"]]
+    assert report.dropped_facts == ()
+    for outcome in report.facts[:2]:
         stored = store.get(outcome.memory.id, namespace=NS)
         assert stored.kind.value == "fact" and stored.links == (source.id,) and stored.session_id == "s1"
         assert stored.entities == ("ana",) and stored.metadata["formed_by"] == "extraction"
@@ -200,10 +201,38 @@ def test_facts_link_to_the_turns_they_came_from(store: MemoryStore) -> None:
     assert source.id in [m.id for m in res.memories]
 
 
-def test_speculative_facts_are_kept_when_the_config_allows(store: MemoryStore) -> None:
-    llm = ScriptedLLM(facts_answer(GUESS))
-    report = MemoryFormer(store, llm=llm, config={"min_confidence": "speculative"}).form(TURNS, namespace=NS)
-    assert [o.memory.metadata["confidence"] for o in report.facts] == ["speculative"]
+def test_facts_under_min_confidence_are_dropped(store: MemoryStore) -> None:
+    llm = ScriptedLLM(facts_answer(LISBON, GUESS))
+    report = MemoryFormer(store, llm=llm, config={"min_confidence": "inferred"}).form(TURNS, namespace=NS)
+    assert [o.fact.text for o in report.facts] == [LISBON["text"]]
+    assert [f.text for f in report.dropped_facts] == [GUESS["text"]]
+    assert store.count(NS, filter={"kinds": ["fact"]}) == 1
+
+
+def test_a_speculative_fact_expires_unless_a_surer_one_confirms_it(make_store: Callable[..., MemoryStore]) -> None:
+    from memory_retrievers.testing import ManualClock
+
+    clock = ManualClock()
+    store = make_store(clock=clock)
+    guess = {"text": "Ana may open her own bakery.", "sources": [3], "confidence": "speculative"}
+    other = {"text": "Ana may move to Madrid.", "sources": [3], "confidence": "speculative"}
+    first = MemoryFormer(store, llm=ScriptedLLM(facts_answer(guess, other))).form(TURNS, namespace=NS)
+    opening, moving = (o.memory for o in first.facts)
+    assert opening.expires_at == clock() + timedelta(days=30) and moving.expires_at is not None
+    # Ten days later Ana says it outright: consolidation finds the guess and the LLM says SKIP.
+    clock.advance(days=10)
+    sure = {"text": "Ana may open her own bakery.", "sources": [1], "confidence": "explicit"}
+    confirm = ScriptedLLM(facts_answer(sure), '{"action": "SKIP", "target": 1}')
+    (outcome,) = (
+        MemoryFormer(store, llm=confirm, config={"similar_min": 0.99})
+        .form(["Ana: I'm opening a bakery!"], namespace=NS)
+        .facts
+    )
+    assert outcome.decision is Decision.SKIP and outcome.memory.id == opening.id
+    confirmed = store.get(opening.id, namespace=NS)
+    assert confirmed.expires_at is None and confirmed.metadata["confidence"] == "explicit"
+    clock.advance(days=25)  # past the 30 days: the unconfirmed guess is gone, the confirmed one stays
+    assert [m.text for m in store.list(NS, filter={"kinds": ["fact"]})] == [opening.text]
 
 
 def _seeded(store: MemoryStore) -> str:

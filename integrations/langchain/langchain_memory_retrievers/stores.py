@@ -26,8 +26,10 @@ cosine similarity between the query and the item's best-matching indexed text.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal, cast
@@ -62,6 +64,7 @@ from memory_retrievers import (
 from memory_retrievers.integration import PAGE_SIZE, aiter_memories, register, run_sync, unit_rows
 
 from ._recallers import Recallers
+from ._ttl import TTL_KEY, Sweeper, check_ttl, check_ttl_config, expires_at
 
 __all__ = ["NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
 
@@ -232,6 +235,11 @@ class MemoryStoreLangGraph(BaseStore):
         llm: Optional LangChain model for query expansion / HyDE in ``search``.
         kind: The memory kind of stored items.
         ranking: ``"recall"`` (the fused pipeline orders results) or ``"vector"`` (the cosine alone).
+        ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for puts that give no ``ttl``),
+            ``refresh_on_read`` (default ``True``: a get or search of an item restarts its TTL),
+            ``sweep_interval_minutes`` (for :meth:`start_ttl_sweeper`). An item's TTL is the
+            core's ``expires_at``: expired items leave get, search and listings at once, and
+            :meth:`sweep_ttl` (or ``MemoryStore.expire``/``optimize``) deletes them.
 
     Raises:
         ConfigError: Bad arguments.
@@ -244,7 +252,7 @@ class MemoryStoreLangGraph(BaseStore):
             store.search(("memories", "alice"), query="which theme?", limit=3)
     """
 
-    supports_ttl = False
+    supports_ttl = True
 
     def __init__(
         self,
@@ -255,6 +263,7 @@ class MemoryStoreLangGraph(BaseStore):
         llm: Any = None,
         kind: MemoryKind | str = MemoryKind.FACT,
         ranking: Ranking = "recall",
+        ttl: Mapping[str, Any] | None = None,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
@@ -267,6 +276,41 @@ class MemoryStoreLangGraph(BaseStore):
         self.kind = MemoryKind(kind)
         self.ranking: Ranking = ranking
         self._recallers = Recallers(store, recall_config, llm)
+        self.ttl_config = check_ttl_config(ttl)  # type: ignore[assignment]
+        self._sweeper = Sweeper(self.sweep_ttl)
+
+    # ------------------------------------------------------------------ TTL
+    def sweep_ttl(self) -> int:
+        """Delete every expired memory of the store now; returns how many."""
+        return self._store.expire()
+
+    async def asweep_ttl(self) -> int:
+        """Async twin of :meth:`sweep_ttl`."""
+        return await self._store.aexpire()
+
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+        """Sweep expired items every ``sweep_interval_minutes`` (default: the ttl config's) in a thread.
+
+        Returns a future that completes when :meth:`stop_ttl_sweeper` has stopped it.
+        """
+        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
+        if interval is None:
+            raise ConfigError("give sweep_interval_minutes, here or in ttl={'sweep_interval_minutes': ...}")
+        return self._sweeper.start(float(interval))
+
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
+        """Stop the sweeper; ``True`` when it has stopped within ``timeout`` seconds."""
+        return self._sweeper.stop(timeout)
+
+    async def _refresh(self, memories: Sequence[Memory]) -> None:
+        now = self._store.clock()
+        for memory in memories:
+            minutes = memory.metadata.get(TTL_KEY)
+            if isinstance(minutes, int | float) and not isinstance(minutes, bool):
+                with contextlib.suppress(NotFoundError):  # deleted meanwhile: nothing to refresh
+                    await self._store.aupdate(
+                        memory.id, namespace=memory.namespace, expires_at=expires_at(now, minutes)
+                    )
 
     def __repr__(self) -> str:
         return f"MemoryStoreLangGraph({self._store!r}, ranking={self.ranking!r})"
@@ -359,10 +403,14 @@ class MemoryStoreLangGraph(BaseStore):
     async def _aget(self, op: GetOp) -> Item | None:
         path = _check_labels(op.namespace)
         try:
-            memory = await self._store.aget(op.key, namespace=core_namespace(path))
+            memory = cast(Memory, await self._store.aget(op.key, namespace=core_namespace(path)))
         except NotFoundError:
             return None
-        return self._item(memory)  # type: ignore[arg-type]
+        if memory.expires_at is not None and memory.expires_at <= self._store.clock():
+            return None  # expired, not yet swept
+        if op.refresh_ttl:
+            await self._refresh([memory])
+        return self._item(memory)
 
     async def _aput_many(self, namespace: Sequence[str], ops: Sequence[PutOp]) -> None:
         ns = core_namespace(_check_put_namespace(namespace))
@@ -380,6 +428,10 @@ class MemoryStoreLangGraph(BaseStore):
                 raise InvalidInputError(f"item values must be dicts, got {type(op.value).__name__} for key {key!r}")
             texts = [] if op.index is False else self._texts(op.value, None if op.index is None else list(op.index))
             record: dict[str, Any] = {"id": key, "kind": self.kind, "metadata": {VALUE_KEY: op.value}}
+            minutes = check_ttl(op.ttl)
+            if minutes is not None:
+                record["expires_at"] = expires_at(self._store.clock(), minutes)
+                record["metadata"][TTL_KEY] = minutes
             if not texts:
                 # Found by get/list/filter, never by semantic search. Its text (the value as JSON)
                 # is still embedded by the store, like any memory.
@@ -438,7 +490,10 @@ class MemoryStoreLangGraph(BaseStore):
             for ns in namespaces:
                 listed.extend(await self._alist(ns, op.filter, wanted))
             listed.sort(key=lambda m: m.updated_at or datetime.min, reverse=True)
-            return [self._search_item(m, None) for m in listed[op.offset : wanted]]
+            page = listed[op.offset : wanted]
+            if op.refresh_ttl:
+                await self._refresh(page)
+            return [self._search_item(m, None) for m in page]
         qvec = np.asarray(await self._store.aembed_query(op.query), dtype=np.float32)
         ranked: list[tuple[float, _Found]] = []
         rest: list[_Found] = []
@@ -448,8 +503,10 @@ class MemoryStoreLangGraph(BaseStore):
             rest.extend(tail)
         ranked.sort(key=lambda pair: -pair[0])
         rest.sort(key=lambda found: -found.cosine)
-        found = [f for _, f in ranked] + rest
-        return [self._search_item(f.memory, f.cosine) for f in found[op.offset : wanted]]
+        found = ([f for _, f in ranked] + rest)[op.offset : wanted]
+        if op.refresh_ttl:
+            await self._refresh([f.memory for f in found])
+        return [self._search_item(f.memory, f.cosine) for f in found]
 
     async def _asearch_namespace(
         self, ns: str, query: str, qvec: np.ndarray, flt: Mapping[str, Any] | None, wanted: int

@@ -150,8 +150,8 @@ def test_invalid_input(lg: MemoryStoreLangGraph, store: MemoryStore) -> None:
         lg.put(("m",), "", {"text": "v"})
     with pytest.raises(FilterError, match=r"\$regex"):
         lg.put(("m",), "k", {"text": "v"}) or lg.search(("m",), filter={"text": {"$regex": ".*"}})
-    with pytest.raises(NotImplementedError):
-        lg.put(("m",), "k", {"text": "v"}, ttl=5)
+    with pytest.raises(InvalidInputError, match="ttl"):
+        lg.put(("m",), "k", {"text": "v"}, ttl=0)
     with pytest.raises(InvalidInputError, match="index_fields"):
         MemoryStoreLangGraph(store, index_fields="summary")  # type: ignore[arg-type]
     assert [i.key for i in lg.search(("m",))] == ["k"]  # the failed writes left only the good one

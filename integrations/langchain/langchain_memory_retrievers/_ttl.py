@@ -1,0 +1,99 @@
+"""LangGraph's TTL API over the core's per-memory ``expires_at``: config checks and the sweeper."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import Future
+from datetime import datetime, timedelta
+from typing import Any
+
+from memory_retrievers import ConfigError, InvalidInputError
+
+__all__ = ["TTL_KEY", "Sweeper", "check_ttl", "check_ttl_config", "expires_at"]
+
+#: Metadata key holding an item's TTL in minutes, so a read can refresh it.
+TTL_KEY = "langgraph_ttl_minutes"
+
+_KEYS = {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"}
+
+
+def check_ttl(minutes: Any, what: str = "ttl") -> float | None:
+    """A TTL in minutes (a positive number) or ``None``."""
+    if minutes is None:
+        return None
+    if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not minutes > 0:
+        raise InvalidInputError(f"{what} must be a number of minutes > 0 or None, got {minutes!r}")
+    return float(minutes)
+
+
+def check_ttl_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """LangGraph's ``TTLConfig``, checked (unknown keys and bad values raise ``ConfigError``)."""
+    if config is None:
+        return None
+    if not isinstance(config, Mapping):
+        raise ConfigError(f"ttl must be a dict like LangGraph's TTLConfig, got {type(config).__name__}")
+    unknown = set(config) - _KEYS
+    if unknown:
+        raise ConfigError(f"unknown ttl key(s) {sorted(unknown)}; valid keys: {', '.join(sorted(_KEYS))}")
+    out = dict(config)
+    try:
+        check_ttl(out.get("default_ttl"), "ttl['default_ttl']")
+    except InvalidInputError as exc:
+        raise ConfigError(str(exc)) from None
+    for key in ("refresh_on_read", "omit_expired"):
+        if key in out and not isinstance(out[key], bool):
+            raise ConfigError(f"ttl[{key!r}] must be a bool, got {out[key]!r}")
+    interval = out.get("sweep_interval_minutes")
+    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0):
+        raise ConfigError(f"ttl['sweep_interval_minutes'] must be a number > 0 or None, got {interval!r}")
+    return out
+
+
+def expires_at(now: datetime, minutes: float) -> datetime:
+    """When an item written or read at ``now`` with a TTL of ``minutes`` expires."""
+    return now + timedelta(minutes=minutes)
+
+
+class Sweeper:
+    """A daemon thread that deletes expired memories every interval until stopped."""
+
+    def __init__(self, sweep: Callable[[], int]) -> None:
+        self._sweep = sweep
+        self._lock = threading.Lock()
+        self._stop: threading.Event | None = None
+        self._thread: threading.Thread | None = None
+        self._done: Future[None] = Future()
+
+    def start(self, interval_minutes: float) -> Future[None]:
+        """Start sweeping (no-op if running); the future completes when the sweeper stops."""
+        with self._lock:
+            if self._thread is not None and self._thread.is_alive():
+                return self._done
+            stop = self._stop = threading.Event()
+            done: Future[None] = Future()
+            self._done = done
+
+            def loop() -> None:
+                try:
+                    while not stop.wait(interval_minutes * 60):
+                        try:
+                            self._sweep()
+                        except Exception:
+                            continue
+                finally:
+                    done.set_result(None)
+
+            self._thread = threading.Thread(target=loop, name="langgraph-ttl-sweeper", daemon=True)
+            self._thread.start()
+            return done
+
+    def stop(self, timeout: float | None = None) -> bool:
+        """Stop sweeping; ``True`` when the thread has ended within ``timeout``."""
+        with self._lock:
+            stop, thread = self._stop, self._thread
+        if stop is None or thread is None:
+            return True
+        stop.set()
+        thread.join(timeout)
+        return not thread.is_alive()

@@ -1,0 +1,86 @@
+"""LangGraph's TTL API on MemoryStoreLangGraph: put(ttl=...), refresh on read, omission, sweeping."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from langchain_memory_retrievers import MemoryStoreLangGraph
+from memory_retrievers import ConfigError, MemoryStore
+from memory_retrievers.testing import ManualClock
+
+NS = ("memories", "alice")
+
+
+def test_an_item_expires_after_its_ttl_and_leaves_every_read(store: MemoryStore, clock: ManualClock) -> None:
+    lg = MemoryStoreLangGraph(store)
+    assert lg.supports_ttl
+    lg.put(NS, "code", {"text": "The door code is 4321 this week"}, ttl=60)
+    lg.put(NS, "theme", {"text": "Alice prefers the dark theme"})
+    assert lg.get(NS, "code", refresh_ttl=False) is not None
+    clock.advance(minutes=61)
+    assert lg.get(NS, "code") is None
+    assert [i.key for i in lg.search(NS)] == ["theme"]
+    assert [i.key for i in lg.search(NS, query="door code")] == ["theme"]
+    assert lg.sweep_ttl() == 1
+    assert lg.get(NS, "theme") is not None
+
+
+def test_reads_refresh_the_ttl_unless_told_not_to(store: MemoryStore, clock: ManualClock) -> None:
+    lg = MemoryStoreLangGraph(store)
+    lg.put(NS, "a", {"text": "refreshed by reads"}, ttl=60)
+    lg.put(NS, "b", {"text": "never refreshed"}, ttl=60)
+    clock.advance(minutes=50)
+    assert lg.get(NS, "a") is not None  # refresh_on_read (default): expires 60 minutes from now
+    assert lg.get(NS, "b", refresh_ttl=False) is not None
+    clock.advance(minutes=20)
+    assert lg.get(NS, "a", refresh_ttl=False) is not None
+    assert lg.get(NS, "b") is None
+    # Search refreshes what it returns, too.
+    lg.search(NS, query="refreshed")
+    clock.advance(minutes=55)
+    assert [i.key for i in lg.search(NS, refresh_ttl=False)] == ["a"]
+
+
+def test_default_ttl_and_refresh_off_from_the_config(store: MemoryStore, clock: ManualClock) -> None:
+    lg = MemoryStoreLangGraph(store, ttl={"default_ttl": 10, "refresh_on_read": False})
+    lg.put(NS, "x", {"text": "short"})
+    lg.put(NS, "y", {"text": "kept"}, ttl=None)  # an explicit None: never expires
+    clock.advance(minutes=5)
+    assert lg.get(NS, "x") is not None  # read, but refresh_on_read is off
+    clock.advance(minutes=6)
+    assert lg.get(NS, "x") is None and lg.get(NS, "y") is not None
+
+
+def test_the_sweeper_runs_in_the_background_and_stops(store: MemoryStore, clock: ManualClock) -> None:
+    lg = MemoryStoreLangGraph(store, ttl={"sweep_interval_minutes": 0.001})  # every 0.06 s
+    lg.put(NS, "x", {"text": "gone soon"}, ttl=1)
+    ns = lg.core_namespace(NS)
+    assert store.count(ns, filter={"include_expired": True}) == 1
+    clock.advance(minutes=2)
+    done = lg.start_ttl_sweeper()
+    deadline = time.monotonic() + 20
+    while store.count(ns, filter={"include_expired": True}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.count(ns, filter={"include_expired": True}) == 0
+    assert lg.stop_ttl_sweeper(timeout=10) and done.result(timeout=10) is None
+
+
+@pytest.mark.parametrize(
+    ("ttl", "match"),
+    [
+        ({"default_ttl": -1}, "default_ttl"),
+        ({"refresh_on_read": "yes"}, "refresh_on_read"),
+        ({"bogus": 1}, "bogus"),
+        ({"sweep_interval_minutes": 0}, "sweep_interval_minutes"),
+    ],
+)
+def test_bad_ttl_config_is_refused(store: MemoryStore, ttl: dict, match: str) -> None:
+    with pytest.raises(ConfigError, match=match):
+        MemoryStoreLangGraph(store, ttl=ttl)
+
+
+def test_the_sweeper_needs_an_interval(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match="sweep_interval_minutes"):
+        MemoryStoreLangGraph(store).start_ttl_sweeper()

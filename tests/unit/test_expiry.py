@@ -1,0 +1,84 @@
+"""Per-memory expiry (``expires_at``): left out of every read at once, deleted by expire/optimize."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta
+
+import pytest
+
+from memory_retrievers import InvalidInputError, MemoryRetriever, MemoryStore
+from memory_retrievers.testing import ManualClock
+
+NS = "u"
+QUIET = {"expansion": False, "hyde": False, "record_access": False, "decay": "none"}
+
+
+@pytest.fixture(params=["view", "lancedb"])
+def store(request: pytest.FixtureRequest, make_store: Callable[..., MemoryStore]) -> MemoryStore:
+    # Recall reads small namespaces from an in-memory view, large ones from LanceDB: both must agree.
+    return make_store(config={"recall_view_max_rows": 10_000 if request.param == "view" else 0})
+
+
+def _visible(store: MemoryStore, query: str) -> dict[str, set[str]]:
+    recalled = MemoryRetriever(store, namespace=NS, config=QUIET).recall(query, k=10, token_budget=None)
+    return {
+        "recall": {m.text for m in recalled.memories},
+        "list": {m.text for m in store.list(NS)},
+        "vector": {m.id for m in store.vector_search(query, namespace=NS, k=10)},
+        "fts": {m.id for m in store.fts_search("parking", namespace=NS, k=10)},
+    }
+
+
+def test_an_expired_memory_leaves_every_read_at_once(store: MemoryStore, clock: ManualClock) -> None:
+    keep = store.add("The parking code is 1234 forever", namespace=NS)
+    temp = store.add("The parking code is 9876 this week", namespace=NS, expires_at=clock() + timedelta(days=7))
+    assert store.get(temp.id, namespace=NS).expires_at == clock() + timedelta(days=7)
+    before = _visible(store, "parking code")
+    assert temp.text in before["recall"] and temp.text in before["list"] and temp.id in before["vector"]
+    assert store.count(NS) == 2
+
+    clock.advance(days=7)  # expires_at <= now: expired
+    after = _visible(store, "parking code")
+    assert after["recall"] == after["list"] == {keep.text}
+    assert after["vector"] == after["fts"] == {keep.id}
+    assert store.count(NS) == 1
+    # Asked for explicitly, it is still there until expire() deletes it.
+    assert {m.id for m in store.list(NS, filter={"include_expired": True})} == {keep.id, temp.id}
+    assert store.get(temp.id, namespace=NS).text == temp.text
+    assert store.expire() == 1
+    assert store.count(NS, filter={"include_expired": True}) == 1
+    assert store.expire() == 0
+
+
+def test_optimize_deletes_expired_memories_and_only_them(store: MemoryStore, clock: ManualClock) -> None:
+    store.add("lasting", namespace=NS)
+    store.add("short lived", namespace=NS, expires_at=clock() + timedelta(hours=1))
+    store.add("other tenant, short lived", namespace="v", expires_at=clock() + timedelta(hours=1))
+    store.add("later", namespace=NS, expires_at=clock() + timedelta(days=30))
+    clock.advance(hours=2)
+    assert store.expire(namespace="v") == 1
+    store.optimize()
+    assert sorted(m.text for m in store.list(NS, filter={"include_expired": True})) == ["lasting", "later"]
+
+
+def test_an_expired_update_brings_back_the_memory_it_superseded(store: MemoryStore, clock: ManualClock) -> None:
+    old = store.add("Ana lives in Porto", namespace=NS)
+    new = store.supersede(
+        old.id, {"text": "Ana is in Lisbon for the summer", "expires_at": clock() + timedelta(days=90)}, namespace=NS
+    )
+    assert [m.text for m in store.list(NS)] == [new.text]
+    clock.advance(days=91)
+    assert store.list(NS) == []  # the newer memory has expired; the older one is still superseded...
+    store.expire()
+    assert [m.text for m in store.list(NS)] == [old.text]  # ...until it is deleted, like any delete
+
+
+def test_expiry_can_be_cleared_and_must_be_timezone_aware(store: MemoryStore, clock: ManualClock) -> None:
+    m = store.add("temporary", namespace=NS, expires_at=clock() + timedelta(minutes=5))
+    store.update(m.id, namespace=NS, expires_at=None)
+    clock.advance(days=1)
+    assert [x.text for x in store.list(NS)] == ["temporary"]
+    with pytest.raises(InvalidInputError, match="expires_at"):
+        store.add("naive", namespace=NS, expires_at=datetime(2030, 1, 1))
+    assert store.count(NS) == 1
