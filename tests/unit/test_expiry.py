@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import pytest
 
@@ -82,3 +84,25 @@ def test_expiry_can_be_cleared_and_must_be_timezone_aware(store: MemoryStore, cl
     with pytest.raises(InvalidInputError, match="expires_at"):
         store.add("naive", namespace=NS, expires_at=datetime(2030, 1, 1))
     assert store.count(NS) == 1
+
+
+def test_a_table_from_before_expiry_is_migrated_and_works(tmp_path: Path, clock: ManualClock) -> None:
+    from memory_retrievers import HashEmbedder
+
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32), clock=clock) as first:
+        first.add("written by an older release", namespace=NS)
+
+    async def drop() -> None:  # the table as a release without expires_at left it
+        import lancedb
+
+        db = await lancedb.connect_async(str(tmp_path / "db"))
+        await (await db.open_table("memories")).drop_columns(["expires_at"])
+
+    asyncio.run(drop())
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32), clock=clock) as old:
+        assert [m.expires_at for m in old.list(NS)] == [None]
+        old.add("temporary", namespace=NS, expires_at=clock() + timedelta(minutes=1))
+        clock.advance(minutes=2)
+        recalled = MemoryRetriever(old, namespace=NS, config=QUIET).recall("written temporary", k=5)
+        assert [m.text for m in recalled.memories] == ["written by an older release"]
+        assert old.expire() == 1
