@@ -93,6 +93,7 @@ class ScoredMemory:
     score: float
     explanation: Explanation
     relevance: float = 0.0
+    note: str | None = None
 
     @property
     def id(self) -> str:
@@ -115,10 +116,14 @@ class CutCandidate:
     text: str
 
 
-def render_line(memory: Memory) -> str:
-    """How one memory appears in :meth:`RecallResult.to_context` (its token cost is this line's)."""
+def render_line(memory: Memory, note: str | None = None) -> str:
+    """How one memory appears in :meth:`RecallResult.to_context` (its token cost is this line's).
+
+    A ``note`` (facts folded into the memory, contradictions) goes on an indented line below it.
+    """
     date = memory.created_at.date().isoformat() if memory.created_at else "undated"
-    return f"- [{date}] {memory.text}"
+    line = f"- [{date}] {memory.text}"
+    return f"{line}\n  ({note})" if note else line
 
 
 CONTEXT_HEADER = "Relevant memories (most relevant first):"
@@ -187,9 +192,9 @@ class RecallResult:
         if sections and sum(1 for members in grouped.values() if members) > 1:
             for section, members in grouped.items():
                 if members:
-                    lines += [SECTION_TITLES[section], *(render_line(m.memory) for m in members)]
+                    lines += [SECTION_TITLES[section], *(render_line(m.memory, m.note) for m in members)]
         else:
-            lines += [render_line(m.memory) for m in self.memories]
+            lines += [render_line(m.memory, m.note) for m in self.memories]
         if self.trimmed:
             lines.append(trimmed_marker(self.trimmed_count))
         return "\n".join(lines)

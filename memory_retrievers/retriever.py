@@ -28,6 +28,7 @@ from .filters import MemoryFilter, coerce_filter
 from .llm import LLM, as_llm
 from .models import FtsField
 from .query import analyze
+from .recall.annotate import notes_for
 from .recall.assemble import Assembly, assemble
 from .recall.blend import final_scores, fuse, rerank, semantic_blend
 from .recall.channels import Channels
@@ -327,6 +328,7 @@ class MemoryRetriever:
                     fused, folded = fold_into_sources(fuse(lists, cfg), sources)
                     count = sum(len(v) for v in folded.values())
                     plan.notes.append(f"{count} extracted fact(s) folded into their source turns")
+            notes = await notes_for(fused, folded, source)
 
         # Memories the caller already shows are dropped after fusion and link spreading, so they
         # still seed feedback and links (they are on topic) but take no place in the result.
@@ -346,7 +348,7 @@ class MemoryRetriever:
         scored = final_scores(fused, memories, base, ctx, cfg)
         mark("scored")
         parts = Assembly(
-            query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists], folded
+            query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists], folded, notes
         )
         result = assemble(scored, parts, cfg, k=k, budget=budget, explain=explain, counter=counter)
         mark("selected")

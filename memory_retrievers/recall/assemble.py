@@ -38,6 +38,7 @@ class Assembly:
     plan: Plan
     lists: Sequence[str]
     folded: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    notes: Mapping[str, str] = field(default_factory=dict)
 
 
 def assemble(
@@ -75,7 +76,7 @@ def assemble(
 
     def cost(c: Candidate) -> int:
         if c.id not in costs:
-            costs[c.id] = counter.count("\n" + render_line(memories[c.id]))
+            costs[c.id] = counter.count("\n" + render_line(memories[c.id], parts.notes.get(c.id)))
         return costs[c.id]
 
     candidates = [
@@ -114,6 +115,7 @@ def assemble(
                 memory=mem,
                 score=s.score,
                 relevance=relevance(parts.semantic, h.id),
+                note=parts.notes.get(h.id),
                 explanation=Explanation(
                     channels=h.contributions,
                     rank_bonus=h.bonus,

@@ -24,6 +24,8 @@ def _document(scored: ScoredMemory) -> Document:
     meta["score"] = scored.score
     meta["relevance"] = scored.relevance
     meta["explanation"] = scored.explanation.to_dict()
+    if scored.note:
+        meta["note"] = scored.note  # facts folded into it, contradictions (see RecallResult.to_context)
     return Document(id=scored.id, page_content=scored.text, metadata=meta)
 
 

@@ -62,3 +62,38 @@ def test_folding_off_lets_facts_and_turns_compete(store: MemoryStore) -> None:
 def test_a_filter_that_hides_the_source_keeps_the_fact(store: MemoryStore) -> None:
     res = MemoryRetriever(store, namespace=NS, config=QUIET).recall("Ana dog Rex", k=10, kinds=["fact"])
     assert "Ana adopted a dog named Rex." in [m.text for m in res.memories]
+
+
+def test_the_block_shows_the_folded_fact_under_its_source_turn(store: MemoryStore) -> None:
+    res = MemoryRetriever(store, namespace=NS, config=QUIET).recall("Does Ana have a dog named Rex?", k=10)
+    turn = next(s for s in res.memories if s.text.startswith("Ana: we finally"))
+    assert turn.note == 'fact: "Ana adopted a dog named Rex."'
+    block = res.to_context()
+    assert '] Ana: we finally adopted the puppy from the shelter!\n  (fact: "Ana adopted a dog named Rex.")' in block
+
+
+def test_contradictions_are_shown_on_both_memories_and_paid_for(tmp_path: Path) -> None:
+    from memory_retrievers import EstimateCounter
+
+    with MemoryStore(tmp_path / "c", embedder=HashEmbedder(64)) as s:
+        old = s.add("Ana likes jazz", namespace=NS, kind="fact")
+        s.add("Ana does not like jazz", namespace=NS, kind="fact", metadata={"contradicts": [old.id, "deleted-id"]})
+        retriever = MemoryRetriever(s, namespace=NS, config=QUIET)
+        res = retriever.recall("Does Ana like jazz?", k=10)
+        notes = {m.text: m.note for m in res.memories}
+        assert notes == {
+            "Ana likes jazz": 'contradicted by a later memory: "Ana does not like jazz"',
+            "Ana does not like jazz": 'contradicts an earlier memory: "Ana likes jazz"',
+        }
+        assert res.tokens_used == retriever.token_counter.count(res.to_context())
+        counter = EstimateCounter()
+        # The notes cost tokens: a budget that fits both lines without notes no longer does.
+        plain = counter.count("Relevant memories (most relevant first):\n- [2026-01-01] Ana likes jazz")
+        tight = MemoryRetriever(s, namespace=NS, config=QUIET, token_counter=counter).recall(
+            "Does Ana like jazz?", k=10, token_budget=plain + 25
+        )
+        assert tight.tokens_used <= plain + 25 and len(tight.memories) < 2
+        # Once the earlier memory is deleted, the later one has nothing to be weighed against.
+        s.delete(old.id, namespace=NS)
+        (only,) = retriever.recall("Does Ana like jazz?", k=10).memories
+        assert only.note is None

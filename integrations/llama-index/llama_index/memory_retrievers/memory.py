@@ -213,7 +213,7 @@ class RecallMemory(BaseMemory):
             token_budget=self.recall_token_budget,
             exclude_ids={m.id for m in recent_memories},
         )
-        lines = [render_line(m.memory) for m in result.memories]
+        lines = [render_line(m.memory, m.note) for m in result.memories]
         if not lines:
             return recent
         system = ChatMessage(role=MessageRole.SYSTEM, content="\n".join([self.header, *lines]))

@@ -66,7 +66,7 @@ def current_namespace() -> str | None:
 
 
 # Shown to the LLM with the text; the rest (ids, hashes, the explanation) stays out of prompts.
-_LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities"})
+_LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities", "note"})
 
 
 def _node(scored: ScoredMemory, score: Literal["final", "relevance"]) -> NodeWithScore:
@@ -75,6 +75,8 @@ def _node(scored: ScoredMemory, score: Literal["final", "relevance"]) -> NodeWit
     meta.pop("vector", None)
     meta["relevance"] = scored.relevance
     meta["explanation"] = scored.explanation.to_dict()
+    if scored.note:
+        meta["note"] = scored.note  # facts folded into it, contradictions: shown to the LLM
     node = TextNode(
         id_=scored.id,
         text=scored.text,
