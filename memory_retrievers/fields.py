@@ -100,6 +100,9 @@ FIELDS: tuple[FieldSpec, ...] = (
     # When the memory stops counting (null: never). From then on, recall, list, count and search
     # leave it out; store.expire() (run by optimize) deletes it for good.
     FieldSpec("expires_at", _TS, added_sql="""arrow_cast(NULL, 'Timestamp(Microsecond, Some("UTC"))')"""),
+    # Lifecycle tier of a formed memory: candidate -> validated by use -> archived when unused
+    # (null: not managed). Archived memories leave every read unless a filter asks for them.
+    FieldSpec("lifecycle", pa.string(), added_sql="CAST(NULL AS STRING)"),
 )
 
 #: Every public column except ``vector``: what reads fetch unless a vector is asked for.

@@ -33,6 +33,7 @@ __all__ = [
     "build_where",
     "coerce_filter",
     "expiry_cutoff",
+    "hides_archived",
     "matches",
     "sql_in",
     "sql_list",
@@ -75,7 +76,8 @@ class MemoryFilter(CheckedModel):
     given memories (e.g. those an application already selected by its own criteria), so ranking
     happens among them only. Expired memories (``expires_at`` at or before ``live_at``) are
     excluded unless ``include_expired`` is true; the store sets ``live_at`` to its clock's now on
-    every read that does not set it.
+    every read that does not set it. On those reads archived memories (``lifecycle="archived"``)
+    are excluded too, unless ``include_archived`` is true.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -95,6 +97,7 @@ class MemoryFilter(CheckedModel):
     created_before: datetime | None = None
     include_superseded: StrictBool = False
     include_expired: StrictBool = False
+    include_archived: StrictBool = False
     live_at: datetime | None = None
     _id_set: frozenset[str] = PrivateAttr(default=frozenset())
 
@@ -158,7 +161,17 @@ def coerce_filter(value: MemoryFilter | Mapping[str, Any] | None) -> MemoryFilte
 
 def is_unconstrained(flt: MemoryFilter) -> bool:
     """True when ``flt`` sets nothing but ``include_superseded`` (every live memory passes)."""
-    return not flt.model_dump(exclude_defaults=True, exclude={"include_superseded", "include_expired", "live_at"})
+    return not flt.model_dump(
+        exclude_defaults=True, exclude={"include_superseded", "include_expired", "include_archived", "live_at"}
+    )
+
+
+def hides_archived(flt: MemoryFilter) -> bool:
+    """Whether archived memories are left out: on a caller's read (``live_at`` set), unless asked for.
+
+    The store's own reads (duplicates aside) set no ``live_at`` and see every row.
+    """
+    return flt.live_at is not None and not flt.include_archived
 
 
 def expiry_cutoff(flt: MemoryFilter) -> datetime | None:
@@ -205,6 +218,8 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
     cutoff = expiry_cutoff(flt)
     if cutoff is not None:
         clauses.append(f"expires_at IS NULL OR expires_at > {sql_literal(cutoff)}")
+    if hides_archived(flt):
+        clauses.append("lifecycle IS NULL OR lifecycle <> 'archived'")
     return " AND ".join(f"({c})" for c in clauses)
 
 
@@ -238,6 +253,8 @@ def matches(memory: Memory, flt: MemoryFilter) -> bool:
         return False
     cutoff = expiry_cutoff(flt)
     if cutoff is not None and memory.expires_at is not None and memory.expires_at <= cutoff:
+        return False
+    if hides_archived(flt) and memory.lifecycle == "archived":
         return False
     created = memory.created_at or datetime.min.replace(tzinfo=timezone.utc)
     if flt.created_after is not None and created < flt.created_after:

@@ -90,6 +90,7 @@ class Memory:
     context: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     expires_at: datetime | None = None
+    lifecycle: str | None = None
     vector: tuple[float, ...] | None = None
 
     @property

@@ -219,7 +219,13 @@ class MemoryStore:
         self._vectors = VectorMaker(self._embedder, dimension, cfg.embed_batch_size)
         context = ContextFiller(self._table, cfg)
         self._writer = Writer(
-            self._table, cfg, self._vectors, DuplicateFinder(self._table, cfg), context, self._searcher, self._clock
+            self._table,
+            cfg,
+            self._vectors,
+            DuplicateFinder(self._table, cfg, self._clock),
+            context,
+            self._searcher,
+            self._clock,
         )
         self._editor = Editor(self._table, cfg, self._vectors, self._writer, context, self._clock)
         # Every write of this store goes through one queue (see storage/queue.py).

@@ -20,6 +20,7 @@ from .fields import WRITABLE_FIELDS
 from .models import MemoryKind
 
 __all__ = [
+    "LIFECYCLE_TIERS",
     "MAX_QUERY_CHARS",
     "WRITABLE_FIELDS",
     "check_key",
@@ -40,6 +41,9 @@ PRIORITY_RANGE = (0.0, 10.0)
 IMPORTANCE_RANGE = (0.0, 1.0)
 
 _INNER_WS = re.compile(r"(?<=\S)[ \t\u00a0]+(?=\S)")
+
+#: The lifecycle tiers of a formed memory, in order (see :mod:`memory_retrievers.formation.lifecycle`).
+LIFECYCLE_TIERS: tuple[str, ...] = ("candidate", "validated", "archived")
 
 
 def _has_surrogate(text: str) -> bool:
@@ -236,6 +240,12 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
         out["created_at"] = to_utc(raw["created_at"], "created_at")
     if raw.get("expires_at") is not None:
         out["expires_at"] = to_utc(raw["expires_at"], "expires_at")
+    if raw.get("lifecycle") is not None:
+        if raw["lifecycle"] not in LIFECYCLE_TIERS:
+            raise InvalidInputError(
+                f"lifecycle must be one of {', '.join(LIFECYCLE_TIERS)} or None, got {raw['lifecycle']!r}"
+            )
+        out["lifecycle"] = raw["lifecycle"]
     if raw.get("context") is not None:
         out["context"] = check_text(
             raw["context"], field="context", max_chars=config.max_context_chars, allow_empty=True

@@ -34,6 +34,13 @@ class FormationConfig(CheckedModel):
     later, surer fact confirms it (consolidation's SKIP onto it clears the expiry). ``None``: never."""
     drop_below: float | None = Field(default=None, ge=0, le=1)
     """Turns whose zero-LLM importance is below this are not stored (default: keep every turn)."""
+    lifecycle: bool = True
+    """Formed facts start as ``lifecycle="candidate"`` and move through the tiers by use
+    (:meth:`MemoryFormer.review_lifecycle`; see :mod:`memory_retrievers.formation.lifecycle`)."""
+    validate_after_uses: int = Field(default=2, ge=1)
+    """Accesses (recalls) after which a candidate is validated."""
+    archive_after_days: float | None = Field(default=180.0, gt=0)
+    """Days without use after which a candidate or validated memory is archived (``None``: never)."""
     scan_contradictions: bool = True
     """Mark a new fact that contradicts a stored one (``metadata.contradicts``), without an LLM."""
     similar_k: int = Field(default=5, ge=1, le=50)

@@ -100,6 +100,8 @@ class Consolidator:
             changes: dict[str, Any] = {}
             if set(links) != set(target.links):
                 changes["links"] = links
+            if target.lifecycle == "candidate":
+                changes["lifecycle"] = "validated"  # a later conversation confirms it
             if target.expires_at is not None and "expires_at" not in record:
                 # A surer fact confirms a speculative one: it no longer expires.
                 changes["expires_at"] = None
@@ -111,6 +113,8 @@ class Consolidator:
             history = list(target.metadata.get("consolidated_from", []))
             meta["consolidated_from"] = [*history, target.id]
             new = {**record, "text": merged, "links": links, "metadata": meta}
+            if "lifecycle" in record:
+                new["lifecycle"] = "validated"  # what it merges was known already
         else:  # UPDATE and INVALIDATE: the new fact replaces the target, which stays in history
             new = {**record, "metadata": {**meta, "replaces": target.id}}
         return await self._store.asupersede(target.id, new, namespace=self._ns)

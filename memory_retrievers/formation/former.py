@@ -17,13 +17,14 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import _loop
-from ..errors import ConfigError, InvalidInputError
+from ..errors import ConfigError, InvalidInputError, NotFoundError
 from ..llm import as_llm
 from ..models import Memory, MemoryKind
 from .config import FormationConfig
 from .consolidate import Consolidator
 from .extract import extract_facts, summarize
 from .importance import importance
+from .lifecycle import next_tier
 from .report import FactOutcome, FormationReport
 from .types import Confidence, Fact
 
@@ -142,6 +143,37 @@ class MemoryFormer:
         if worker is not None and self._worker_pid == os.getpid():
             worker.shutdown(wait=True)
 
+    def review_lifecycle(self, namespace: str) -> dict[str, int]:
+        """Move the namespace's formed memories through their lifecycle tiers, by use.
+
+        Returns how many memories moved to each tier (e.g. ``{"validated": 3, "archived": 1}``).
+        Reads the whole namespace: run it on a schedule (daily, say), not per turn.
+        """
+        return _loop.run_sync(self.areview_lifecycle(namespace))
+
+    async def areview_lifecycle(self, namespace: str) -> dict[str, int]:
+        """Async twin of :meth:`review_lifecycle`."""
+        now = self._store.clock()
+        moved: dict[str, int] = {}
+        changes: list[tuple[str, str]] = []
+        offset = 0
+        while True:
+            page = await self._store.alist(namespace, filter={"include_archived": True}, limit=1000, offset=offset)
+            for memory in page:
+                tier = next_tier(memory, now, self._config)
+                if tier is not None:
+                    changes.append((memory.id, tier))
+            if len(page) < 1000:
+                break
+            offset += len(page)
+        for id_, tier in changes:  # after the reads: updates would reorder the pages
+            try:
+                await self._store.aupdate(id_, namespace=namespace, lifecycle=tier)
+            except NotFoundError:  # deleted meanwhile
+                continue
+            moved[tier] = moved.get(tier, 0) + 1
+        return moved
+
     async def aform(
         self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
     ) -> FormationReport:
@@ -198,6 +230,8 @@ class MemoryFormer:
                 "entities": [fact.about] if fact.about else [],
                 "metadata": {"confidence": fact.confidence.value, "formed_by": "extraction"},
             }
+            if cfg.lifecycle:
+                fields["lifecycle"] = "candidate"
             if fact.confidence is Confidence.SPECULATIVE and cfg.speculative_ttl_days is not None:
                 fields["expires_at"] = self._store.clock() + timedelta(days=cfg.speculative_ttl_days)
             fact_records.append((fact, fields))

@@ -8,7 +8,8 @@ product and the table side by LanceDB's cosine distance, which agree.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -40,9 +41,10 @@ class DuplicateFinder:
         config: Thresholds, exempt kinds and whether exact dedup is on.
     """
 
-    def __init__(self, table: MemoryTable, config: StoreConfig) -> None:
+    def __init__(self, table: MemoryTable, config: StoreConfig, clock: Callable[[], datetime]) -> None:
         self._table = table
         self._config = config
+        self._clock = clock
 
     @property
     def enabled(self) -> bool:
@@ -98,7 +100,8 @@ class DuplicateFinder:
         out: list[Match | None] = [None] * len(hashes)
         if not len(hashes) or await self._table.count_namespace(namespace) == 0:
             return out
-        live = f"{build_where(namespace, MemoryFilter())} AND {_scope_sql(scope)}"
+        # Only what a caller can still see: an expired or archived memory must not swallow a write.
+        live = f"{build_where(namespace, MemoryFilter(live_at=self._clock()))} AND {_scope_sql(scope)}"
         if self._config.exact_dedup:
             where = f"{live} AND {sql_in('content_hash', sorted(set(hashes)))}"
             rows = (await self._table.rows(where, ["id", "content_hash"])).to_pylist()

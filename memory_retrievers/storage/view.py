@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters import MemoryFilter, expiry_cutoff, is_unconstrained, matches
+from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 
@@ -64,6 +64,7 @@ class NamespaceView:
         self.live = pc.is_null(table.column("superseded_by")).to_numpy(zero_copy_only=False).astype(bool)
         self.created = _microseconds(table.column("created_at")) / 1e6
         self.expires = _expiry_seconds(table)
+        self.archived = _archived(table)
         self.signature = _signature(table)
         self.present = np.ones(len(self.ids), dtype=bool)
         self.dead = 0
@@ -105,6 +106,7 @@ class NamespaceView:
         view.live = np.concatenate([self.live, pc.is_null(rows.column("superseded_by")).to_numpy(zero_copy_only=False)])
         view.created = np.concatenate([self.created, _microseconds(rows.column("created_at")) / 1e6])
         view.expires = np.concatenate([self.expires, _expiry_seconds(rows)])
+        view.archived = np.concatenate([self.archived, _archived(rows)])
         view.signature = np.concatenate([self.signature, _signature(rows)])
         view._newest = None
         view._memories = {k: m for k, m in self._memories.items() if k not in gone}
@@ -193,6 +195,8 @@ class NamespaceView:
         cutoff = expiry_cutoff(flt)
         if cutoff is not None:
             passing &= self.expires > cutoff.timestamp()
+        if hides_archived(flt):
+            passing &= ~self.archived
         return passing
 
     def top_by_vector(self, query: np.ndarray, mask: np.ndarray, k: int) -> tuple[list[int], list[float]]:
@@ -258,6 +262,14 @@ class _VectorBuffer:
         grown[length:end] = rows
         self.array, self.length = grown, end
         return grown[:end]
+
+
+def _archived(table: pa.Table) -> np.ndarray:
+    """Which rows are archived (``lifecycle == "archived"``)."""
+    if "lifecycle" not in table.column_names:
+        return np.zeros(table.num_rows, dtype=bool)
+    flags = pc.fill_null(pc.equal(table.column("lifecycle"), "archived"), False)
+    return np.asarray(flags.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def _expiry_seconds(table: pa.Table) -> np.ndarray:

@@ -106,3 +106,12 @@ def test_a_table_from_before_expiry_is_migrated_and_works(tmp_path: Path, clock:
         recalled = MemoryRetriever(old, namespace=NS, config=QUIET).recall("written temporary", k=5)
         assert [m.text for m in recalled.memories] == ["written by an older release"]
         assert old.expire() == 1
+
+
+def test_an_expired_duplicate_never_swallows_a_new_write(store: MemoryStore, clock: ManualClock) -> None:
+    old = store.add("Gate code is 1234", namespace=NS, expires_at=clock() + timedelta(days=1))
+    assert store.add("Gate code is 1234", namespace=NS).action.name == "SKIPPED"  # still live: a duplicate
+    clock.advance(days=2)
+    again = store.add("Gate code is 1234", namespace=NS)
+    assert again.action.name == "ADDED" and again.id != old.id
+    assert [m.id for m in store.list(NS)] == [again.id]

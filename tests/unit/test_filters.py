@@ -58,6 +58,8 @@ def test_every_filter_field_renders() -> None:
         created_after=datetime(2024, 1, 1, tzinfo=timezone.utc),
         created_before=datetime(2024, 2, 1, tzinfo=timezone.utc),
         include_superseded=True,
+        include_archived=True,
+        live_at=datetime(2024, 3, 1, tzinfo=timezone.utc),
     )
     where = build_where("ns", flt, ids=["i1", "i'2"])
     i2, s1 = lit("i'2"), lit("s'1")
@@ -68,6 +70,7 @@ def test_every_filter_field_renders() -> None:
         f" AND (array_has_any(entities, [{lit('alice')}])) AND (pinned = true)"
         " AND (created_at >= CAST('2024-01-01 00:00:00.000000' AS TIMESTAMP))"
         " AND (created_at < CAST('2024-02-01 00:00:00.000000' AS TIMESTAMP))"
+        " AND (expires_at IS NULL OR expires_at > CAST('2024-03-01 00:00:00.000000' AS TIMESTAMP))"
     )
 
 
@@ -122,13 +125,20 @@ _AGREE_RECORDS = [
         "entities": ["Alice", "Bob"][: i % 3],
         "pinned": i % 5 == 0,
         "created_at": datetime(2024, 1, 1 + i, tzinfo=timezone.utc),
+        "expires_at": [None, datetime(2024, 2, 5, tzinfo=timezone.utc), datetime(2024, 2, 10, tzinfo=timezone.utc)][
+            i % 3
+        ],
+        "lifecycle": [None, "candidate", "validated", "archived"][(i // 2) % 4],
     }
     for i in range(12)
 ]
 
 _filters = st.fixed_dictionaries(
-    {},
+    # live_at always given: otherwise the store sets it to its clock and the Python form cannot know.
+    {"live_at": st.sampled_from([datetime(2024, 2, d, tzinfo=timezone.utc) for d in (1, 5, 7, 10, 20)])},
     optional={
+        "include_expired": st.booleans(),
+        "include_archived": st.booleans(),
         "ids": st.lists(st.sampled_from([f"m{i}" for i in range(14)]), min_size=1, max_size=5),
         "kinds": st.lists(st.sampled_from(_KINDS), min_size=1, max_size=2),
         "session_ids": st.lists(st.sampled_from(["s1", "s2", "s3"]), min_size=1, max_size=2),
@@ -160,7 +170,9 @@ def agree_store(tmp_path_factory: pytest.TempPathFactory):
 @given(raw=_filters)
 def test_the_python_form_of_a_filter_agrees_with_the_sql_form(agree_store, raw: dict) -> None:
     flt = MemoryFilter(**raw)
-    everything = agree_store.list("u", filter={"include_superseded": True}, limit=1000)
+    everything = agree_store.list(
+        "u", filter={"include_superseded": True, "include_expired": True, "include_archived": True}, limit=1000
+    )
     by_sql = {m.id for m in agree_store.list("u", filter=flt, limit=1000)}
     by_python = {m.id for m in everything if matches(m, flt)}
     assert by_python == by_sql

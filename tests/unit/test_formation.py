@@ -370,3 +370,55 @@ def test_a_fact_the_store_already_holds_word_for_word_is_reported_as_folded_into
     assert outcome.decision is Decision.UPDATE and outcome.target == old == outcome.memory.id
     assert store.count(NS, filter={"kinds": ["fact"]}) == 1
     assert report.turns[2].id in store.get(old, namespace=NS).links
+
+
+# --- lifecycle tiers ----------------------------------------------------------------------------
+
+
+def test_a_formed_fact_is_validated_by_use_and_archived_when_unused(make_store: Callable[..., MemoryStore]) -> None:
+    from memory_retrievers import MemoryRetriever
+    from memory_retrievers.testing import ManualClock
+
+    clock = ManualClock()
+    store = make_store(clock=clock)
+    former = MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON, BAKERY)), config={"validate_after_uses": 2})
+    lisbon, bakery = (o.memory for o in former.form(TURNS, namespace=NS).facts)
+    assert lisbon.lifecycle == bakery.lifecycle == "candidate"
+    assert former.review_lifecycle(NS) == {}  # unused, but not for long
+
+    retriever = MemoryRetriever(store, namespace=NS)
+    for _ in range(2):  # each recall counts an access of what it returns
+        retriever.recall("Ana moved to Lisbon.", k=1, kinds=["fact"])
+    store.flush_access()
+    assert store.get(lisbon.id, namespace=NS).access_count >= 2
+    assert former.review_lifecycle(NS) == {"validated": 1}
+    assert store.get(lisbon.id, namespace=NS).lifecycle == "validated"
+
+    clock.advance(days=181)  # neither used since: both archived, raw turns untouched
+    assert former.review_lifecycle(NS) == {"archived": 2}
+    facts_now = store.list(NS, filter={"kinds": ["fact"]})
+    assert facts_now == [] and store.count(NS) == len(TURNS)
+    recalled = MemoryRetriever(store, namespace=NS).recall("Where does Ana live? Lisbon bakery", k=10)
+    assert {m.id for m in recalled.memories}.isdisjoint({lisbon.id, bakery.id})
+    archived = store.list(NS, filter={"kinds": ["fact"], "include_archived": True})
+    assert {m.lifecycle for m in archived} == {"archived"}
+    store.update(lisbon.id, namespace=NS, lifecycle="validated")  # brought back on purpose
+    assert [m.id for m in store.list(NS, filter={"kinds": ["fact"]})] == [lisbon.id]
+
+
+def test_a_confirmation_validates_a_candidate(store: MemoryStore) -> None:
+    first = MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON))).form(TURNS, namespace=NS)
+    (candidate,) = (o.memory for o in first.facts)
+    again = ScriptedLLM(facts_answer(LISBON), '{"action": "SKIP", "target": 1}')
+    (outcome,) = (
+        MemoryFormer(store, llm=again, config={"similar_min": 0.99})
+        .form(["Ana: Lisbon is home now"], namespace=NS)
+        .facts
+    )
+    assert outcome.decision is Decision.SKIP and store.get(candidate.id, namespace=NS).lifecycle == "validated"
+
+
+def test_lifecycle_values_are_checked(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="lifecycle"):
+        store.add("x", namespace=NS, lifecycle="forgotten")
+    assert store.count(NS) == 0
