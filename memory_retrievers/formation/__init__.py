@@ -12,12 +12,14 @@ from .former import MemoryFormer, Message
 from .hygiene import FuzzyDuplicate, find_fuzzy_duplicates
 from .importance import importance
 from .report import FactOutcome, FormationReport
+from .review import DuplicateFinding
 from .types import Confidence, Decision, Fact, LLMOutputWarning, Verdict
 
 __all__ = [
     "Confidence",
     "Contradiction",
     "Decision",
+    "DuplicateFinding",
     "Fact",
     "FactOutcome",
     "FormationConfig",

@@ -26,6 +26,7 @@ from .extract import extract_facts, summarize
 from .importance import importance
 from .lifecycle import next_tier
 from .report import FactOutcome, FormationReport
+from .review import DuplicateFinding, review_duplicates
 from .types import Confidence, Fact
 
 if TYPE_CHECKING:
@@ -173,6 +174,17 @@ class MemoryFormer:
                 continue
             moved[tier] = moved.get(tier, 0) + 1
         return moved
+
+    def review_duplicates(self, namespace: str, *, apply: bool = False) -> list[DuplicateFinding]:
+        """Report the namespace's fuzzy-duplicate facts; with ``apply``, archive each into its keeper.
+
+        A dry run by default. See :mod:`memory_retrievers.formation.review`; run it on a schedule.
+        """
+        return _loop.run_sync(review_duplicates(self._store, namespace, apply=apply))
+
+    async def areview_duplicates(self, namespace: str, *, apply: bool = False) -> list[DuplicateFinding]:
+        """Async twin of :meth:`review_duplicates`."""
+        return await review_duplicates(self._store, namespace, apply=apply)
 
     async def aform(
         self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None

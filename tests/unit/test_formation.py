@@ -422,3 +422,32 @@ def test_lifecycle_values_are_checked(store: MemoryStore) -> None:
     with pytest.raises(InvalidInputError, match="lifecycle"):
         store.add("x", namespace=NS, lifecycle="forgotten")
     assert store.count(NS) == 0
+
+
+# --- scheduled duplicate review -----------------------------------------------------------------
+
+
+def test_duplicate_review_reports_then_folds_without_deleting(store: MemoryStore) -> None:
+    short = store.add("Bo adopted a dog named Rex in May", namespace=NS, kind="fact", links=["t1"], tags=["pets"])
+    long = store.add("Bo adopted a dog named Rex in May at the shelter", namespace=NS, kind="fact", links=["t2"])
+    other = store.add("Bo adopted a dog named Rex in June", namespace=NS, kind="fact")  # a change, not a duplicate
+    store.add("Bo adopted a dog named Rex in May", namespace=NS, kind="message")  # chat turns are never reviewed
+    former = MemoryFormer(store)
+
+    (finding,) = former.review_duplicates(NS)  # dry run: nothing changes
+    assert (finding.keep.id, finding.drop.id, finding.reason, finding.applied) == (
+        long.id,
+        short.id,
+        "substring",
+        False,
+    )
+    assert store.count(NS) == 4
+
+    (applied,) = former.review_duplicates(NS, apply=True)
+    assert applied.applied
+    kept = store.get(long.id, namespace=NS)
+    assert kept.links == ("t2", "t1") and kept.tags == ("pets",)
+    dropped = store.get(short.id, namespace=NS)
+    assert dropped.lifecycle == "archived" and dropped.metadata["duplicate_of"] == long.id
+    assert {m.id for m in store.list(NS, filter={"kinds": ["fact"]})} == {long.id, other.id}
+    assert former.review_duplicates(NS) == []  # the archived one is out of the next pass
