@@ -11,13 +11,13 @@ NEGATIONS = frozenset("not no never nor none nobody nothing nowhere neither with
 
 # Function words that carry no claim. Smaller than the search stop words on purpose: "like",
 # "very" or "more" matter to whether two statements agree.
+# "may" stays a word: it is also a month ("in May" vs "in June" is a change, not a duplicate).
 _FUNCTION = frozenset(
     """a an the and or but if of to in on at by for from with about as into onto over under than then
     so this that these those it its it's i me my mine we us our you your he him his she her they them
     their there here what which who whom whose when where why how i'm i've i'd i'll you're we're
     they're he's she's is are was were be been being am do does did has have had having will would
     shall should can could might must just really very also too""".split()
-# "may" stays a word: it is also a month ("in May" vs "in June" is a change, not a duplicate).
 )
 _TOKEN = re.compile(r"[\w'\u2019]+", re.UNICODE)
 _SPEAKER = re.compile(r"^[A-Z][\w.'\- ]{0,40}:\s+(?=\S)")
