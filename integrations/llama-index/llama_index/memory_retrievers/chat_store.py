@@ -137,10 +137,11 @@ class _Sessions(BaseModel):
                 record["tags"] = [ARCHIVED_TAG]
         return records
 
-    async def _append(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> None:
+    async def _append(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> list[Memory]:
         records = self._records(key, messages, archived=archived)
-        if records:
-            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+        if not records:
+            return []
+        return list(await self.store.aadd_many(records, namespace=self.namespace, dedup=False))
 
     async def _replace(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> None:
         # One commit, every record validated first: a rejected message leaves the old session.
@@ -236,6 +237,10 @@ class MemoryChatStore(_Sessions, BaseChatStore):
     async def aadd_messages(self, key: str, messages: list[ChatMessage]) -> None:
         """Append several messages in one commit (validated first: a bad one writes nothing)."""
         await self._append(key, list(messages))
+
+    async def astore_messages(self, key: str, messages: Sequence[ChatMessage]) -> list[Memory]:
+        """Like :meth:`aadd_messages`, returning the memories stored (for memory formation)."""
+        return await self._append(key, list(messages))
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
         """Delete a session's messages; returns them (``None`` if there were none)."""

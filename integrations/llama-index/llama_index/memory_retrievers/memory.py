@@ -12,6 +12,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_seria
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, MemoryStore, RecallConfig
 from memory_retrievers.integration import (
     check_arguments,
+    check_former,
     check_store_key,
     deepcopy_memo,
     is_store_spec,
@@ -69,6 +70,11 @@ class RecallMemory(BaseMemory):
     recall_token_budget: _Budget = Field(default=800, description="Token budget of the recalled block.")
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
+    former: Any = Field(
+        default=None,
+        description="Optional MemoryFormer of the same store: each stored message batch is handed to it in "
+        "the background (form_later), so facts are extracted off the hot path.",
+    )
     header: str = Field(
         default="Long-term memory about the user (recalled; may be outdated):",
         description="Text before the recalled memories in the system message.",
@@ -105,13 +111,21 @@ class RecallMemory(BaseMemory):
         to_memory_llm(value)
         return value
 
+    @field_validator("former")
+    @classmethod
+    def _former(cls, value: Any, info: ValidationInfo) -> Any:
+        store = info.data.get("store")
+        return check_former(value, store) if isinstance(store, MemoryStore) else value
+
     @field_serializer("store")
     def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
         return store_spec(store, "RecallMemory")
 
     def _check_serialisable(self) -> None:
-        if self.llm is not None:
-            raise ConfigError("a RecallMemory with an llm cannot be serialised; rebuild it with the llm instead")
+        if self.llm is not None or self.former is not None:
+            raise ConfigError(
+                "a RecallMemory with an llm or a former cannot be serialised; rebuild it with them instead"
+            )
         store_spec(self.store, "RecallMemory")  # raises ConfigError for an embedder that cannot be rebuilt
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
@@ -124,7 +138,7 @@ class RecallMemory(BaseMemory):
         return super().to_dict(**kwargs)
 
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemory:
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built))
+        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built, self.former))
 
     def __reduce__(self) -> tuple[Any, ...]:
         self._check_serialisable()
@@ -225,11 +239,13 @@ class RecallMemory(BaseMemory):
 
     async def aput(self, message: ChatMessage) -> None:
         """Add a message to the chat (and so to the long-term memories)."""
-        await self.chat_store.async_add_message(self.session_id, message)
+        await self.aput_messages([message])
 
     async def aput_messages(self, messages: list[ChatMessage]) -> None:
-        """Add messages in one commit."""
-        await self.chat_store.aadd_messages(self.session_id, messages)
+        """Add messages in one commit (then, with a ``former``, form memories from them in the background)."""
+        stored = await self.chat_store.astore_messages(self.session_id, messages)
+        if self.former is not None and stored:
+            self.former.form_later(stored, namespace=self.namespace, session_id=self.session_id)
 
     async def aset(self, messages: list[ChatMessage]) -> None:
         """Replace this session's chat."""

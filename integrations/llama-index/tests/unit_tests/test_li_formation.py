@@ -68,3 +68,19 @@ def test_a_block_with_a_former_is_shared_on_copy_and_refuses_pickle(store: Memor
         pytest.raises(ValueError, match="same store"),
     ):
         RecallMemoryBlock(store=store, namespace="alice", former=MemoryFormer(other))
+
+
+async def test_recall_memory_forms_facts_from_its_messages_in_the_background(store: MemoryStore) -> None:
+    from llama_index.memory_retrievers import RecallMemory
+
+    former = MemoryFormer(store, llm=extractor)
+    memory = RecallMemory.from_defaults(store=store, namespace="alice", session_id="monday", former=former)
+    await memory.aput_messages([user("I adopted a cat named Miso")])
+    former.flush(timeout=30)
+    (turn,) = store.list("alice", filter={"kinds": ["message"]})
+    (fact,) = store.list("alice", filter={"kinds": ["fact"]})
+    assert fact.links == (turn.id,) and fact.session_id == "monday"
+    assert [m.content for m in await memory.aget_all()] == ["I adopted a cat named Miso"]
+    with pytest.raises(ConfigError, match="former"):
+        pickle.dumps(memory)
+    former.close()
