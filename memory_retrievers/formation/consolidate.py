@@ -12,7 +12,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFoundError
+import numpy as np
+
+from ..embeddings import unit_rows
+from ..errors import EmbeddingError, NotFoundError
 from ..llm import LLM
 from ..models import Memory, MemoryKind, WriteAction
 from .config import FormationConfig
@@ -50,8 +53,15 @@ class Consolidator:
             return [FactOutcome(f, Decision.ADD, m) for (f, _), m in zip(records, added, strict=True)]
         outcomes: list[FactOutcome | None] = []
         adds: list[tuple[int, Fact, dict[str, Any], tuple[str, ...]]] = []
-        for fact, record in records:
-            similar = await self._similar(fact.text)
+        # One embedding call for every fact, as documents: the vector finds the similar stored
+        # memories (document to document) and is stored with the fact, so nothing is embedded twice.
+        texts = [fact.text for fact, _ in records]
+        vectors = unit_rows(await self._store.embedder.aembed_documents(texts), source="the store's embedder")
+        if vectors.shape[0] != len(texts):
+            raise EmbeddingError(f"the embedder returned {vectors.shape[0]} vectors for {len(texts)} facts")
+        for (fact, record), vector in zip(records, vectors, strict=True):
+            record["vector"] = vector
+            similar = await self._similar(vector)
             contradicts = self._contradicted(fact.text, similar)
             if contradicts:
                 record["metadata"] = {**record["metadata"], "contradicts": list(contradicts)}
@@ -74,9 +84,9 @@ class Consolidator:
                 outcomes[slot] = FactOutcome(fact, decision, memory, memory.duplicate_of, contradicts)
         return [o for o in outcomes if o is not None]
 
-    async def _similar(self, text: str) -> list[Memory]:
+    async def _similar(self, vector: np.ndarray) -> list[Memory]:
         hits = await self._store.avector_search(
-            text, namespace=self._ns, k=self._cfg.similar_k, filter={"kinds": list(KNOWLEDGE_KINDS)}
+            vector, namespace=self._ns, k=self._cfg.similar_k, filter={"kinds": list(KNOWLEDGE_KINDS)}
         )
         ids = [h.id for h in hits if h.score >= self._cfg.similar_min]
         if not ids:
@@ -113,6 +123,7 @@ class Consolidator:
             history = list(target.metadata.get("consolidated_from", []))
             meta["consolidated_from"] = [*history, target.id]
             new = {**record, "text": merged, "links": links, "metadata": meta}
+            new.pop("vector", None)  # the merged text is embedded on its own
             if "lifecycle" in record:
                 new["lifecycle"] = "validated"  # what it merges was known already
         else:  # UPDATE and INVALIDATE: the new fact replaces the target, which stays in history
