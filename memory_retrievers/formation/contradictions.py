@@ -11,11 +11,10 @@ understood, so it misses contradictions rather than inventing them.
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .words import NEGATIONS, meaning_words, strip_speaker
+from .words import NEGATIONS, meaning_words, pairs_sharing_a_word, strip_speaker
 
 __all__ = ["Contradiction", "contradiction_core", "find_contradictions"]
 
@@ -84,27 +83,14 @@ def find_contradictions(texts: Sequence[str], *, min_overlap: float = 0.75, min_
     compares only texts that share a word.
     """
     cores = [contradiction_core(t) for t in texts]
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, (core, _) in enumerate(cores):
-        for word in core:
-            index[word].append(i)
     found: list[Contradiction] = []
-    for i, (core, negated) in enumerate(cores):
-        if len(core) < min_core:
+    for i, j in pairs_sharing_a_word([core for core, _ in cores], min_core):
+        (core, negated), (other, other_negated) = cores[i], cores[j]
+        if other_negated == negated:
             continue
-        # Only texts of the other polarity sharing a word, counted once per pair (j > i).
-        seen: set[int] = set()
-        for word in core:
-            for j in index[word]:
-                if j <= i or j in seen:
-                    continue
-                seen.add(j)
-                other, other_negated = cores[j]
-                if other_negated == negated or len(other) < min_core:
-                    continue
-                shared = core & other
-                overlap = len(shared) / len(core | other)
-                if overlap >= min_overlap:
-                    found.append(Contradiction(i, j, round(overlap, 3), tuple(sorted(shared))))
+        shared = core & other
+        overlap = len(shared) / len(core | other)
+        if overlap >= min_overlap:
+            found.append(Contradiction(i, j, round(overlap, 3), tuple(sorted(shared))))
     found.sort(key=lambda c: (-c.overlap, c.first, c.second))
     return found

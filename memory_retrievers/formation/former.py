@@ -17,7 +17,9 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import _loop
-from ..errors import ConfigError, InvalidInputError, NotFoundError
+from ..config import validated
+from ..errors import InvalidInputError, NotFoundError
+from ..integration import aiter_memories
 from ..llm import as_llm
 from ..models import Memory, MemoryKind
 from .config import FormationConfig
@@ -25,7 +27,7 @@ from .consolidate import Consolidator
 from .extract import extract_facts, summarize
 from .importance import importance
 from .lifecycle import next_tier
-from .report import FactOutcome, FormationReport
+from .report import FormationReport
 from .review import DuplicateFinding, review_duplicates
 from .types import Confidence, Fact
 
@@ -57,12 +59,7 @@ class MemoryFormer:
     def __init__(
         self, store: MemoryStore, *, llm: Any = None, config: FormationConfig | Mapping[str, Any] | None = None
     ) -> None:
-        if isinstance(config, FormationConfig):
-            self._config = config
-        elif config is None or isinstance(config, Mapping):
-            self._config = FormationConfig(**dict(config or {}))
-        else:
-            raise ConfigError(f"config must be a FormationConfig or a dict, got {type(config).__name__}")
+        self._config: FormationConfig = validated(FormationConfig, config, "FormationConfig")
         self._store = store
         self._llm = as_llm(llm)
         self._lock = threading.Lock()
@@ -111,8 +108,7 @@ class MemoryFormer:
         never waits for an LLM and a failed run costs no turn. An exception is kept in the
         future, never raised into the caller's thread; :meth:`flush` waits for every run.
         """
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise InvalidInputError("messages must be a list of texts, record dicts or memories")
+        _check_messages(messages)
         with self._lock:
             if self._worker is None or self._worker_pid != os.getpid():  # a forked child gets its own
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="memory-formation")
@@ -157,16 +153,11 @@ class MemoryFormer:
         now = self._store.clock()
         moved: dict[str, int] = {}
         changes: list[tuple[str, str]] = []
-        offset = 0
-        while True:
-            page = await self._store.alist(namespace, filter={"include_archived": True}, limit=1000, offset=offset)
+        async for page in aiter_memories(self._store, namespace, filter={"include_archived": True}):
             for memory in page:
                 tier = next_tier(memory, now, self._config)
                 if tier is not None:
                     changes.append((memory.id, tier))
-            if len(page) < 1000:
-                break
-            offset += len(page)
         for id_, tier in changes:  # after the reads: updates would reorder the pages
             try:
                 await self._store.aupdate(id_, namespace=namespace, lifecycle=tier)
@@ -191,8 +182,7 @@ class MemoryFormer:
     ) -> FormationReport:
         """Async twin of :meth:`form`."""
         cfg = self._config
-        if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-            raise InvalidInputError("messages must be a list of texts, record dicts or memories")
+        _check_messages(messages)
         stored: list[Memory] = []
         records: list[dict[str, Any]] = []
         dropped: list[str] = []
@@ -229,7 +219,6 @@ class MemoryFormer:
         kept = [f for f in facts if f.confidence.rank <= cfg.min_confidence.rank]
         too_unsure = tuple(f for f in facts if f.confidence.rank > cfg.min_confidence.rank)
         consolidator = Consolidator(self._store, self._llm if cfg.consolidate else None, cfg, namespace)
-        outcomes: list[FactOutcome] = []
         base = {"kind": MemoryKind.FACT, "session_id": session, "created_at": created}
         fact_records: list[tuple[Fact, dict[str, Any]]] = []
         for fact in kept:
@@ -256,6 +245,11 @@ class MemoryFormer:
                 extra.update({k: v for k, v in base.items() if k != "kind" and v is not None})
                 summary = await self._store.aadd(text, namespace=namespace, **extra)
         return FormationReport(tuple(turns), tuple(dropped), tuple(outcomes), too_unsure, summary)
+
+
+def _check_messages(messages: Any) -> None:
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise InvalidInputError("messages must be a list of texts, record dicts or memories")
 
 
 def _date(value: datetime) -> str:

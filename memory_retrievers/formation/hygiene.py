@@ -11,12 +11,11 @@ polarity, which is a change, not a duplicate.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .contradictions import contradiction_core
-from .words import meaning_words, strip_speaker
+from .words import meaning_words, pairs_sharing_a_word, strip_speaker
 
 __all__ = ["FuzzyDuplicate", "find_fuzzy_duplicates"]
 
@@ -50,33 +49,19 @@ def find_fuzzy_duplicates(
     numbers = [frozenset(_NUMBER.findall(t)) for t in texts]
     polarity = [contradiction_core(t)[1] for t in texts]
     flat = [" ".join(strip_speaker(t).casefold().split()) for t in texts]
-    index: dict[str, list[int]] = defaultdict(list)
-    for i, ws in enumerate(words):
-        for w in ws:
-            index[w].append(i)
     found: list[FuzzyDuplicate] = []
-    for i, ws in enumerate(words):
-        if len(ws) < min_words:
+    for i, j in pairs_sharing_a_word(words, min_words):
+        ws, other = words[i], words[j]
+        if numbers[i] != numbers[j] or polarity[i] != polarity[j]:
             continue
-        seen: set[int] = set()
-        for w in ws:
-            for j in index[w]:
-                if j <= i or j in seen:
-                    continue
-                seen.add(j)
-                other = words[j]
-                if len(other) < min_words or numbers[i] != numbers[j] or polarity[i] != polarity[j]:
-                    continue
-                shared = len(ws & other)
-                jaccard = shared / len(ws | other)
-                containment = shared / min(len(ws), len(other))
-                if jaccard < min_jaccard and containment < min_containment:
-                    continue
-                keep, drop = (i, j) if (len(ws), len(flat[i])) >= (len(other), len(flat[j])) else (j, i)
-                if flat[drop] in flat[keep]:
-                    reason = "substring"
-                else:
-                    reason = "jaccard" if jaccard >= min_jaccard else "containment"
-                found.append(FuzzyDuplicate(keep, drop, round(jaccard, 3), round(containment, 3), reason))
+        shared = len(ws & other)
+        jaccard = shared / len(ws | other)
+        containment = shared / min(len(ws), len(other))
+        if jaccard < min_jaccard and containment < min_containment:
+            continue
+        keep, drop = (i, j) if (len(ws), len(flat[i])) >= (len(other), len(flat[j])) else (j, i)
+        loose = "jaccard" if jaccard >= min_jaccard else "containment"
+        reason = "substring" if flat[drop] in flat[keep] else loose
+        found.append(FuzzyDuplicate(keep, drop, round(jaccard, 3), round(containment, 3), reason))
     found.sort(key=lambda d: (-d.containment, -d.jaccard, d.keep, d.drop))
     return found

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError
+from ..integration import aall_memories
 from ..models import Memory
 from .consolidate import KNOWLEDGE_KINDS
 from .hygiene import find_fuzzy_duplicates
@@ -22,8 +23,6 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 __all__ = ["DuplicateFinding", "review_duplicates"]
-
-_PAGE = 1000
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,14 +48,7 @@ class DuplicateFinding:
 
 async def review_duplicates(store: MemoryStore, namespace: str, *, apply: bool = False) -> list[DuplicateFinding]:
     """Find (and with ``apply`` fold away) the fuzzy duplicates among a namespace's knowledge memories."""
-    memories: list[Memory] = []
-    offset = 0
-    while True:
-        page = await store.alist(namespace, filter={"kinds": list(KNOWLEDGE_KINDS)}, limit=_PAGE, offset=offset)
-        memories.extend(page)
-        if len(page) < _PAGE:
-            break
-        offset += len(page)
+    memories = await aall_memories(store, namespace, filter={"kinds": list(KNOWLEDGE_KINDS)}, newest_first=True)
     findings: list[DuplicateFinding] = []
     folded: set[str] = set()
     for pair in find_fuzzy_duplicates([m.text for m in memories]):

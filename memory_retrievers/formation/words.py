@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import re
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
 
-__all__ = ["NEGATIONS", "meaning_words", "strip_speaker"]
+__all__ = ["NEGATIONS", "meaning_words", "pairs_sharing_a_word", "strip_speaker"]
 
 #: Words (after contractions are split) that flip a statement.
 NEGATIONS = frozenset("not no never nor none nobody nothing nowhere neither without cannot".split())
@@ -47,3 +49,24 @@ def meaning_words(text: str) -> tuple[str, ...]:
             low = low[:-1]
         out.append(low)
     return tuple(out)
+
+
+def pairs_sharing_a_word(word_sets: Sequence[frozenset[str]], min_words: int) -> Iterator[tuple[int, int]]:
+    """Each pair ``(i, j)``, ``i < j``, of sets with at least ``min_words`` words that share a word, once.
+
+    An inverted index of the words: a scan of thousands of texts compares only texts that share one.
+    """
+    index: dict[str, list[int]] = defaultdict(list)
+    for i, words in enumerate(word_sets):
+        if len(words) >= min_words:
+            for word in words:
+                index[word].append(i)
+    for i, words in enumerate(word_sets):
+        if len(words) < min_words:
+            continue
+        seen: set[int] = set()
+        for word in words:
+            for j in index[word]:
+                if j > i and j not in seen:
+                    seen.add(j)
+                    yield i, j

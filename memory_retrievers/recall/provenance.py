@@ -27,12 +27,14 @@ async def source_lists(
 
     Returns ``([], {})`` when no candidate is a fact with message sources (one cheap pass).
     """
+    if weight <= 0:
+        return [], {}
     linked = {}
     for hit in fused:
         memory = source.memory(hit.id)
         if memory.kind is not MemoryKind.MESSAGE and memory.links:
             linked[hit.id] = memory.links
-    if not linked or weight <= 0:
+    if not linked:
         return [], {}
     targets = list(dict.fromkeys(t for links in linked.values() for t in links))
     live = set(await source.fetch(targets))
