@@ -13,6 +13,7 @@ import os
 import threading
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -22,6 +23,7 @@ from ..errors import InvalidInputError, NotFoundError
 from ..integration import aiter_memories
 from ..llm import as_llm
 from ..models import Memory, MemoryKind
+from ..validation import validate_record
 from .config import FormationConfig
 from .consolidate import Consolidator
 from .extract import extract_facts, summarize
@@ -108,15 +110,14 @@ class MemoryFormer:
         never waits for an LLM and a failed run costs no turn. An exception is kept in the
         future, never raised into the caller's thread; :meth:`flush` waits for every run.
         """
-        _check_messages(messages)
+        batch = self._prepare(messages, namespace, session_id)  # bad input raises in the caller's thread
         with self._lock:
             if self._worker is None or self._worker_pid != os.getpid():  # a forked child gets its own
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="memory-formation")
                 self._worker_pid = os.getpid()
                 self._pending = set()
-            future = self._worker.submit(
-                self.form, list(messages), namespace=namespace, session_id=session_id, when=when
-            )
+            # The coroutine is made in the worker, so a run that never starts leaves none un-awaited.
+            future = self._worker.submit(lambda: _loop.run_sync(self._run(batch, namespace, session_id, when)))
             self._pending.add(future)
         future.add_done_callback(self._done)
         return future
@@ -181,6 +182,10 @@ class MemoryFormer:
         self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
     ) -> FormationReport:
         """Async twin of :meth:`form`."""
+        return await self._run(self._prepare(messages, namespace, session_id), namespace, session_id, when)
+
+    def _prepare(self, messages: Any, namespace: str, session_id: str | None) -> _Batch:
+        """Split and check the messages: every record is validated before anything is stored."""
         cfg = self._config
         _check_messages(messages)
         stored: list[Memory] = []
@@ -199,10 +204,16 @@ class MemoryFormer:
             record.setdefault("importance", importance(record["text"]))
             if session_id is not None:
                 record.setdefault("session_id", session_id)
+            validate_record(record, self._store.config, namespace=namespace)  # bad input raises here
             if cfg.drop_below is not None and record["importance"] < cfg.drop_below:
                 dropped.append(record["text"])
             else:
                 records.append(record)
+        return _Batch(stored, records, dropped)
+
+    async def _run(self, batch: _Batch, namespace: str, session_id: str | None, when: str | None) -> FormationReport:
+        cfg = self._config
+        stored, records, dropped = batch.stored, batch.records, batch.dropped
         turns: list[Memory] = list(stored)
         if records and cfg.store_turns:
             turns += await self._store.aadd_many(records, namespace=namespace)
@@ -245,6 +256,15 @@ class MemoryFormer:
                 extra.update({k: v for k, v in base.items() if k != "kind" and v is not None})
                 summary = await self._store.aadd(text, namespace=namespace, **extra)
         return FormationReport(tuple(turns), tuple(dropped), tuple(outcomes), too_unsure, summary)
+
+
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """Messages split into turns already stored, records to store, and texts dropped for importance."""
+
+    stored: list[Memory]
+    records: list[dict[str, Any]]
+    dropped: list[str]
 
 
 def _check_messages(messages: Any) -> None:

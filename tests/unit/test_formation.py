@@ -451,3 +451,55 @@ def test_duplicate_review_reports_then_folds_without_deleting(store: MemoryStore
     assert dropped.lifecycle == "archived" and dropped.metadata["duplicate_of"] == long.id
     assert {m.id for m in store.list(NS, filter={"kinds": ["fact"]})} == {long.id, other.id}
     assert former.review_duplicates(NS) == []  # the archived one is out of the next pass
+
+
+def test_form_later_refuses_bad_input_in_the_callers_thread(store: MemoryStore) -> None:
+    former = MemoryFormer(store, llm=ScriptedLLM(facts_answer(LISBON)))
+    with pytest.raises(InvalidInputError, match="priority"):
+        former.form_later(["fine", {"text": "bad", "priority": "high"}], namespace=NS)
+    with pytest.raises(InvalidInputError, match=r"messages\[0\]"):
+        former.form_later([None], namespace=NS)  # type: ignore[list-item]
+    former.flush(timeout=30)
+    assert store.count(NS) == 0
+    former.close()
+
+
+def test_threads_writing_and_recalling_while_the_former_works_lose_nothing(store: MemoryStore) -> None:
+    import threading
+
+    from memory_retrievers import MemoryRetriever
+
+    def answer(prompt: str) -> str:
+        if not prompt.startswith("Extract"):
+            return '{"action": "ADD"}'
+        said = [line.split("] ", 1)[1] for line in prompt.splitlines() if line.startswith("[1] ")]
+        return json.dumps({"facts": [{"text": f"Fact about {said[0]}", "sources": [1]}]})
+
+    former = MemoryFormer(store, llm=answer, config={"consolidate": False})
+    retriever = MemoryRetriever(store, namespace=NS)
+    errors: list[BaseException] = []
+
+    def chat(worker: int) -> None:
+        try:
+            for turn in range(5):
+                stored = store.add_many([{"text": f"user {worker} says thing {turn}", "kind": "message"}], namespace=NS)
+                former.form_later(stored, namespace=NS, session_id=f"w{worker}")
+                retriever.recall(f"thing {turn}", k=5)
+        except BaseException as exc:  # reported by the assertion below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=chat, args=(w,)) for w in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    former.flush(timeout=60)
+    assert errors == []
+    turns = {m.id: m for m in store.list(NS, filter={"kinds": ["message"]}, limit=100)}
+    facts = store.list(NS, filter={"kinds": ["fact"]}, limit=100)
+    assert len(turns) == 20 and len(facts) == 20
+    for fact in facts:  # each fact links to the very turn it was formed from
+        (source,) = fact.links
+        worker = turns[source].text.split()[1]
+        assert fact.text == f"Fact about {turns[source].text}" and fact.session_id == f"w{worker}"
+    former.close()

@@ -98,3 +98,20 @@ def test_a_former_must_write_to_the_adapters_store(store: MemoryStore, tmp_path:
         MemoryMiddleware(store, namespace="a", remember="off", former=MemoryFormer(store))
     with pytest.raises(ConfigError, match="MemoryFormer"):
         MemoryMiddleware(store, namespace="a", former=object())
+
+
+def test_a_re_pointed_history_forms_facts_in_its_new_namespace(store: MemoryStore) -> None:
+    llm = GatedExtractor("The user is allergic to peanuts.")
+    llm.gate.set()
+    former = MemoryFormer(store, llm=llm)
+    history = MemoryChatMessageHistory(store, namespace="bob", session_id="s1", former=former)
+    history.add_messages([HumanMessage("Hi")])
+    history.namespace, history.session_id = "carol", "s9"
+    history.add_messages([HumanMessage("I'm allergic to peanuts")])
+    former.flush(timeout=30)
+    carol = facts(store, "carol")
+    assert {f.session_id for f in carol} == {"s9"} and len(carol) == 1
+    (source,) = carol[0].links
+    assert store.get(source, namespace="carol").text.endswith("I'm allergic to peanuts")
+    assert all(store.get(link, namespace="bob") for f in facts(store, "bob") for link in f.links)
+    former.close()
