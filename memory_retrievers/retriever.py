@@ -338,7 +338,7 @@ class MemoryRetriever:
                 plan.notes.append(f"{len(fused) - len(remaining)} candidate(s) excluded by the caller")
             fused = remaining
 
-        memories = {h.id: source.memory(h.id) for h in fused}
+        memories = dict(zip([h.id for h in fused], source.memories_of([h.id for h in fused]), strict=True))
         vectors = {h.id: source.vector(h.id) for h in fused}
         semantic = {i: float(np.dot(v, qvec)) for i, v in vectors.items()}
         base = semantic_blend(fused, semantic, cfg.semantic_blend)

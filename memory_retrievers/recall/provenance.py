@@ -30,8 +30,7 @@ async def source_lists(
     if weight <= 0:
         return [], {}
     linked = {}
-    for hit in fused:
-        memory = source.memory(hit.id)
+    for hit, memory in zip(fused, source.memories_of([h.id for h in fused]), strict=True):
         if memory.kind is not MemoryKind.MESSAGE and memory.links:
             linked[hit.id] = memory.links
     if not linked:

@@ -78,6 +78,10 @@ class RecallSource(Protocol):
         """A memory found by an earlier search or fetch (without its vector)."""
         ...
 
+    def memories_of(self, ids: Sequence[str]) -> list[Memory]:
+        """``memory()`` of each id, in order; a source may build them at once (recall's candidates)."""
+        ...
+
     def vector(self, id_: str) -> np.ndarray:
         """Its unit vector."""
         ...

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..filters import MemoryFilter, build_where, matches
 from ..models import FtsField, Memory
@@ -22,6 +23,11 @@ from .views import NamespaceView
 __all__ = ["TableSource", "ViewSource"]
 
 _COLUMNS = [*SCALAR_COLUMNS, "vector"]
+# The context channel wants memories that have a context. Asking LanceDB to prefilter on that
+# scans the whole unindexed ``context`` column (measured: 50 ms of a 56 ms search at 100,000
+# rows), so it searches the namespace for this many times ``k`` hits and keeps those with one.
+# In a chat store nearly every memory has a context, so the cut rarely leaves fewer than ``k``.
+_CONTEXT_OVERFETCH = 4
 
 
 def _scores(table: pa.Table) -> tuple[float, ...]:
@@ -54,13 +60,15 @@ class ViewSource:
 
     async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""
-        table = await self._searcher.fts(text, _text_where(self._where, with_context_only), k, field, ["id"])
+        asked = k * _CONTEXT_OVERFETCH if with_context_only else k
+        table = await self._searcher.fts(text, self._where, asked, field, ["id"])
         index = self._view.index
+        has_context = self._view.has_context if with_context_only else None
         pairs = [
             (i, float(s))
             for i, s in zip(table.column("id").to_pylist(), table.column("_score").to_pylist(), strict=True)
-            if i in index
-        ]
+            if i in index and (has_context is None or has_context[index[i]])
+        ][:k]
         return SourceHits(tuple(i for i, _ in pairs), tuple(s for _, s in pairs))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
@@ -81,7 +89,9 @@ class ViewSource:
     async def fetch(self, ids: Sequence[str]) -> tuple[str, ...]:
         """Ids the view holds that pass the filter."""
         index = self._view.index
-        return tuple(i for i in ids if i in index and matches(self._view.memory(index[i]), self._filter))
+        held = [i for i in ids if i in index]
+        memories = self._view.memories([index[i] for i in held])
+        return tuple(i for i, m in zip(held, memories, strict=True) if matches(m, self._filter))
 
     async def has_entities(self) -> bool:
         """Asked of the store's cache (cheap), as the table source does."""
@@ -90,6 +100,11 @@ class ViewSource:
     def memory(self, id_: str) -> Memory:
         """The view's memory (built once per view)."""
         return self._view.memory(self._view.index[id_])
+
+    def memories_of(self, ids: Sequence[str]) -> list[Memory]:
+        """Built in one pass over the view's columns (5x faster than row by row at 60 memories)."""
+        index = self._view.index
+        return self._view.memories([index[i] for i in ids])
 
     def vector(self, id_: str) -> np.ndarray:
         """A row of the view's matrix (no copy)."""
@@ -136,8 +151,12 @@ class TableSource:
 
     async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 rows, with everything recall needs of them."""
-        where = _text_where(self._where, with_context_only)
-        return self._hits(await self._searcher.fts(text, where, k, field, _COLUMNS))
+        if not with_context_only:
+            return self._hits(await self._searcher.fts(text, self._where, k, field, _COLUMNS))
+        table = await self._searcher.fts(text, self._where, k * _CONTEXT_OVERFETCH, field, _COLUMNS)
+        context = table.column("context")
+        present = pc.and_(pc.is_valid(context), pc.not_equal(context, "")).fill_null(False)
+        return self._hits(table.filter(present).slice(0, k))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
@@ -170,15 +189,11 @@ class TableSource:
             mem = self._memories[id_] = row_to_memory(self._rows[id_])
         return mem
 
+    def memories_of(self, ids: Sequence[str]) -> list[Memory]:
+        """Each built from its held row (rows arrive as Python values already)."""
+        return [self.memory(i) for i in ids]
+
     def vector(self, id_: str) -> np.ndarray:
         """The held vector."""
         return self._vectors[id_]
 
-
-def _text_where(where: str, with_context_only: bool) -> str:
-    """The original query's context channel searches only memories that have a context.
-
-    For the others the indexed field is their text alone: the text channel already votes for them,
-    and the same words must not vote twice.
-    """
-    return f"{where} AND context IS NOT NULL AND context <> ''" if with_context_only else where

@@ -71,7 +71,15 @@ class NamespaceView:
         self.stale = False
         self._newest: np.ndarray | None = None
         self._memories: dict[str, Memory] = {}
-        self._entities: list[Any] | None = None
+        self._has_context: np.ndarray | None = None
+        self._entity_index: dict[str, list[int]] | None = None
+
+    @property
+    def has_context(self) -> np.ndarray:
+        """Per row: the memory has a (non-empty) context. Built on first use, extended by appends."""
+        if self._has_context is None:
+            self._has_context = _context_present(self.table)
+        return self._has_context
 
     @property
     def newest(self) -> np.ndarray:
@@ -110,7 +118,14 @@ class NamespaceView:
         view.signature = np.concatenate([self.signature, _signature(rows)])
         view._newest = None
         view._memories = {k: m for k, m in self._memories.items() if k not in gone}
-        view._entities = None if self._entities is None else self._entities + rows.column("entities").to_pylist()
+        view._entity_index = (
+            None
+            if self._entity_index is None
+            else _with_entities(self._entity_index, rows.column("entities").to_pylist(), len(self.ids))
+        )
+        view._has_context = (
+            None if self._has_context is None else np.concatenate([self._has_context, _context_present(rows)])
+        )
         return view
 
     @classmethod
@@ -182,6 +197,16 @@ class NamespaceView:
             mem = self._memories[row_id] = row_to_memory(self.table.slice(i, 1).to_pylist()[0])
         return mem
 
+    def memories(self, rows: Sequence[int]) -> list[Memory]:
+        """:meth:`memory` of each row index; the ones not built yet are converted in one ``take``."""
+        ids = self.ids
+        missing = sorted({i for i in rows if ids[i] not in self._memories})
+        if missing:
+            taken = self.table.take(pa.array(missing, pa.int64())).to_pylist()
+            for i, row in zip(missing, taken, strict=True):
+                self._memories[ids[i]] = row_to_memory(row)
+        return [self._memories[ids[i]] for i in rows]
+
     def mask(self, flt: MemoryFilter) -> np.ndarray:
         """Which rows pass the filter (the same predicate LanceDB applies)."""
         if is_unconstrained(flt):
@@ -218,16 +243,43 @@ class NamespaceView:
 
     def top_by_entities(self, entities: Sequence[str], mask: np.ndarray, k: int) -> list[tuple[int, int]]:
         """Rows sharing entities with how many they share: most shared first, then newest, then by id."""
-        wanted = {e.strip().casefold() for e in entities}
-        if self._entities is None:
-            self._entities = self.table.column("entities").to_pylist()
-        scored = []
-        for i in np.flatnonzero(mask):
-            shared = len(wanted.intersection(self._entities[i] or ()))
-            if shared:
-                scored.append((-shared, -self.created[i], self.ids[i], int(i)))
-        scored.sort()
+        rows = self._entity_rows()
+        shared: dict[int, int] = {}
+        for entity in {e.strip().casefold() for e in entities}:
+            for i in rows.get(entity, ()):
+                shared[i] = shared.get(i, 0) + 1
+        scored = sorted((-n, -self.created[i], self.ids[i], i) for i, n in shared.items() if mask[i])
         return [(i, -neg) for neg, _, _, i in scored[:k]]
+
+    def _entity_rows(self) -> dict[str, list[int]]:
+        """Row indices per entity, built on first use (a scan of every row's list costs 17 ms at 100,000)."""
+        if self._entity_index is None:
+            self._entity_index = _with_entities({}, self.table.column("entities").to_pylist(), 0)
+        return self._entity_index
+
+
+def _with_entities(index: dict[str, list[int]], entities: Sequence[Any], first: int) -> dict[str, list[int]]:
+    """``index`` plus the rows from ``first`` on with their ``entities``; lists touched are copied.
+
+    Copy on write: an older view shares the dict and lists it was built with, and must not see
+    rows past its own end.
+    """
+    out = dict(index)
+    touched: set[str] = set()
+    for j, names in enumerate(entities):
+        for name in set(names or ()):
+            if name not in touched:
+                out[name] = list(out.get(name, ()))
+                touched.add(name)
+            out[name].append(first + j)
+    return out
+
+
+def _context_present(table: pa.Table) -> np.ndarray:
+    """``context IS NOT NULL AND context <> ''`` per row."""
+    context = table.column("context")
+    present = pc.and_(pc.is_valid(context), pc.not_equal(context, "")).fill_null(False)
+    return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
 
 
 class _VectorBuffer:

@@ -65,6 +65,9 @@ class FakeSource:
     async def has_entities(self) -> bool:
         return False
 
+    def memories_of(self, ids: Sequence[str]) -> list[Memory]:
+        return [self.memory(i) for i in ids]
+
     def memory(self, id_: str) -> Memory:
         return self.memories[id_]
 
