@@ -196,4 +196,3 @@ class TableSource:
     def vector(self, id_: str) -> np.ndarray:
         """The held vector."""
         return self._vectors[id_]
-
