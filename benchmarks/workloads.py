@@ -35,6 +35,7 @@ embedded by the real model.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
 import os
 import random
@@ -45,6 +46,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -92,10 +94,15 @@ class PooledEmbedder:
         return self.model.embed_query(text)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        return self.embed_documents(texts)
+        if any(t in self.real for t in texts):
+            # The model off the event loop, as the real embedder runs it.
+            return await asyncio.to_thread(self.embed_documents, texts)
+        return self.embed_documents(texts)  # pool lookups only: microseconds
 
     async def aembed_query(self, text: str) -> np.ndarray:
-        return self.model.embed_query(text)
+        # Through the model's own async path (a worker thread): a query embedded on the store's
+        # event loop would stall every other read and write of the process meanwhile.
+        return await self.model.aembed_query(text)
 
 
 def _stable(text: str) -> int:
@@ -129,7 +136,9 @@ class References:
         import lancedb
         from lancedb.rerankers import RRFReranker
 
-        self.table = lancedb.connect(store.uri).open_table(store.table_name)
+        # A handle that sees every commit, as a LanceDB user reading what their app writes would
+        # hold (a handle that never refreshes reads one old version: fast, but blind to new rows).
+        self.table = lancedb.connect(store.uri, read_consistency_interval=timedelta(0)).open_table(store.table_name)
         self.rrf = RRFReranker()
         self.model = model
         self.matrices: dict[str, np.ndarray] = {}
