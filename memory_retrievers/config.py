@@ -91,7 +91,7 @@ class StoreConfig(CheckedModel):
     exact scan with the namespace prefilter is faster than an index (measured: 11 ms at 10k rows).
     The index is also built, in the background, as soon as a recall finds a namespace larger than
     ``recall_view_max_rows`` (its vector search then runs in LanceDB: 62 ms flat vs 26 ms indexed
-    for a 20,000-memory namespace)."""
+    for a 20,000-memory namespace, hash vectors)."""
 
     version_retention: timedelta = timedelta(hours=1)
     """Table versions older than this are pruned by ``optimize()``."""
@@ -99,15 +99,19 @@ class StoreConfig(CheckedModel):
     access_flush_size: int = Field(default=256, ge=1)
     """Recorded accesses held in memory before they are written (in one commit)."""
 
-    recall_view_max_rows: int = Field(default=20_000, ge=0)
+    recall_view_max_rows: int = Field(default=50_000, ge=0)
     """Recall keeps an in-memory view (rows and vectors) of namespaces up to this size, so the
-    vector, entity, recency and link channels need no LanceDB query; 0 disables it. About
-    2.5 KB per memory with the default model (measured in benchmarks/results/view_memory.json)."""
+    vector, entity, recency and link channels need no LanceDB query; 0 disables it. A view holds
+    about 2.7 KB per memory with the default model, and building one (on a namespace's first
+    recall in a process) peaks at about 6.5 KB per memory while LanceDB's result is converted.
+    Measured with ``benchmarks/workloads.py``: at 20,000 memories recall took 0.74-0.88x LanceDB's
+    hybrid query with a view and 1.6x without one; at 100,000 the view no longer pays (static
+    recall 54 vs 70 ms, right after a write 76 vs 70 ms) for its 270 MB."""
 
-    recall_view_total_rows: int = Field(default=80_000, ge=0)
+    recall_view_total_rows: int = Field(default=100_000, ge=0)
     """The ceiling on rows held over all namespace views of a store: past it, the least recently
     used views are dropped (and rebuilt when recalled again). At least ``recall_view_max_rows``.
-    The default, 80,000 rows, is about 200 MB with the default model."""
+    The default, 100,000 rows, is about 270 MB with the default model."""
 
     read_consistency_interval: timedelta | None = timedelta(0)
     """How often a read checks for other processes' commits. ``timedelta(0)`` (default) = on every

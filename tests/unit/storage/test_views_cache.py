@@ -215,7 +215,7 @@ def test_the_total_view_ceiling_must_hold_one_view() -> None:
 
     with pytest.raises(ConfigError, match=r"recall_view_total_rows .* must be at least recall_view_max_rows"):
         StoreConfig(recall_view_max_rows=1000, recall_view_total_rows=500)
-    assert StoreConfig().recall_view_total_rows == 80_000
+    assert StoreConfig().recall_view_total_rows == 100_000
 
 
 async def test_the_entity_cache_is_bounded(table: MemoryTable, monkeypatch: Any) -> None:
