@@ -20,11 +20,14 @@ Scenarios:
 - ``needles``: one LoCoMo conversation hidden in a large namespace of other memories; evidence
   recall@10 of its questions against the same conversation alone.
 
-Vectors: turns are LoCoMo dialogue (cycled, each made distinct by a suffix). Up to
+Memories: LoCoMo dialogue, made into as many distinct memories as a size needs (:class:`Haystack`:
+each turn alone, then each turn joined with a different partner turn on every later pass). Up to
 ``--real-up-to`` memories per size they are embedded by the real model (all-MiniLM-L6-v2); above
-it, filler memories take real MiniLM vectors of LoCoMo turns from a pool computed once (through
-the public ``Embedder`` protocol, :class:`PooledEmbedder`). Queries and the needles are always
-embedded by the real model.
+it, each filler memory takes the real MiniLM vector of its turn (for a joined pair, the normalised
+sum of the two), through the public ``Embedder`` protocol (:class:`PooledEmbedder`). Queries,
+chat turns written during the runs and the needles are always embedded by the real model.
+``--peers`` (on by default) also times LangChain's and LlamaIndex's in-memory hybrid retrievers on
+each chat size's memories.
 
     python benchmarks/workloads.py                      # sizes 600,5000,20000,100000; 1000x1000 tenants; 1M needles
     python benchmarks/workloads.py --quick              # a small run (the CI smoke)
@@ -65,55 +68,98 @@ PLOT = Path(__file__).resolve().parents[1] / "docs" / "workloads.png"
 K = 10
 
 
-class PooledEmbedder:
-    """Real MiniLM for queries and marked texts; a pool of real MiniLM vectors for filler memories.
+class Haystack:
+    """Distinct filler memories from real dialogue, each with a vector that matches its text.
 
-    Filling a namespace of a million memories through the model would take hours on a laptop
-    CPU. The pool holds real vectors of real dialogue, so the filler sits where chat memories sit
-    in the vector space; each filler text gets one pool vector, chosen by a stable hash of the text.
+    A namespace larger than the dialogue cannot just repeat it: 30 copies of one turn fill a
+    top-10 by themselves, and duplicate vectors degrade an HNSW graph (measured: only about half
+    of the index's top 30 were true top-30 neighbours at 100,000 memories with 25 copies of each
+    vector). So the first pass over the dialogue gives each turn alone, with its real MiniLM
+    vector; every later pass gives each turn followed by a partner turn (a different one on each
+    pass), with the normalised sum of the two real vectors, close to what the model gives the
+    joined text. Each text ends in ``(#g)``, its number, which is how the embedder finds its vector.
     """
 
-    def __init__(self, model: SentenceTransformerEmbedder, pool: np.ndarray, real: set[str]) -> None:
+    def __init__(self, turns: Sequence[Turn], vectors: np.ndarray) -> None:
+        if not turns:
+            raise ValueError("a haystack needs dialogue turns: raise --pool")
+        self.turns = list(turns)
+        self.vectors = vectors
+
+    @classmethod
+    def of(cls, turns: Sequence[Turn], model: SentenceTransformerEmbedder) -> Haystack:
+        """Embeds every turn once (a few thousand texts: under a minute on 2 cores)."""
+        return cls(turns, model.embed_documents([t.text for t in turns]))
+
+    def without(self, conversation: str) -> Haystack:
+        """The same dialogue minus one conversation (the needles must not be in the hay)."""
+        keep = [i for i, t in enumerate(self.turns) if t.conversation != conversation]
+        return Haystack([self.turns[i] for i in keep], self.vectors[keep])
+
+    def _parts(self, g: int) -> tuple[int, int | None]:
+        n = len(self.turns)
+        lap, j = divmod(g, n)
+        return j, None if lap == 0 else (j + lap * 7919) % n  # 7919: prime, so partners differ per lap
+
+    def texts(self, count: int, offset: int = 0) -> list[str]:
+        """Memories ``offset`` to ``offset + count`` (numbered, so each is distinct)."""
+        out = []
+        for g in range(offset, offset + count):
+            j, partner = self._parts(g)
+            text = self.turns[j].text if partner is None else f"{self.turns[j].text} {self.turns[partner].text}"
+            out.append(f"{text} (#{g})")
+        return out
+
+    def vector(self, text: str) -> np.ndarray | None:
+        """The vector of a text made by :meth:`texts`; ``None`` for any other text."""
+        _, sep, tail = text.rpartition(" (#")
+        if not sep or not tail.endswith(")") or not tail[:-1].isdigit():
+            return None
+        j, partner = self._parts(int(tail[:-1]))
+        if partner is None:
+            vector: np.ndarray = self.vectors[j]
+            return vector
+        both = self.vectors[j] + self.vectors[partner]
+        return (both / np.linalg.norm(both)).astype(np.float32)
+
+
+class PooledEmbedder:
+    """Real MiniLM for queries and other texts; the haystack's vectors for its filler memories.
+
+    Filling a namespace of a million memories through the model would take hours on a laptop
+    CPU; the haystack's vectors are real MiniLM vectors of the filler's own dialogue.
+    """
+
+    def __init__(self, model: SentenceTransformerEmbedder, haystack: Haystack) -> None:
         self.model = model
-        self.pool = pool
-        self.real = real  # texts embedded for real (needles)
+        self.haystack = haystack
         self.name = model.name
         self.dimension = model.dimension
 
     def embed_documents(self, texts: Sequence[str]) -> np.ndarray:
         out = np.empty((len(texts), self.dimension), dtype=np.float32)
-        real = [i for i, t in enumerate(texts) if t in self.real]
+        real = []
+        for i, text in enumerate(texts):
+            vector = self.haystack.vector(text)
+            if vector is None:
+                real.append(i)
+            else:
+                out[i] = vector
         if real:
             out[real] = self.model.embed_documents([texts[i] for i in real])
-        for i, text in enumerate(texts):
-            if text not in self.real:
-                out[i] = self.pool[_stable(text) % len(self.pool)]
         return out
 
     def embed_query(self, text: str) -> np.ndarray:
         return self.model.embed_query(text)
 
     async def aembed_documents(self, texts: Sequence[str]) -> np.ndarray:
-        if any(t in self.real for t in texts):
-            # The model off the event loop, as the real embedder runs it.
-            return await asyncio.to_thread(self.embed_documents, texts)
-        return self.embed_documents(texts)  # pool lookups only: microseconds
+        # Off the event loop, as the real embedder runs (some texts may go through the model).
+        return await asyncio.to_thread(self.embed_documents, texts)
 
     async def aembed_query(self, text: str) -> np.ndarray:
         # Through the model's own async path (a worker thread): a query embedded on the store's
         # event loop would stall every other read and write of the process meanwhile.
         return await self.model.aembed_query(text)
-
-
-def _stable(text: str) -> int:
-    import zlib
-
-    return zlib.crc32(text.encode())
-
-
-def filler(turns: Sequence[Turn], n: int, offset: int = 0) -> list[str]:
-    """``n`` distinct memory texts from the dialogue, cycled."""
-    return [f"{turns[(offset + i) % len(turns)].text} (#{offset + i})" for i in range(n)]
 
 
 def peak_rss_mb() -> float:
@@ -157,9 +203,11 @@ class References:
         )
         return [r["id"] for r in res]
 
-    def load(self, namespace: str) -> None:
-        rows = self.table.search().where(build_where(namespace)).select(["vector"]).limit(None).to_arrow()
+    def load(self, namespace: str) -> list[str]:
+        """Hold the namespace's vectors for the floor; returns its texts, in the same order."""
+        rows = self.table.search().where(build_where(namespace)).select(["text", "vector"]).limit(None).to_arrow()
         self.matrices[namespace] = np.stack(rows.column("vector").to_numpy(zero_copy_only=False)).astype(np.float32)
+        return [str(t) for t in rows.column("text").to_pylist()]
 
     def floor(self, namespace: str, query: str) -> None:
         vector = self.model.embed_query(query)
@@ -168,20 +216,132 @@ class References:
         top[np.argsort(-sims[top])]
 
 
+#: A peer whose index took longer than this to build is not queried at that size (the report says so).
+PEER_BUILD_LIMIT_S = 600.0
+#: A peer's queries stop once they took this long in all (at least three run).
+PEER_QUERY_BUDGET_S = 60.0
+
+
+def rss_now_mb() -> float:
+    """Resident memory now (``ru_maxrss`` only ever grows)."""
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+
+
+def langchain_peer(texts: Sequence[str], vectors: np.ndarray, model: SentenceTransformerEmbedder) -> Any:
+    """LangChain's in-memory hybrid: BM25Retriever + InMemoryVectorStore in an EnsembleRetriever."""
+    from langchain_classic.retrievers import EnsembleRetriever
+    from langchain_community.retrievers import BM25Retriever
+    from langchain_core.documents import Document
+    from langchain_core.embeddings import Embeddings
+    from langchain_core.vectorstores import InMemoryVectorStore
+
+    class Shared(Embeddings):
+        def embed_documents(self, texts: list[str]) -> list[list[float]]:
+            return model.embed_documents(texts).tolist()
+
+        def embed_query(self, text: str) -> list[float]:
+            return model.embed_query(text).tolist()
+
+    docs = [Document(page_content=t, id=str(i)) for i, t in enumerate(texts)]
+    bm25 = BM25Retriever.from_documents(docs, k=K)
+    vectorstore = InMemoryVectorStore(Shared())
+    # The vectors our store holds, as add_documents would have stored them (no second embedding).
+    vectorstore.store = {
+        str(i): {"id": str(i), "vector": vectors[i].tolist(), "text": t, "metadata": {}} for i, t in enumerate(texts)
+    }
+    dense = vectorstore.as_retriever(search_kwargs={"k": K})
+    ensemble = EnsembleRetriever(retrievers=[bm25, dense], weights=[0.5, 0.5])
+    return ensemble.invoke
+
+
+def llamaindex_peer(texts: Sequence[str], vectors: np.ndarray, model: SentenceTransformerEmbedder) -> Any:
+    """LlamaIndex's in-memory hybrid: VectorStoreIndex + BM25Retriever in a QueryFusionRetriever (RRF)."""
+    from llama_index.core import Settings, VectorStoreIndex
+    from llama_index.core.embeddings import BaseEmbedding
+    from llama_index.core.retrievers import QueryFusionRetriever
+    from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
+    from llama_index.core.schema import TextNode
+    from llama_index.retrievers.bm25 import BM25Retriever
+
+    class Shared(BaseEmbedding):
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return model.embed_query(query).tolist()
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return model.embed_query(query).tolist()
+
+        def _get_text_embedding(self, text: str) -> list[float]:
+            return model.embed_query(text).tolist()
+
+    Settings.llm = None
+    nodes = [TextNode(text=t, id_=str(i), embedding=vectors[i].tolist()) for i, t in enumerate(texts)]
+    index = VectorStoreIndex(nodes, embed_model=Shared())
+    bm25 = BM25Retriever.from_defaults(nodes=nodes, similarity_top_k=K)
+    fusion = QueryFusionRetriever(
+        [index.as_retriever(similarity_top_k=K), bm25],
+        similarity_top_k=K,
+        num_queries=1,
+        mode=FUSION_MODES.RECIPROCAL_RANK,
+        use_async=False,
+        llm=None,
+    )
+    return fusion.retrieve
+
+
+PEERS = {"langchain-ensemble": langchain_peer, "llamaindex-fusion": llamaindex_peer}
+
+
+def peers(
+    texts: Sequence[str], vectors: np.ndarray, model: SentenceTransformerEmbedder, questions: Sequence[str], ours: float
+) -> dict[str, Any]:
+    """Static recall latency of the frameworks' own in-memory hybrid retrievers over the same memories.
+
+    Same texts, same vectors (no second embedding), queries embedded by the same model. Their BM25
+    retrievers are built once from documents and have no ``add``: a chat loop would rebuild them
+    per turn, so ``build_s`` is also what one write would cost them.
+    """
+    out: dict[str, Any] = {}
+    for name, build in PEERS.items():
+        before = rss_now_mb()
+        started = time.perf_counter()
+        run = build(texts, vectors, model)
+        built = time.perf_counter() - started
+        entry: dict[str, Any] = {"build_s": round(built, 2), "rss_added_mb": round(rss_now_mb() - before, 1)}
+        if built > PEER_BUILD_LIMIT_S:
+            entry["stopped"] = f"index build took over {PEER_BUILD_LIMIT_S:.0f} s: not queried"
+        else:
+            run(questions[0])  # warm-up, as ours had
+            lat: list[float] = []
+            for q in questions:
+                lat.append(timed(run, q))
+                if len(lat) >= 3 and sum(lat) > PEER_QUERY_BUDGET_S * 1000:
+                    entry["stopped"] = f"queries stopped after {PEER_QUERY_BUDGET_S:.0f} s"
+                    break
+            entry |= {
+                "queries": len(lat),
+                "recall_p50_ms": pct(lat, 0.5),
+                "ours_vs_peer": round(ours / statistics.median(lat), 3),
+            }
+        out[name] = entry
+        del run
+    return out
+
+
 def timed(fn: Any, *args: Any) -> float:
     started = time.perf_counter()
     fn(*args)
     return (time.perf_counter() - started) * 1000
 
 
-def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any) -> dict:
+def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
     real = size <= args.real_up_to
-    embedder: Any = model if real else PooledEmbedder(model, pool, set())
+    embedder: Any = model if real else PooledEmbedder(model, hay)
     questions = [q for _, q, _, _ in load_questions(args.data)]
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "db"
         store = MemoryStore(path, embedder=embedder)
-        texts = filler(turns, size)
+        texts = hay.texts(size)
         started = time.perf_counter()
         for start in range(0, size, 5000):
             chunk = texts[start : start + 5000]
@@ -199,7 +359,7 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, p
             model.embed_documents(sample)
             raw = len(sample) / (time.perf_counter() - started)
         refs = References(store, model)
-        refs.load("u")
+        held = refs.load("u")
         retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
         retriever.recall(questions[0])
         static, hybrid, floor, after, adds = [], [], [], [], []
@@ -212,13 +372,19 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, p
             adds.append(timed(lambda t=turn: store.add(t, namespace="u", kind="message", session_id="live")))
             after.append(timed(retriever.recall, questions[(r + 7) % len(questions)]))
         store.flush()
+        peak = peak_rss_mb()  # before the peers add theirs
+        framework_peers = (
+            peers(held, refs.matrices["u"], model, questions[: args.rounds], statistics.median(static))
+            if args.peers
+            else None
+        )
         on_disk = disk_mb(path)
         # Old versions are kept for version_retention (an hour) so that readers on them never
         # break; a bulk load's compactions leave many behind. What stays once they are pruned:
         store.purge()
         result = {
             "memories": size,
-            "vectors": "real MiniLM" if real else "pooled real MiniLM vectors (queries real)",
+            "vectors": "real MiniLM" if real else "haystack: real MiniLM vectors of its dialogue (queries real)",
             "recall_static_p50_ms": pct(static, 0.5),
             "recall_after_write_p50_ms": pct(after, 0.5),
             "recall_after_write_p95_ms": pct(after, 0.95),
@@ -234,19 +400,18 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, p
             "add_many_rows_per_s": round(ingest, 1),
             "raw_embedding_texts_per_s": round(raw, 1) if raw else None,
             "add_many_vs_raw_embedding": round(ingest / raw, 2) if raw else None,
-            "peak_rss_mb": peak_rss_mb(),
+            "peak_rss_mb": peak,
             "disk_mb": on_disk,
             "disk_after_prune_mb": disk_mb(path),
+            "peers": framework_peers,
         }
         store.close()
     print(json.dumps(result))
     return result
 
 
-def tenants(
-    count: int, per: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any
-) -> dict:
-    embedder = PooledEmbedder(model, pool, set())
+def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
+    embedder = PooledEmbedder(model, hay)
     questions = [q for _, q, _, _ in load_questions(args.data)]
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
@@ -255,9 +420,7 @@ def tenants(
         started = time.perf_counter()
         batch: list[dict[str, Any]] = []
         for t in range(count):
-            batch += [
-                {"text": text, "namespace": f"user-{t}", "kind": "message"} for text in filler(turns, per, t * per)
-            ]
+            batch += [{"text": text, "namespace": f"user-{t}", "kind": "message"} for text in hay.texts(per, t * per)]
             if len(batch) >= 20_000 or t == count - 1:
                 store.add_many(batch, dedup=False)
                 batch = []
@@ -306,18 +469,18 @@ def tenants(
     return result
 
 
-def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, pool: np.ndarray, args: Any) -> dict:
+def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
     conversation = turns[0].conversation
     mine = [t for t in turns if t.conversation == conversation]
-    others = [t for t in turns if t.conversation != conversation]
+    others = hay.without(conversation)
     asked = [(q, ev) for conv, q, ev, _ in load_questions(args.data) if conv == conversation]
-    embedder = PooledEmbedder(model, pool, {t.text for t in mine})
+    embedder = PooledEmbedder(model, others)  # needles have no (#g) number: embedded for real
     out: dict[str, Any] = {"conversation": conversation, "questions": len(asked), "needles": len(mine)}
-    for label, hay in (("alone", 0), ("hidden", size)):
+    for label, hidden_in in (("alone", 0), ("hidden", size)):
         with tempfile.TemporaryDirectory() as folder:
             store = MemoryStore(Path(folder) / "db", embedder=embedder)
-            texts = filler(others, hay)
-            for start in range(0, hay, 20_000):
+            texts = others.texts(hidden_in)
+            for start in range(0, hidden_in, 20_000):
                 store.add_many(
                     [{"text": t, "kind": "message"} for t in texts[start : start + 20_000]], namespace="u", dedup=False
                 )
@@ -339,7 +502,7 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
                 lat.append((time.perf_counter() - started) * 1000)
                 recalls.append(len(set(got) & evidence) / len(evidence))
             out[label] = {
-                "memories": hay + len(mine),
+                "memories": hidden_in + len(mine),
                 "recall@10": round(float(np.mean(recalls)), 3),
                 "p50_ms": pct(lat, 0.5),
             }
@@ -368,9 +531,18 @@ def plot(report: dict[str, Any], path: Path) -> None:
     ]
     for key, label, style in series:
         ax.plot(sizes, [c[key] for c in chat], style, label=label)
+    for name, style in (("langchain-ensemble", "x-."), ("llamaindex-fusion", "+-.")):
+        timed_at = [
+            (c["memories"], c["peers"][name]["recall_p50_ms"])
+            for c in chat
+            if "recall_p50_ms" in (c.get("peers") or {}).get(name, {})
+        ]
+        if timed_at:
+            ax.plot(*zip(*timed_at, strict=True), style, label=f"{name} (in-memory, static)")
     ax.set_xscale("log")
     ax.set_xlabel("memories in the namespace")
     ax.set_ylabel("recall latency p50 (ms)")
+    ax.set_yscale("log")
     ax.set_title("Recall while writing (benchmarks/workloads.py)")
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=8)
@@ -390,7 +562,15 @@ def main() -> None:
     ap.add_argument("--needles", type=int, default=1_000_000, help="needles: memories the conversation hides in")
     ap.add_argument("--real-up-to", type=int, default=5000, help="embed memories for real up to this namespace size")
     ap.add_argument("--rounds", type=int, default=40)
-    ap.add_argument("--pool", type=int, default=4000, help="real MiniLM vectors in the filler pool")
+    ap.add_argument(
+        "--peers",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="chat: also time LangChain's and LlamaIndex's in-memory hybrid retrievers on the same memories",
+    )
+    ap.add_argument(
+        "--pool", type=int, default=4000, help="dialogue turns the filler haystack is made of (each embedded once)"
+    )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--plot", type=Path, nargs="?", const=PLOT, help=f"write the latency plot (default {PLOT})")
     ap.add_argument("--plot-only", action="store_true", help="plot the existing --out file without measuring")
@@ -399,10 +579,10 @@ def main() -> None:
         plot(json.loads(args.out.read_text()), args.plot or PLOT)
         return
     if args.quick:
-        args.sizes, args.tenants, args.needles, args.rounds, args.pool = "600", "10x100", 1000, 5, 300
+        args.sizes, args.tenants, args.needles, args.rounds, args.pool = "600", "10x100", 1000, 5, 700
     turns = load_turns(args.data)
     model = SentenceTransformerEmbedder()
-    pool = model.embed_documents([t.text for t in turns[: args.pool]])
+    hay = Haystack.of(turns[: args.pool], model)
     # Scenarios not run this time keep their figures from the results file.
     previous = json.loads(args.out.read_text()) if args.out.exists() and not args.quick else {}
     report: dict[str, Any] = {"chat": [], "tenants": None, "needles": None, **previous}
@@ -410,12 +590,12 @@ def main() -> None:
     report.pop("command", None)
     scenarios = set(args.scenarios.split(","))
     if "chat" in scenarios:
-        report["chat"] = [chat(int(s), turns, model, pool, args) for s in args.sizes.split(",")]
+        report["chat"] = [chat(int(s), turns, model, hay, args) for s in args.sizes.split(",")]
     if "tenants" in scenarios:
         count, per = (int(x) for x in args.tenants.split("x"))
-        report["tenants"] = tenants(count, per, turns, model, pool, args)
+        report["tenants"] = tenants(count, per, model, hay, args)
     if "needles" in scenarios:
-        report["needles"] = needles(args.needles, turns, model, pool, args)
+        report["needles"] = needles(args.needles, turns, model, hay, args)
     report["machine"] = f"{os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} at the end"
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2) + "\n")

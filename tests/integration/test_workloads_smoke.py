@@ -31,6 +31,10 @@ def test_the_quick_workload_run_reports_every_scenario(tmp_path: Path) -> None:
     assert chat["add_p50_ms"] <= chat["add_p95_ms"] <= chat["add_p99_ms"]
     assert chat["add_many_rows_per_s"] > 0 and chat["add_many_vs_raw_embedding"] > 0
     assert chat["peak_rss_mb"] > 0 and chat["disk_mb"] > 0
+    # The framework peers ran on the same memories and were timed.
+    assert set(chat["peers"]) == {"langchain-ensemble", "llamaindex-fusion"}
+    for peer in chat["peers"].values():
+        assert peer["queries"] >= 3 and peer["recall_p50_ms"] > 0 and peer["ours_vs_peer"] > 0
     tenants = report["tenants"]
     assert tenants["rows"] == 1000 and tenants["writes_during_recalls"] > 0
     assert math.isfinite(tenants["recall_vs_lancedb"]) and tenants["recall_vs_lancedb"] > 0
