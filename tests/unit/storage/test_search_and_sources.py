@@ -128,3 +128,38 @@ async def test_the_context_field_votes_only_for_memories_that_have_a_context(tab
         assert [source.memory(i).text for i in text.ids] == ["sushi is Bob's favourite food"]
     # The public primitive still searches every memory's text with its context.
     assert (await s.fts("sushi Bob", build_where("u"), 10, FtsField.CONTEXT, ["id"])).num_rows == 2
+
+
+async def test_the_context_channel_finds_a_memory_with_context_below_k_plain_ones(table: MemoryTable) -> None:
+    # The context channel over-fetches and keeps memories that have a context (a prefilter on that
+    # would scan the whole column): plain memories ranked above must not crowd one out.
+    s = Searcher(table, AccessLog(table))
+    Maintainer(table, StoreConfig(), _noop)
+    await table.add(rows("u", [f"sushi sushi with Bob, plain note {i}" for i in range(3)]))
+    await table.add(rows("u", ["yes, every Friday"], context="sushi?"))
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    for source in (ViewSource(view, MemoryFilter(), s), TableSource("u", MemoryFilter(), s)):
+        every = await source.text_search("sushi Bob", FtsField.CONTEXT, 2)
+        assert all("plain note" in source.memory(i).text for i in every.ids)  # k=2: both places taken
+        ctx = await source.text_search("sushi Bob", FtsField.CONTEXT, 2, with_context_only=True)
+        assert [source.memory(i).text for i in ctx.ids] == ["yes, every Friday"]
+
+
+async def test_a_patched_view_finds_new_entities_and_its_predecessor_does_not(table: MemoryTable) -> None:
+    # The entity index is built once per view and extended by appends, copy on write: a recall
+    # still holding the older view must not see rows past its end.
+    s = Searcher(table, AccessLog(table))
+    await table.add(rows("u", ["Alice likes tea", "Bob likes coffee"], entities=["alice"]))
+    cache = ViewCache(table, max_rows=100)
+    old = await cache.get("u")
+    assert old is not None
+    assert len((await ViewSource(old, MemoryFilter(), s).entity_search(["Alice"], 10)).ids) == 2  # index built
+    await table.add(rows("u", ["Alice moved to Paris"], entities=["alice", "paris"]))
+    new = await cache.get("u")
+    assert new is not None and new is not old
+    found = await ViewSource(new, MemoryFilter(), s).entity_search(["alice", "PARIS"], 10)
+    assert new.memory(new.index[found.ids[0]]).text == "Alice moved to Paris"
+    assert len(found.ids) == 3 and found.scores[0] == 2.0
+    assert (await ViewSource(old, MemoryFilter(), s).entity_search(["paris"], 10)).ids == ()
+    assert len((await ViewSource(old, MemoryFilter(), s).entity_search(["alice"], 10)).ids) == 2
