@@ -338,7 +338,8 @@ class MemoryRetriever:
                 plan.notes.append(f"{len(fused) - len(remaining)} candidate(s) excluded by the caller")
             fused = remaining
 
-        memories = dict(zip([h.id for h in fused], source.memories_of([h.id for h in fused]), strict=True))
+        ids = [h.id for h in fused]
+        memories = dict(zip(ids, source.memories_of(ids), strict=True))
         vectors = {h.id: source.vector(h.id) for h in fused}
         semantic = {i: float(np.dot(v, qvec)) for i, v in vectors.items()}
         base = semantic_blend(fused, semantic, cfg.semantic_blend)

@@ -50,7 +50,9 @@ class RecallSource(Protocol):
 
         ``with_context_only`` keeps only memories that have a context: the original query's context
         channel uses it, since for the others it would repeat the text channel (the same words
-        would vote twice). Rewrites and feedback terms search every memory's text with its context.
+        would vote twice). They are the ones with a context among the namespace's best few times
+        ``k`` hits (a prefilter on "has a context" would scan the whole column). Rewrites and
+        feedback terms search every memory's text with its context.
         """
         ...
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from ..filters import MemoryFilter, build_where, matches
 from ..models import FtsField, Memory
 from ..recall.source import SourceHits
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 from .search import Searcher
+from .view import context_present
 from .views import NamespaceView
 
 __all__ = ["TableSource", "ViewSource"]
@@ -154,9 +154,7 @@ class TableSource:
         if not with_context_only:
             return self._hits(await self._searcher.fts(text, self._where, k, field, _COLUMNS))
         table = await self._searcher.fts(text, self._where, k * _CONTEXT_OVERFETCH, field, _COLUMNS)
-        context = table.column("context")
-        present = pc.and_(pc.is_valid(context), pc.not_equal(context, "")).fill_null(False)
-        return self._hits(table.filter(present).slice(0, k))
+        return self._hits(table.filter(pa.array(context_present(table))).slice(0, k))
 
     async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""

@@ -17,7 +17,7 @@ from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrai
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 
-__all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView"]
+__all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present"]
 
 # What changes whenever a row does: a rewrite bumps ``revision`` and ``updated_at`` (a delete and
 # re-add of one id gets a new ``updated_at``), an access bumps ``access_count``/``last_accessed_at``.
@@ -78,7 +78,7 @@ class NamespaceView:
     def has_context(self) -> np.ndarray:
         """Per row: the memory has a (non-empty) context. Built on first use, extended by appends."""
         if self._has_context is None:
-            self._has_context = _context_present(self.table)
+            self._has_context = context_present(self.table)
         return self._has_context
 
     @property
@@ -124,7 +124,7 @@ class NamespaceView:
             else _with_entities(self._entity_index, rows.column("entities").to_pylist(), len(self.ids))
         )
         view._has_context = (
-            None if self._has_context is None else np.concatenate([self._has_context, _context_present(rows)])
+            None if self._has_context is None else np.concatenate([self._has_context, context_present(rows)])
         )
         return view
 
@@ -191,11 +191,7 @@ class NamespaceView:
 
     def memory(self, i: int) -> Memory:
         """Row ``i`` as a :class:`Memory` (without vector), built once."""
-        row_id = self.ids[i]
-        mem = self._memories.get(row_id)
-        if mem is None:
-            mem = self._memories[row_id] = row_to_memory(self.table.slice(i, 1).to_pylist()[0])
-        return mem
+        return self.memories([i])[0]
 
     def memories(self, rows: Sequence[int]) -> list[Memory]:
         """:meth:`memory` of each row index; the ones not built yet are converted in one ``take``."""
@@ -275,8 +271,8 @@ def _with_entities(index: dict[str, list[int]], entities: Sequence[Any], first: 
     return out
 
 
-def _context_present(table: pa.Table) -> np.ndarray:
-    """``context IS NOT NULL AND context <> ''`` per row."""
+def context_present(table: pa.Table) -> np.ndarray:
+    """``context IS NOT NULL AND context <> ''`` per row (the context channel's "has a context")."""
     context = table.column("context")
     present = pc.and_(pc.is_valid(context), pc.not_equal(context, "")).fill_null(False)
     return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
