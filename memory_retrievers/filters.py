@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from pydantic import ConfigDict, PrivateAttr, StrictBool, field_validator
 
 from .config import CheckedModel, validated
+from .dates import DateSpan
 from .errors import FilterError, InvalidInputError, MemoryRetrieversError
 from .models import MemoryKind
 from .validation import check_key, to_utc
@@ -32,6 +33,7 @@ __all__ = [
     "MemoryFilter",
     "build_where",
     "coerce_filter",
+    "created_within",
     "expiry_cutoff",
     "hides_archived",
     "matches",
@@ -177,6 +179,17 @@ def hides_archived(flt: MemoryFilter) -> bool:
 def expiry_cutoff(flt: MemoryFilter) -> datetime | None:
     """The time at or before which an ``expires_at`` excludes a memory (``None``: expiry not applied)."""
     return None if flt.include_expired else flt.live_at
+
+
+def created_within(spans: Sequence[DateSpan]) -> str:
+    """The SQL predicate "created within any of ``spans``" (start included, end excluded)."""
+    if not spans:
+        raise InvalidInputError("spans is empty; pass at least one DateSpan")
+    return (
+        "("
+        + " OR ".join(f"(created_at >= {sql_literal(s.start)} AND created_at < {sql_literal(s.end)})" for s in spans)
+        + ")"
+    )
 
 
 def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:

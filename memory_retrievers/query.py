@@ -11,6 +11,8 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .dates import DateSpan, mentioned_dates
+
 __all__ = ["QueryFeatures", "analyze", "feedback_terms", "keywords"]
 
 _WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
@@ -87,6 +89,8 @@ class QueryFeatures:
     temporal: bool
     recency: bool
     aggregation: bool
+    dates: tuple[DateSpan, ...] = ()
+    """Days, months and years the query names (see :func:`memory_retrievers.dates.mentioned_dates`)."""
 
     @property
     def intent(self) -> str:
@@ -121,6 +125,7 @@ def analyze(query: str) -> QueryFeatures:
         temporal=any(w in _TEMPORAL for w in lower) or bool(re.search(r"\b(19|20)\d\d\b", query)),
         recency=any(w in _RECENCY for w in lower),
         aggregation=any(w in _AGGREGATION for w in lower) or any(p in text for p in _AGGREGATION_PHRASES),
+        dates=mentioned_dates(query),
     )
 
 

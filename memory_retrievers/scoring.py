@@ -1,7 +1,7 @@
-"""Score adjustments after fusion (pure functions): decay, priority, pin, kind, project, topic.
+"""Score adjustments after fusion (pure functions): decay, priority, pin, kind, project, topic, cues.
 
-Each adjustment is a multiplier; the final score is the fused score times their product, and
-every factor is reported so a score can be explained.
+The cues are a speaker or a date the query names. Each adjustment is a multiplier; the final score
+is the fused score times their product, and every factor is reported so a score can be explained.
 """
 
 from __future__ import annotations
@@ -12,7 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 
+from .dates import DateSpan
 from .models import Memory, MemoryKind
+from .speakers import speaker_of
 
 __all__ = ["DecayKind", "ScoringContext", "ScoringParams", "decay", "multipliers"]
 
@@ -46,15 +48,27 @@ class ScoringParams:
     other_project_penalty: float
     no_project_penalty: float
     cross_topic_penalty: float
+    speaker_boost: float
+    date_boost: float
 
 
 @dataclass(frozen=True, slots=True)
 class ScoringContext:
-    """Where and when the recall happens."""
+    """Where and when the recall happens, and what the query names.
+
+    Attributes:
+        now: The time of the recall (decay counts from it).
+        project: The caller's project, if any.
+        topic: The caller's topic, if any.
+        speakers: Chat speakers the query names, case-folded (see :mod:`memory_retrievers.speakers`).
+        dates: Spans of time the query names (see :mod:`memory_retrievers.dates`).
+    """
 
     now: datetime
     project: str | None = None
     topic: str | None = None
+    speakers: frozenset[str] = frozenset()
+    dates: tuple[DateSpan, ...] = ()
 
 
 def decay(days: float, params: ScoringParams) -> float:
@@ -91,4 +105,10 @@ def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringParams) -> d
             out["project"] = params.other_project_penalty
     if ctx.topic is not None and memory.topic is not None and memory.topic != ctx.topic:
         out["topic"] = params.cross_topic_penalty
+    if ctx.speakers and memory.kind is MemoryKind.MESSAGE:
+        speaker = speaker_of(memory.text)
+        if speaker is not None and speaker.casefold() in ctx.speakers:
+            out["speaker"] = params.speaker_boost
+    if ctx.dates and memory.created_at is not None and any(s.contains(memory.created_at) for s in ctx.dates):
+        out["date"] = params.date_boost
     return out

@@ -732,6 +732,14 @@ class MemoryStore:
         """Embed a query text with the store's embedder (checked, unit length)."""
         return await self._vectors.query(query)
 
+    async def aembed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Embed a few query texts, in one forward pass when the embedder offers ``aembed_queries``.
+
+        Returns:
+            One checked unit vector per query, shape ``(len(queries), dimension)``.
+        """
+        return await self._vectors.queries(queries)
+
     def fts_search(
         self,
         query: str,

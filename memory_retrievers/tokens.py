@@ -9,6 +9,7 @@ counts are byte-for-byte those of ``tiktoken.get_encoding``. Only if neither sou
 
 from __future__ import annotations
 
+import functools
 import gzip
 import hashlib
 import math
@@ -105,6 +106,17 @@ def load_encoding(name: str = "cl100k_base") -> Any:
         return enc
 
 
+# Counts of texts up to this many characters are cached, at most _CACHED_TEXTS of them (about
+# 6 MB at the limit); longer ones (whole context blocks) are counted every time.
+_CACHED_CHARS = 2_000
+_CACHED_TEXTS = 4_096
+
+
+@functools.lru_cache(maxsize=_CACHED_TEXTS)
+def _cached_count(name: str, text: str) -> int:
+    return len(load_encoding(name.split(":", 1)[1]).encode(text, disallowed_special=()))
+
+
 class TiktokenCounter:
     """Exact token counts with a tiktoken encoding (``cl100k_base`` by default).
 
@@ -130,8 +142,14 @@ class TiktokenCounter:
         return True
 
     def count(self, text: str) -> int:
-        """Exact count; special-token text is counted as plain text, never rejected."""
-        return len(self._enc.encode(text, disallowed_special=()))
+        """Exact count; special-token text is counted as plain text, never rejected.
+
+        Short texts (a memory's line in the context block) are remembered: recall counts the
+        same memories again and again, and encoding them was 0.6 ms of a 27 ms recall.
+        """
+        if len(text) > _CACHED_CHARS:
+            return len(self._enc.encode(text, disallowed_special=()))
+        return _cached_count(self._name, text)
 
 
 class EstimateCounter:

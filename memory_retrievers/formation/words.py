@@ -6,6 +6,8 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
+from ..speakers import strip_speaker
+
 __all__ = ["NEGATIONS", "meaning_words", "pairs_sharing_a_word", "strip_speaker"]
 
 #: Words (after contractions are split) that flip a statement.
@@ -22,13 +24,7 @@ _FUNCTION = frozenset(
     shall should can could might must just really very also too""".split()
 )
 _TOKEN = re.compile(r"[\w'\u2019]+", re.UNICODE)
-_SPEAKER = re.compile(r"^[A-Z][\w.'\- ]{0,40}:\s+(?=\S)")
 _IRREGULAR = {"can't": "can", "won't": "will", "shan't": "shall", "ain't": "is"}
-
-
-def strip_speaker(text: str) -> str:
-    """A chat turn's text without a leading ``"Name: "`` (how chat adapters store turns)."""
-    return _SPEAKER.sub("", text, count=1)
 
 
 def meaning_words(text: str) -> tuple[str, ...]:

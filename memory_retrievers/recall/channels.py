@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dates import DateSpan
 from ..fusion import RankedList, tied_ranks
 from ..models import FtsField
 from .source import RecallSource, SourceHits
@@ -57,9 +58,14 @@ class Channels:
         """BM25 over ``field`` (of memories with a context only, if asked); tied scores share a rank."""
         self._launch(label, channel, weight, self._text(query, field, with_context_only))
 
-    def vector(self, label: str, channel: str, weight: float, vector: np.ndarray) -> None:
-        """Cosine similarity to a unit vector."""
-        self._launch(label, channel, weight, self._positional(self._source.vector_search(vector, self._depth)))
+    def vector(
+        self, label: str, channel: str, weight: float, vector: np.ndarray, *, within: Sequence[DateSpan] = ()
+    ) -> None:
+        """Cosine similarity to a unit vector (among memories created ``within`` those spans, if given)."""
+        source, depth = self._source, self._depth
+        # ``within`` only when given: a source written before the dated channel still works.
+        search = source.vector_search(vector, depth, within=within) if within else source.vector_search(vector, depth)
+        self._launch(label, channel, weight, self._positional(search))
 
     def vector_of_text(self, label: str, channel: str, weight: float, text: str) -> None:
         """Cosine similarity to a text, embedded first (rewrites, HyDE)."""

@@ -21,6 +21,8 @@ class Plan:
     expansion: str = "off"
     hyde: str = "off"
     session_diverse: bool = False
+    speakers: list[str] = field(default_factory=list)
+    """Chat speakers the query names (known once the namespace's speakers are read)."""
     notes: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
@@ -35,6 +37,8 @@ class Plan:
             "intent": f.intent,
             "entities": list(f.entities),
             "keywords": list(f.keywords),
+            "speakers": list(self.speakers),
+            "dates": [[s.start.isoformat(), s.end.isoformat()] for s in f.dates],
             "notes": list(self.notes),
         }
 
@@ -44,7 +48,8 @@ def route(features: QueryFeatures, cfg: RecallConfig, *, has_llm: bool) -> Plan:
 
     ``vector`` mode runs the vector channel alone; ``hybrid`` every enabled channel and stage;
     ``auto`` the core channels, plus entity, recency and session diversity when the query's cues
-    call for them, and expansion/HyDE only with an LLM.
+    call for them, and expansion/HyDE only with an LLM. The ``dated`` channel runs in ``auto`` and
+    ``hybrid`` whenever the query names a date.
     """
     plan = Plan(mode=cfg.mode, features=features)
     w = cfg.weights
@@ -57,6 +62,8 @@ def route(features: QueryFeatures, cfg: RecallConfig, *, has_llm: bool) -> Plan:
         plan.channels.append("entity")
     if w.recency > 0 and (features.recency or not auto):
         plan.channels.append("recency")
+    if w.dated > 0 and features.dates:
+        plan.channels.append("dated")
     if w.links > 0 and cfg.link_hops > 0:
         plan.channels.append("links")
     if cfg.expansion:

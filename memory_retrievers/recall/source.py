@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from ..dates import DateSpan
 from ..models import FtsField, Memory
 
 __all__ = ["RecallSource", "SourceHits"]
@@ -56,8 +57,8 @@ class RecallSource(Protocol):
         """
         ...
 
-    async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
-        """Cosine similarity to a unit ``vector``."""
+    async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
+        """Cosine similarity to a unit ``vector``; only memories created within ``within`` if given."""
         ...
 
     async def entity_search(self, entities: Sequence[str], k: int) -> SourceHits:
@@ -74,6 +75,10 @@ class RecallSource(Protocol):
 
     async def has_entities(self) -> bool:
         """Whether any memory of the namespace has entities (else the entity channel is useless)."""
+        ...
+
+    async def speakers(self) -> frozenset[str]:
+        """Who speaks in the namespace's chat: names of ``"Name: text"`` messages (may lag other processes' writes)."""
         ...
 
     def memory(self, id_: str) -> Memory:

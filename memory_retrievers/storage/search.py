@@ -9,22 +9,30 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..filters import MemoryFilter, build_where, sql_list
-from ..models import FtsField, Hit, Memory
+from ..models import FtsField, Hit, Memory, MemoryKind
 from ..schema import SCALAR_COLUMNS, rows_to_memories
+from ..speakers import speaker_of
 from .access import AccessLog
 from .maintenance import FTS_COLUMNS
 from .table import CommitEvent, MemoryTable
 
-__all__ = ["ENTITY_CACHE_NAMESPACES", "Searcher", "hits"]
+__all__ = ["ENTITY_CACHE_NAMESPACES", "SPEAKER_SAMPLE", "Searcher", "hits"]
 
-#: Namespaces whose "has any entity-tagged memory" answer is cached (about 200 bytes each).
+#: Namespaces whose "has any entity-tagged memory" answer, and whose speakers, are cached (about
+#: 200 bytes each, plus the speakers' names).
 ENTITY_CACHE_NAMESPACES = 10_000
+#: Newest chat turns of a namespace read to learn who speaks in it (one read per namespace and
+#: ``max_age_s``; speakers of a chat recur, so its newest turns name them all).
+SPEAKER_SAMPLE = 2_000
+#: Most speakers remembered per namespace (a query is matched against each of them).
+MAX_SPEAKERS = 500
 
 
 def ranked(table: pa.Table) -> pa.Table:
@@ -55,16 +63,33 @@ class Searcher:
         self._access = access
         # namespace -> (has entity-tagged memories, monotonic time checked); see has_entities()
         self._entity_cache: dict[str, tuple[bool, float]] = {}
+        # namespace -> (speakers, monotonic time read); see speakers()
+        self._speaker_cache: dict[str, tuple[frozenset[str], float]] = {}
         table.subscribe(self._on_commit)
 
     def _on_commit(self, event: CommitEvent) -> None:
-        if event.rows is None or event.failed or "entities" not in event.rows.column_names:
+        if event.rows is None or event.failed:
             return
-        lengths = pc.list_value_length(event.rows.column("entities")).fill_null(0)
-        tagged = pc.filter(event.rows.column("namespace"), pc.greater(lengths, 0))
-        now = time.monotonic()
-        for ns in set(tagged.to_pylist()):
-            self._remember(ns, (True, now))
+        columns = event.rows.column_names
+        if "entities" in columns:
+            lengths = pc.list_value_length(event.rows.column("entities")).fill_null(0)
+            tagged = pc.filter(event.rows.column("namespace"), pc.greater(lengths, 0))
+            now = time.monotonic()
+            for ns in set(tagged.to_pylist()):
+                _bounded_put(self._entity_cache, ns, (True, now))
+        if {"text", "kind"} <= set(columns) and self._speaker_cache:
+            # Only namespaces already read: a new speaker joins them at once. An unread namespace
+            # is read whole (its newest turns) on first use, so nothing is added from part of it.
+            message = pc.equal(event.rows.column("kind"), MemoryKind.MESSAGE.value)
+            for ns, text in zip(
+                pc.filter(event.rows.column("namespace"), message).to_pylist(),
+                pc.filter(event.rows.column("text"), message).to_pylist(),
+                strict=True,
+            ):
+                cached = self._speaker_cache.get(ns)
+                name = speaker_of(text or "")
+                if cached is not None and name is not None and name not in cached[0] and len(cached[0]) < MAX_SPEAKERS:
+                    self._speaker_cache[ns] = (cached[0] | {name}, cached[1])
 
     def _empty(self, columns: Sequence[str]) -> pa.Table:
         schema = self._table.schema
@@ -124,15 +149,35 @@ class Searcher:
             return cached[0]
         where = build_where(namespace, MemoryFilter(include_superseded=True)) + " AND array_length(entities) > 0"
         found = await self._table.count(where, action="count entity-tagged memories") > 0
-        self._remember(namespace, (found, now))
+        _bounded_put(self._entity_cache, namespace, (found, now))
         return found
 
-    def _remember(self, namespace: str, entry: tuple[bool, float]) -> None:
-        # Bounded whatever the number of namespaces: the oldest entries go first (and are re-counted).
-        self._entity_cache.pop(namespace, None)
-        self._entity_cache[namespace] = entry
-        while len(self._entity_cache) > ENTITY_CACHE_NAMESPACES:
-            self._entity_cache.pop(next(iter(self._entity_cache)))
+    async def speakers(self, namespace: str, *, max_age_s: float = 60.0) -> frozenset[str]:
+        """Who speaks in the namespace's chat: the ``Name`` of its ``"Name: text"`` message memories.
+
+        Read from its newest :data:`SPEAKER_SAMPLE` messages and cached per namespace: a speaker
+        written through this store joins at once, other processes' after at most ``max_age_s``.
+        """
+        cached = self._speaker_cache.get(namespace)
+        now = time.monotonic()
+        if cached is not None and now - cached[1] < max_age_s:
+            return cached[0]
+        flt = MemoryFilter(kinds=(MemoryKind.MESSAGE,), include_superseded=True)
+        table = await self._table.rows(
+            build_where(namespace, flt),
+            ["id", "created_at", "text"],  # ordering needs its columns selected
+            limit=SPEAKER_SAMPLE,
+            newest_first=True,
+            action="read who speaks in a namespace",
+        )
+        names: dict[str, None] = {}
+        for text in table.column("text").to_pylist():
+            name = speaker_of(text or "")
+            if name is not None and len(names) < MAX_SPEAKERS:
+                names[name] = None
+        found = frozenset(names)
+        _bounded_put(self._speaker_cache, namespace, (found, now))
+        return found
 
     # ------------------------------------------------------------------ plain reads
     async def rows(self, where: str, columns: Sequence[str]) -> pa.Table:
@@ -169,3 +214,14 @@ class Searcher:
         """Every namespace with at least one memory, sorted (scans the ``namespace`` column only)."""
         table = await self._table.read(self._table.query().select(["namespace"]), "list namespaces")
         return sorted(str(v) for v in pc.unique(table.column("namespace")).to_pylist())
+
+
+def _bounded_put(cache: dict[str, Any], namespace: str, entry: Any) -> None:
+    """Put ``entry`` last, bounded whatever the number of namespaces.
+
+    The oldest entries go first, and are read again when next asked.
+    """
+    cache.pop(namespace, None)
+    cache[namespace] = entry
+    while len(cache) > ENTITY_CACHE_NAMESPACES:
+        cache.pop(next(iter(cache)))

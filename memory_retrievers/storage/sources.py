@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..filters import MemoryFilter, build_where, matches
+from ..dates import DateSpan
+from ..filters import MemoryFilter, build_where, created_within, matches
 from ..models import FtsField, Memory
 from ..recall.source import SourceHits
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
@@ -71,9 +72,10 @@ class ViewSource:
         ][:k]
         return SourceHits(tuple(i for i, _ in pairs), tuple(s for _, s in pairs))
 
-    async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
+    async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
         """Exact dot products over the view's unit vectors."""
-        indices, sims = self._view.top_by_vector(vector, self._mask, k)
+        mask = self._mask & self._view.created_within(within) if within else self._mask
+        indices, sims = self._view.top_by_vector(vector, mask, k)
         return SourceHits(self._ids(indices), tuple(sims))
 
     async def entity_search(self, entities: Sequence[str], k: int) -> SourceHits:
@@ -96,6 +98,10 @@ class ViewSource:
     async def has_entities(self) -> bool:
         """Asked of the store's cache (cheap), as the table source does."""
         return await self._searcher.has_entities(self.namespace)
+
+    async def speakers(self) -> frozenset[str]:
+        """Asked of the store's cache, as the table source does."""
+        return await self._searcher.speakers(self.namespace)
 
     def memory(self, id_: str) -> Memory:
         """The view's memory (built once per view)."""
@@ -156,9 +162,10 @@ class TableSource:
         table = await self._searcher.fts(text, self._where, k * _CONTEXT_OVERFETCH, field, _COLUMNS)
         return self._hits(table.filter(pa.array(context_present(table))).slice(0, k))
 
-    async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
+    async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
-        return self._hits(await self._searcher.nearest(vector, self._where, k, _COLUMNS))
+        where = f"{self._where} AND {created_within(within)}" if within else self._where
+        return self._hits(await self._searcher.nearest(vector, where, k, _COLUMNS))
 
     async def entity_search(self, entities: Sequence[str], k: int) -> SourceHits:
         """Entity overlap via LanceDB's label-list filter."""
@@ -179,6 +186,10 @@ class TableSource:
     async def has_entities(self) -> bool:
         """Asked of the store's cache."""
         return await self._searcher.has_entities(self._namespace)
+
+    async def speakers(self) -> frozenset[str]:
+        """Asked of the store's cache."""
+        return await self._searcher.speakers(self._namespace)
 
     def memory(self, id_: str) -> Memory:
         """Built once from the held row."""

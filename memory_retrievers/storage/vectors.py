@@ -8,6 +8,7 @@ differently depending on namespace size.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -106,16 +107,36 @@ class VectorMaker:
             InvalidInputError: Empty or over-long query.
             EmbeddingError: The embedder failed.
         """
-        query = check_text(text, field="query", max_chars=MAX_QUERY_CHARS)
+        row: np.ndarray = (await self.queries([text]))[0]
+        return row
+
+    async def queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Unit vectors of a few search queries, one row each.
+
+        In one call when the embedder offers ``aembed_queries(texts)`` (one forward pass, as
+        :class:`~memory_retrievers.SentenceTransformerEmbedder` does), else one ``aembed_query``
+        each, concurrently.
+
+        Raises:
+            InvalidInputError: An empty or over-long query.
+            EmbeddingError: The embedder failed.
+        """
+        queries = [check_text(t, field="query", max_chars=MAX_QUERY_CHARS) for t in texts]
         name = f"embedder {self.embedder.name!r}"
+        batch = getattr(self.embedder, "aembed_queries", None)
         try:
-            raw = await self.embedder.aembed_query(query)
+            if batch is not None and len(queries) > 1:
+                raw: Any = await batch(queries)
+                rows = [(raw, len(queries))]
+            else:
+                each = await asyncio.gather(*(self.embedder.aembed_query(q) for q in queries))
+                rows = [(one, 1) for one in each]
         except MemoryRetrieversError:
             raise
         except Exception as exc:
             raise EmbeddingError(f"{name} failed on the query: {exc}") from exc
         try:
-            row: np.ndarray = self._check(raw, 1, name)[0]
-        except InvalidInputError as exc:
+            checked = [self._check(part, n, name) for part, n in rows]
+        except InvalidInputError as exc:  # a zero or malformed vector from the model is the model's fault
             raise EmbeddingError(str(exc)) from None
-        return row
+        return checked[0] if len(checked) == 1 else np.concatenate(checked)

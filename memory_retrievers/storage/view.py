@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..dates import DateSpan
 from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
@@ -232,6 +233,13 @@ class NamespaceView:
         top = np.argpartition(-sims, k - 1)[:k]
         order = top[np.lexsort((candidates[top], -sims[top]))]
         return [int(candidates[j]) for j in order], [float(sims[j]) for j in order]
+
+    def created_within(self, spans: Sequence[DateSpan]) -> np.ndarray:
+        """Which rows were created within any of ``spans`` (as :func:`~memory_retrievers.filters.created_within`)."""
+        out = np.zeros(len(self.ids), dtype=bool)
+        for span in spans:
+            out |= (self.created >= span.start.timestamp()) & (self.created < span.end.timestamp())
+        return out
 
     def top_by_recency(self, mask: np.ndarray, k: int) -> list[int]:
         """Indices of the ``k`` newest rows among ``mask`` (equal timestamps by id)."""

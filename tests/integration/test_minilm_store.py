@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memory_retrievers import MemoryStore, SentenceTransformerEmbedder, WriteAction
+from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder, WriteAction
 
 FACTS = [
     "Caroline is a transgender woman who went to an LGBTQ support group.",
@@ -104,3 +104,32 @@ async def test_async_with_real_model(tmp_path: Path, minilm: SentenceTransformer
     hits = await store.avector_search("standup meeting time", namespace="user", k=1)
     assert (await store.aget(hits[0].id, namespace="user")).text == FACTS[5]  # type: ignore[union-attr]
     await store.aclose()
+
+
+def test_embed_queries_gives_each_querys_own_vector_in_one_pass(minilm: SentenceTransformerEmbedder) -> None:
+    texts = ["What does Melanie do to destress?", "What does do to destress?"]
+    batch = minilm.embed_queries(texts)
+    assert batch.shape == (2, 384) and batch.dtype == np.float32
+    assert np.allclose(batch, np.stack([minilm.embed_query(t) for t in texts]), atol=1e-5)
+
+
+def test_a_question_about_one_speaker_ranks_that_speakers_turn_first(
+    tmp_path: Path, minilm: SentenceTransformerEmbedder
+) -> None:
+    # Caroline's turns name Melanie; with the name in the query vector they pull ahead of the turn
+    # that answers (what Melanie said).
+    chat = [
+        ("Caroline", "Melanie, how are you? I've been so stressed with work lately."),
+        ("Melanie", "Running in the park clears my head when things get hard."),
+        ("Caroline", "Melanie, you always know how to keep calm!"),
+        ("Melanie", "Thanks Caroline, it took years of practice."),
+    ]
+    store = MemoryStore(tmp_path / "db", embedder=minilm)
+    store.add_many([{"text": f"{s}: {t}", "kind": "message", "session_id": "s1"} for s, t in chat], namespace="c")
+    result = MemoryRetriever(store, namespace="c", config={"record_access": False}).recall(
+        "What does Melanie do when she is stressed?", k=2, explain=True
+    )
+    assert result.plan["speakers"] == ["Melanie"]
+    top = result.memories[0]
+    assert top.memory.text.startswith("Melanie: Running") and top.explanation.multipliers["speaker"] == 1.5
+    store.close()

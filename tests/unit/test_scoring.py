@@ -4,6 +4,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memory_retrievers import Memory, MemoryKind, RecallConfig
+from memory_retrievers.dates import DateSpan
 from memory_retrievers.scoring import DecayKind, ScoringContext, decay, multipliers
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
@@ -67,3 +68,24 @@ def test_topic_scoping() -> None:
     assert "topic" not in multipliers(mem(topic="cooking"), ctx, ScoringParams())
     assert "topic" not in multipliers(mem(topic=None), ctx, ScoringParams())
     assert "project" not in multipliers(mem(project="x"), ScoringContext(now=NOW), ScoringParams())
+
+
+def test_the_speaker_cue_boosts_only_the_named_speakers_chat_turns() -> None:
+    ctx = ScoringContext(now=NOW, speakers=frozenset({"melanie"}))
+    params = ScoringParams(speaker_boost=1.5)
+    assert multipliers(mem(text="Melanie: I paint", kind=MemoryKind.MESSAGE), ctx, params)["speaker"] == 1.5
+    assert "speaker" not in multipliers(mem(text="Caroline: Melanie paints", kind=MemoryKind.MESSAGE), ctx, params)
+    assert "speaker" not in multipliers(mem(text="Melanie: a fact, not a turn", kind=MemoryKind.FACT), ctx, params)
+    assert "speaker" not in multipliers(
+        mem(text="Melanie: I paint", kind=MemoryKind.MESSAGE), ScoringContext(now=NOW), params
+    )
+
+
+def test_the_date_cue_boosts_memories_created_within_a_named_span() -> None:
+    day = DateSpan(NOW - timedelta(days=30), NOW - timedelta(days=29))
+    ctx = ScoringContext(now=NOW, dates=(day,))
+    params = ScoringParams(date_boost=2.0)
+    assert multipliers(mem(), ctx, params)["date"] == 2.0  # created 30 days ago: the span's first instant
+    assert "date" not in multipliers(mem(created_at=NOW - timedelta(days=29)), ctx, params)  # end excluded
+    assert "date" not in multipliers(mem(), ScoringContext(now=NOW), params)
+    assert RecallConfig().scoring_params().date_boost == 2.0 and RecallConfig().scoring_params().speaker_boost == 1.5

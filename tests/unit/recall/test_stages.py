@@ -5,23 +5,27 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
 
 import numpy as np
 import pytest
 
 from memory_retrievers import FtsField, LLMFallbackWarning, Memory, MemoryKind, RankedList, RecallConfig
+from memory_retrievers.dates import DateSpan
 from memory_retrievers.fusion import FusedHit, weighted_rrf
 from memory_retrievers.query import analyze
 from memory_retrievers.recall import RecallSource, SourceHits
 from memory_retrievers.recall.assemble import Assembly, assemble
 from memory_retrievers.recall.blend import final_scores, fuse, rerank, semantic_blend
 from memory_retrievers.recall.channels import Channels
+from memory_retrievers.recall.cues import Cues, read_cues
 from memory_retrievers.recall.expansion import LLMStages, feedback_pass
 from memory_retrievers.recall.links import spread
 from memory_retrievers.recall.plan import route
 from memory_retrievers.recall.tasks import RecallTasks
 from memory_retrievers.scoring import ScoringContext
+from memory_retrievers.speakers import speaker_of
 from memory_retrievers.tokens import TiktokenCounter
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
@@ -47,8 +51,13 @@ class FakeSource:
         kept = [(s, i) for s, i in scored if s > 0][:k]
         return SourceHits(tuple(i for _, i in kept), tuple(float(s) for s, _ in kept))
 
-    async def vector_search(self, vector: np.ndarray, k: int) -> SourceHits:
-        sims = sorted(((float(v @ vector), i) for i, v in self.vectors.items()), key=lambda t: (-t[0], t[1]))[:k]
+    async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
+        def inside(i: str) -> bool:
+            created = self.memories[i].created_at or NOW
+            return not within or any(span.contains(created) for span in within)
+
+        pairs = ((float(v @ vector), i) for i, v in self.vectors.items() if inside(i))
+        sims = sorted(pairs, key=lambda t: (-t[0], t[1]))[:k]
         return SourceHits(tuple(i for _, i in sims), tuple(s for s, _ in sims))
 
     async def entity_search(self, entities: Sequence[str], k: int) -> SourceHits:
@@ -64,6 +73,9 @@ class FakeSource:
 
     async def has_entities(self) -> bool:
         return False
+
+    async def speakers(self) -> frozenset[str]:
+        return frozenset(s for m in self.memories.values() if (s := speaker_of(m.text)) is not None)
 
     def memories_of(self, ids: Sequence[str]) -> list[Memory]:
         return [self.memory(i) for i in ids]
@@ -124,6 +136,52 @@ async def test_channels_collect_in_launch_order_with_tied_bm25_ranks(source: Fak
     assert lists[1].ids[0] == "b" and lists[1].ranks is None and lists[1].weight == 2.0
     assert lists[2].ids[0] == "a"
     assert await channels.collect() == []
+
+
+async def test_the_dated_channel_searches_only_memories_created_within_the_spans() -> None:
+    day = datetime(2024, 5, 2, tzinfo=timezone.utc)
+    memories = [
+        mem("old", "x"),
+        replace(mem("that day", "y"), created_at=day),
+        replace(mem("later", "z"), created_at=day + timedelta(days=1)),
+    ]
+    vectors = {"old": unit(1, 0, 0), "that day": unit(0, 1, 0), "later": unit(1, 1, 0)}
+    fake = FakeSource(memories, vectors)
+    async with RecallTasks() as tasks:
+        channels = Channels(fake, tasks, 10, embed=lambda text: asyncio.sleep(0, unit(1, 0, 0)))
+        channels.vector("dated", "dated", 2.0, unit(1, 0, 0), within=[DateSpan(day, day + timedelta(days=1))])
+        channels.vector("vector", "vector", 1.0, unit(1, 0, 0))
+        dated, plain = await channels.collect()
+    assert dated.ids == ("that day",) and dated.channel == "dated"
+    assert plain.ids == ("old", "later", "that day")
+
+
+class CountingSource(FakeSource):
+    asked = 0
+
+    async def speakers(self) -> frozenset[str]:
+        self.asked += 1
+        return await super().speakers()
+
+
+async def test_cues_name_the_namespaces_speakers_and_strip_them_for_the_vector_query() -> None:
+    memories = [mem("a", "Caroline: I went to the group"), mem("b", "Melanie: I painted", kind=MemoryKind.MESSAGE)]
+    fake = CountingSource(memories, {"a": unit(1, 0, 0), "b": unit(0, 1, 0)})
+    query = "What did Melanie's kids paint with Caroline?"
+    cues = await read_cues(query, fake, RecallConfig(), own_vector=True)
+    assert cues.speakers == ("Melanie", "Caroline")
+    assert cues.speaker_free == "What did kids paint with?"
+    ctx = cues.scoring(ScoringContext(now=NOW), analyze("on 2 May 2024, " + query))
+    assert ctx.speakers == {"melanie", "caroline"} and ctx.dates[0].start == datetime(2024, 5, 2, tzinfo=timezone.utc)
+    # A caller's query_vector is used as given: nothing to embed without the names.
+    assert (await read_cues(query, fake, RecallConfig(), own_vector=False)).speaker_free is None
+    assert (await read_cues(query, fake, RecallConfig(speaker_free_vector=False), own_vector=True)).speaker_free is None
+    assert (await read_cues("What did Dana say?", fake, RecallConfig(), own_vector=True)).speakers == ()
+    # Both cues off: the namespace's speakers are not even read.
+    asked = fake.asked
+    off = RecallConfig(speaker_boost=1.0, speaker_free_vector=False)
+    assert await read_cues(query, fake, off, own_vector=True) == Cues()
+    assert fake.asked == asked
 
 
 async def test_recall_tasks_cancel_what_is_still_running_when_the_recall_fails() -> None:

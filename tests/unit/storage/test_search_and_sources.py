@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+from pathlib import Path
+
 import numpy as np
 import pytest
 
 from memory_retrievers import FtsField, MemoryFilter, MemoryKind, StoreConfig
+from memory_retrievers.dates import DateSpan
 from memory_retrievers.filters import build_where
 from memory_retrievers.recall import RecallSource
 from memory_retrievers.storage.access import AccessLog
@@ -15,7 +19,7 @@ from memory_retrievers.storage.sources import TableSource, ViewSource
 from memory_retrievers.storage.table import MemoryTable
 from memory_retrievers.storage.views import ViewCache
 
-from .conftest import EMBEDDER, rows
+from .conftest import EMBEDDER, T0, new_table, rows
 
 
 async def _noop() -> int:
@@ -53,6 +57,27 @@ async def test_the_entity_cue_cache_learns_from_commits(table: MemoryTable) -> N
     assert await s.has_entities("u") is True  # set by the commit, without waiting for the cache to age
 
 
+async def test_the_speaker_cache_reads_the_newest_chat_turns_and_learns_from_commits(tmp_path: Path) -> None:
+    table = new_table(tmp_path / "db", read_consistency_interval=timedelta(0))
+    await table.open()
+    s = Searcher(table, AccessLog(table))
+    assert await s.speakers("u") == frozenset()
+    await table.add(rows("u", ["Caroline: I went to the group", "Melanie: I painted a sunset"], kind="message"))
+    await table.add(rows("u", ["Note: a fact, not a turn"], kind="fact"))
+    await table.add(rows("u", ["user: lower-case roles are not names"], kind="message"))
+    await table.add(rows("other", ["Zed: another tenant"], kind="message"))
+    assert await s.speakers("u", max_age_s=0) == {"Caroline", "Melanie"}
+    await table.add(rows("u", ["Bob: I just joined"], kind="message"))
+    assert await s.speakers("u") == {"Caroline", "Melanie", "Bob"}  # from the commit, the cache not aged
+    # Another process's write is not a commit of this store: seen once the cache has aged.
+    other = new_table(tmp_path / "db")
+    await other.open()
+    await other.add(rows("u", ["Dana: hello from elsewhere"], kind="message"))
+    assert "Dana" not in await s.speakers("u")
+    assert "Dana" in await s.speakers("u", max_age_s=0)
+    assert await s.speakers("other") == {"Zed"}
+
+
 FILTERS = [
     MemoryFilter(),
     MemoryFilter(kinds=[MemoryKind.PREFERENCE]),
@@ -79,6 +104,12 @@ async def test_view_and_table_sources_give_the_same_results(
     assert va.ids == vb.ids and va.scores == pytest.approx(vb.scores, abs=1e-5)
     assert (await a.entity_search(["pets"], 10)).ids == (await b.entity_search(["pets"], 10)).ids
     assert (await a.recency_search(10)).ids == (await b.recency_search(10)).ids
+    # The dated channel: only memories created within the spans (each batch above starts at T0).
+    spans = [DateSpan(T0, T0 + timedelta(seconds=1))]
+    wa, wb = await a.vector_search(q, 10, within=spans), await b.vector_search(q, 10, within=spans)
+    assert wa.ids == wb.ids and wa.scores == pytest.approx(wb.scores, abs=1e-5)
+    assert list(wa.ids) == [i for i in va.ids if a.memory(i).created_at == T0]  # the same order, those within
+    assert await a.speakers() == await b.speakers()
     for id_ in va.ids:
         assert a.memory(id_) == b.memory(id_)
         assert np.allclose(a.vector(id_), b.vector(id_))

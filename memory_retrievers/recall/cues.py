@@ -1,0 +1,56 @@
+"""Who and when a query names: the speaker cue and the date cue.
+
+See :mod:`memory_retrievers.speakers` and :mod:`memory_retrievers.dates`. Both are read once per
+recall, before the searches: the speakers a query names need the namespace's speakers (cached by
+the store), the dates only the query text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from ..query import QueryFeatures
+from ..recall_config import RecallConfig
+from ..scoring import ScoringContext
+from ..speakers import named_speakers, without_names
+from .source import RecallSource
+
+__all__ = ["Cues", "read_cues"]
+
+
+@dataclass(frozen=True, slots=True)
+class Cues:
+    """What one query names.
+
+    Attributes:
+        speakers: Chat speakers of the namespace the query names, in query order.
+        speaker_free: The query without those names, for the vector channel (``None``: not used,
+            because no speaker is named, ``speaker_free_vector`` is off, or nothing would remain).
+    """
+
+    speakers: tuple[str, ...] = ()
+    speaker_free: str | None = None
+
+    def scoring(self, ctx: ScoringContext, features: QueryFeatures) -> ScoringContext:
+        """``ctx`` with the speakers and dates the query names (the multipliers' inputs)."""
+        return replace(ctx, speakers=frozenset(s.casefold() for s in self.speakers), dates=features.dates)
+
+
+async def read_cues(query: str, source: RecallSource, cfg: RecallConfig, *, own_vector: bool) -> Cues:
+    """The speakers ``query`` names among the namespace's, and the query without them.
+
+    Args:
+        query: The query as asked.
+        source: The namespace being recalled (its speakers are cached by the store).
+        cfg: The recall's config; with ``speaker_boost`` 1 and ``speaker_free_vector`` off the
+            namespace's speakers are not even read.
+        own_vector: Whether recall embeds the query itself (a caller's ``query_vector`` is used
+            as given: no speaker-free embedding then).
+    """
+    if cfg.speaker_boost == 1.0 and not cfg.speaker_free_vector:
+        return Cues()
+    names = named_speakers(query, await source.speakers())
+    if not names:
+        return Cues()
+    free = without_names(query, names) if cfg.speaker_free_vector and own_vector else None
+    return Cues(names, free if free is not None and free != query else None)

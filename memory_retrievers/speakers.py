@@ -1,0 +1,76 @@
+"""Who said a chat turn, and which speakers a query names (pure functions).
+
+Chat turns are stored as ``"Name: text"`` (the LoCoMo format, and what chat adapters write for
+named participants). A question that names a speaker is nearly always about what that speaker
+said: on the LoCoMo dev split, 96.5 % of the evidence turns of questions naming one speaker are
+that speaker's own turns. Recall uses this twice (see :class:`~memory_retrievers.RecallConfig`):
+the speaker's turns get ``speaker_boost``, and the vector channel embeds the query without the
+name, which otherwise pulls in every turn that merely mentions it (vector recall@10 on LoCoMo
+0.481 with the name, 0.587 without).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+__all__ = ["named_speakers", "speaker_of", "strip_speaker", "without_names"]
+
+# A capitalised label of at most 41 characters, then a colon and text: "Caroline: ...",
+# "Dr. Smith: ...". Lower-case role labels ("user: ...") are not names and are left alone.
+_SPEAKER = re.compile(r"^([A-Z][\w.'\- ]{0,40}):\s+(?=\S)")
+_POSSESSIVE = r"(?:'s|\u2019s)?"
+
+
+def speaker_of(text: str) -> str | None:
+    """The ``Name`` of a ``"Name: text"`` chat turn, or ``None``.
+
+    >>> speaker_of("Caroline: I went to the support group.")
+    'Caroline'
+    >>> speaker_of("user: hi") is None
+    True
+    """
+    match = _SPEAKER.match(text)
+    return match.group(1).strip() if match else None
+
+
+def strip_speaker(text: str) -> str:
+    """A chat turn's text without a leading ``"Name: "`` (how chat adapters store turns)."""
+    return _SPEAKER.sub("", text, count=1)
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    words = r"\s+".join(re.escape(w) for w in name.split())
+    return re.compile(rf"(?<![\w'\u2019-]){words}{_POSSESSIVE}(?![\w'\u2019-])", re.IGNORECASE)
+
+
+def named_speakers(query: str, speakers: Iterable[str]) -> tuple[str, ...]:
+    """The ``speakers`` whose name occurs in ``query`` as whole words, in the order they occur.
+
+    Case does not matter, and a possessive counts ("Melanie's kids" names Melanie).
+
+    >>> named_speakers("What does melanie's son like?", ["Caroline", "Melanie"])
+    ('Melanie',)
+    """
+    found: list[tuple[int, str]] = []
+    for name in speakers:
+        if name.strip():
+            match = _name_pattern(name).search(query)
+            if match:
+                found.append((match.start(), name))
+    return tuple(name for _, name in sorted(found))
+
+
+def without_names(query: str, names: Sequence[str]) -> str:
+    """``query`` with every occurrence of ``names`` (and their possessive) removed.
+
+    The query itself when removing them would leave no word.
+
+    >>> without_names("What does Melanie's son like?", ["Melanie"])
+    'What does son like?'
+    """
+    out = query
+    for name in names:
+        out = _name_pattern(name).sub(" ", out)
+    out = re.sub(r"\s+([?!.,;:])", r"\1", re.sub(r"\s+", " ", out)).strip()
+    return out if re.search(r"\w", out) else query
