@@ -8,14 +8,16 @@ that into different results for the same query.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters import MemoryFilter, build_where, sql_list
+from ..filters import MemoryFilter, build_where, sql_list, sql_literal
 from ..models import FtsField, Hit, Memory, MemoryKind
 from ..schema import SCALAR_COLUMNS, rows_to_memories
 from ..speakers import speaker_of
@@ -63,8 +65,8 @@ class Searcher:
         self._access = access
         # namespace -> (has entity-tagged memories, monotonic time checked); see has_entities()
         self._entity_cache: dict[str, tuple[bool, float]] = {}
-        # namespace -> (speakers, monotonic time read); see speakers()
-        self._speaker_cache: dict[str, tuple[frozenset[str], float]] = {}
+        # namespace -> what is known of who speaks in it; see speakers()
+        self._speaker_cache: dict[str, _Speakers] = {}
         table.subscribe(self._on_commit)
 
     def _on_commit(self, event: CommitEvent) -> None:
@@ -88,8 +90,8 @@ class Searcher:
             ):
                 cached = self._speaker_cache.get(ns)
                 name = speaker_of(text or "")
-                if cached is not None and name is not None and name not in cached[0] and len(cached[0]) < MAX_SPEAKERS:
-                    self._speaker_cache[ns] = (cached[0] | {name}, cached[1])
+                if cached is not None and name is not None and name not in cached.names:
+                    cached.add([name])
 
     def _empty(self, columns: Sequence[str]) -> pa.Table:
         schema = self._table.schema
@@ -155,29 +157,39 @@ class Searcher:
     async def speakers(self, namespace: str, *, max_age_s: float = 60.0) -> frozenset[str]:
         """Who speaks in the namespace's chat: the ``Name`` of its ``"Name: text"`` message memories.
 
-        Read from its newest :data:`SPEAKER_SAMPLE` messages and cached per namespace: a speaker
-        written through this store joins at once, other processes' after at most ``max_age_s``.
+        Read from its newest :data:`SPEAKER_SAMPLE` messages, then cached per namespace. A speaker
+        written through this store joins at once; other processes' join within ``max_age_s``, when
+        the cache reads the messages written since its last read (measured at 100,000 memories:
+        the first read 50 ms, sorting the namespace by time; each later one 5 ms, no sort).
         """
         cached = self._speaker_cache.get(namespace)
         now = time.monotonic()
-        if cached is not None and now - cached[1] < max_age_s:
-            return cached[0]
-        flt = MemoryFilter(kinds=(MemoryKind.MESSAGE,), include_superseded=True)
-        table = await self._table.rows(
-            build_where(namespace, flt),
-            ["id", "created_at", "text"],  # ordering needs its columns selected
-            limit=SPEAKER_SAMPLE,
-            newest_first=True,
-            action="read who speaks in a namespace",
-        )
-        names: dict[str, None] = {}
-        for text in table.column("text").to_pylist():
-            name = speaker_of(text or "")
-            if name is not None and len(names) < MAX_SPEAKERS:
-                names[name] = None
-        found = frozenset(names)
-        _bounded_put(self._speaker_cache, namespace, (found, now))
-        return found
+        if cached is not None and now - cached.checked < max_age_s:
+            return cached.names
+        where = build_where(namespace, MemoryFilter(kinds=(MemoryKind.MESSAGE,), include_superseded=True))
+        if cached is None or cached.watermark is None:
+            table = await self._table.rows(
+                where,
+                ["id", "created_at", "updated_at", "text"],  # ordering needs its columns selected
+                limit=SPEAKER_SAMPLE,
+                newest_first=True,
+                action="read who speaks in a namespace",
+            )
+            cached = _Speakers(frozenset(), now, None)
+        else:
+            since = cached.watermark - timedelta(seconds=_CLOCK_SKEW_S)
+            table = await self._table.rows(
+                f"{where} AND updated_at >= {sql_literal(since)}",
+                ["updated_at", "text"],
+                limit=SPEAKER_SAMPLE,
+                action="read who joined a namespace's chat",
+            )
+        cached.add(speaker_of(text or "") for text in table.column("text").to_pylist())
+        written = [t for t in table.column("updated_at").to_pylist() if t is not None]
+        cached.checked = now
+        cached.watermark = max([*written, *([cached.watermark] if cached.watermark else [])], default=None)
+        _bounded_put(self._speaker_cache, namespace, cached)
+        return cached.names
 
     # ------------------------------------------------------------------ plain reads
     async def rows(self, where: str, columns: Sequence[str]) -> pa.Table:
@@ -214,6 +226,28 @@ class Searcher:
         """Every namespace with at least one memory, sorted (scans the ``namespace`` column only)."""
         table = await self._table.read(self._table.query().select(["namespace"]), "list namespaces")
         return sorted(str(v) for v in pc.unique(table.column("namespace")).to_pylist())
+
+
+# Other processes' clocks may lag ours by this much: the refresh re-reads messages written this
+# long before the newest one it has seen.
+_CLOCK_SKEW_S = 300.0
+
+
+@dataclass
+class _Speakers:
+    """What the cache knows of one namespace's speakers (mutated on the store's loop only)."""
+
+    names: frozenset[str]
+    checked: float
+    """``time.monotonic()`` of the last read."""
+    watermark: datetime | None
+    """The newest ``updated_at`` read so far (``None``: nothing read yet)."""
+
+    def add(self, names: Iterable[str | None]) -> None:
+        """Add speakers, at most :data:`MAX_SPEAKERS` in all."""
+        new = [n for n in dict.fromkeys(names) if n is not None and n not in self.names]
+        if new:
+            self.names = self.names | frozenset(new[: max(0, MAX_SPEAKERS - len(self.names))])
 
 
 def _bounded_put(cache: dict[str, Any], namespace: str, entry: Any) -> None:
