@@ -60,7 +60,7 @@ class ChannelWeights(CheckedModel):
 
     vector: float = Field(default=1.0, ge=0)
     bm25: float = Field(default=0.5, ge=0)
-    context: float = Field(default=3.0, ge=0)
+    context: float = Field(default=2.0, ge=0)
     """BM25 over the memory together with its ``context`` (neighbouring turns)."""
     dated: float = Field(default=2.0, ge=0)
     """Vector search among the memories created on a day, month or year the query names
@@ -141,7 +141,7 @@ class RecallConfig(CheckedModel):
             MemoryKind.RAW: 0.5,
         }
     )
-    speaker_boost: float = Field(default=1.5, gt=0)
+    speaker_boost: float = Field(default=2.0, gt=0)
     """Multiplier for a chat turn (a ``message`` memory written ``"Name: text"``) whose speaker the
     query names: a question about Melanie is nearly always answered by what Melanie said (96.5 %
     of the evidence on LoCoMo). 1 turns it off. See :mod:`memory_retrievers.speakers`."""

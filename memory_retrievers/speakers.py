@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+from .query import STOP_WORDS
+
 __all__ = ["named_speakers", "speaker_of", "strip_speaker", "without_names"]
 
 # A capitalised label of at most 41 characters, then a colon and text: "Caroline: ...",
@@ -47,17 +49,25 @@ def _name_pattern(name: str) -> re.Pattern[str]:
 def named_speakers(query: str, speakers: Iterable[str]) -> tuple[str, ...]:
     """The ``speakers`` whose name occurs in ``query`` as whole words, in the order they occur.
 
-    Case does not matter, and a possessive counts ("Melanie's kids" names Melanie).
+    A possessive counts ("Melanie's kids" names Melanie). The name must be capitalised in the query
+    (any case after the first letter), and a query's first word that is also a common word does not
+    count: "will it rain?" and "Will it rain?" never name a speaker called Will.
 
-    >>> named_speakers("What does melanie's son like?", ["Caroline", "Melanie"])
+    >>> named_speakers("What do Melanie's kids like?", ["Caroline", "Melanie"])
     ('Melanie',)
     """
+    folded = " ".join(query.casefold().split())
     found: list[tuple[int, str]] = []
     for name in speakers:
-        if name.strip():
-            match = _name_pattern(name).search(query)
-            if match:
+        key = " ".join(name.casefold().split())
+        if not key or key not in folded:  # the cheap test first: most names are absent
+            continue
+        for match in _name_pattern(name).finditer(query):
+            first = match.group()[0]
+            common = match.start() == len(query) - len(query.lstrip()) and name.casefold() in STOP_WORDS
+            if first.isupper() and not common:
                 found.append((match.start(), name))
+                break
     return tuple(name for _, name in sorted(found))
 
 

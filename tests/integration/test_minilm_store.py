@@ -131,5 +131,5 @@ def test_a_question_about_one_speaker_ranks_that_speakers_turn_first(
     )
     assert result.plan["speakers"] == ["Melanie"]
     top = result.memories[0]
-    assert top.memory.text.startswith("Melanie: Running") and top.explanation.multipliers["speaker"] == 1.5
+    assert top.memory.text.startswith("Melanie: Running") and top.explanation.multipliers["speaker"] == 2.0
     store.close()

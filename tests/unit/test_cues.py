@@ -32,15 +32,21 @@ def test_speaker_of(text: str, speaker: str | None) -> None:
     assert strip_speaker(text) == (text.split(": ", 1)[1] if speaker else text)
 
 
-def test_named_speakers_are_whole_words_in_query_order_whatever_the_case() -> None:
+def test_named_speakers_are_capitalised_whole_words_in_query_order() -> None:
     speakers = ["Caroline", "Melanie", "Mary Ann", "Mel"]
-    assert named_speakers("What did melanie tell CAROLINE?", speakers) == ("Melanie", "Caroline")
+    assert named_speakers("What did Melanie tell CAROLINE?", speakers) == ("Melanie", "Caroline")
+    assert named_speakers("What did melanie tell caroline?", speakers) == ()  # lower case: a word, maybe
+    assert named_speakers("What did melanie tell Melanie?", speakers) == ("Melanie",)
     assert named_speakers("What are Melanie's kids like?", speakers) == ("Melanie",)
     assert named_speakers("Melanie\u2019s kids", speakers) == ("Melanie",)
-    assert named_speakers("Is mary  ann coming?", speakers) == ("Mary Ann",)
+    assert named_speakers("Is Mary  ann coming?", speakers) == ("Mary Ann",)
     assert named_speakers("What do Melanies do?", speakers) == ()  # not a whole word
     assert named_speakers("caramel cake", speakers) == ()
     assert named_speakers("anything", []) == ()
+    # A common word opening the query is not a name; the same word later, capitalised, is.
+    assert named_speakers("Will it rain?", ["Will"]) == ()
+    assert named_speakers("What did Will say?", ["Will"]) == ("Will",)
+    assert named_speakers("Melanie, what did you paint?", ["Melanie"]) == ("Melanie",)
 
 
 def test_without_names_removes_names_and_possessives_but_never_empties_the_query() -> None:

@@ -55,7 +55,7 @@ def test_a_query_naming_a_speaker_prefers_that_speakers_turns_and_is_embedded_wi
     assert result.plan["speakers"] == ["Melanie"]
     assert embedder.calls == [("What calms down?",)]  # the name never reaches the model
     top = result.memories[0]
-    assert top.memory.text == CHAT[1] and top.explanation.multipliers["speaker"] == 1.5
+    assert top.memory.text == CHAT[1] and top.explanation.multipliers["speaker"] == 2.0
     others = [m for m in result.memories if m.memory.text != CHAT[1]]
     assert all("speaker" not in m.explanation.multipliers for m in others)  # Caroline's turns, even naming Melanie
     assert top.relevance == pytest.approx(

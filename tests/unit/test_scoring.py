@@ -88,4 +88,4 @@ def test_the_date_cue_boosts_memories_created_within_a_named_span() -> None:
     assert multipliers(mem(), ctx, params)["date"] == 2.0  # created 30 days ago: the span's first instant
     assert "date" not in multipliers(mem(created_at=NOW - timedelta(days=29)), ctx, params)  # end excluded
     assert "date" not in multipliers(mem(), ScoringContext(now=NOW), params)
-    assert RecallConfig().scoring_params().date_boost == 2.0 and RecallConfig().scoring_params().speaker_boost == 1.5
+    assert RecallConfig().scoring_params().date_boost == 2.0 and RecallConfig().scoring_params().speaker_boost == 2.0
