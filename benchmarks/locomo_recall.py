@@ -240,7 +240,7 @@ def build_formed(
     memories: str,
     data: Path,
     configs: dict[str, dict[str, Any]] | None = None,
-) -> tuple[dict[str, System], dict[str, Any]]:
+) -> tuple[dict[str, System], dict[str, Any], MemoryStore]:
     """Ours over memories formed by MemoryFormer with the LoCoMo replay LLM (see ``--memories``).
 
     Each session goes through ``MemoryFormer.form`` as a finished conversation: raw turns (unless
@@ -297,7 +297,7 @@ def build_formed(
         "memories": sum(store.count(conv) for conv in ends),
         "llm_calls": dict(llm.calls),
     }
-    return systems, stats
+    return systems, stats, store
 
 
 def _covered(got: Sequence[Any], k: int) -> set[str]:
@@ -431,11 +431,13 @@ def main() -> None:
         if wanted is None or "llamaindex-fusion" in wanted:
             systems.update(build_llamaindex(turns, emb))
         formation: dict[str, dict[str, Any]] = {}
+        stores: list[MemoryStore] = []
         for mode in memories:
             if mode != "turns":
                 # Facts folded into their source turns (the default) and competing with them.
                 variants = {"": {}, ", facts not folded": {"fact_source_weight": 0.0}} if "turns" in mode else None
-                formed, formation[mode] = build_formed(turns, emb, Path(tmp), mode, args.data, variants)
+                formed, formation[mode], formed_store = build_formed(turns, emb, Path(tmp), mode, args.data, variants)
+                stores.append(formed_store)
                 systems.update(formed)
                 print(f"formed {mode}: {formation[mode]}")
         for name, system in systems.items():
@@ -447,7 +449,8 @@ def main() -> None:
             pair = interleaved_latency(systems["ours (defaults)"], systems["lancedb-hybrid"], questions)
             results["_latency_ratio_vs_lancedb_hybrid"] = pair
             print(f"p50 latency, interleaved: {pair}")
-        store.close()  # before the folder goes: access statistics are written at close
+        for each in (store, *stores):
+            each.close()  # before the folder goes: access statistics are written at close
     args.out.parent.mkdir(parents=True, exist_ok=True)
     out: dict[str, Any] = {"k": K, "questions": len(questions), "results": results}
     if formation:
