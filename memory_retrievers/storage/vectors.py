@@ -61,15 +61,21 @@ class VectorMaker:
         return unit(check_vectors(raw, rows=rows, dimension=self.dimension, source=source), source=source)
 
     async def embed(self, texts: Sequence[str]) -> np.ndarray:
-        """Unit vectors of ``texts``, embedded ``batch_size`` at a time.
+        """Unit vectors of ``texts`` (in their order), embedded ``batch_size`` at a time.
+
+        The texts go to the model shortest first, so each call holds texts of similar length: a
+        transformer pads every text of a call to the longest, and LoCoMo's turns embedded 64 at a
+        time in arrival order ran at 95-97 texts/s, sorted at 125-144/s (as fast as calls of 512).
 
         Raises:
             EmbeddingError: The embedder failed or returned unusable vectors.
         """
         name = f"embedder {self.embedder.name!r}"
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        by_length = [texts[i] for i in order]
         parts = []
-        for start in range(0, len(texts), self.batch_size):
-            chunk = list(texts[start : start + self.batch_size])
+        for start in range(0, len(by_length), self.batch_size):
+            chunk = by_length[start : start + self.batch_size]
             try:
                 raw = await self.embedder.aembed_documents(chunk)
             except MemoryRetrieversError:
@@ -82,7 +88,9 @@ class VectorMaker:
                 raise EmbeddingError(str(exc)) from None
         if not parts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        return np.concatenate(parts) if len(parts) > 1 else parts[0]
+        out = np.empty((len(texts), self.dimension), dtype=np.float32)
+        out[order] = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return out
 
     def given(self, vector: Any, *, source: str) -> np.ndarray:
         """A caller's vector, checked (shape, finite, not zero) and scaled to unit length."""

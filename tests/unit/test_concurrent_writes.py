@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory_retrievers import (
@@ -363,6 +364,28 @@ def test_a_bad_caller_vector_in_a_later_batch_stops_the_first_batch_too(make_sto
     with pytest.raises(Exception, match="record 600"):
         store.add_many(records, namespace="u", batch_size=512, dedup=False)
     assert store.count("u") == 0
+
+
+def test_add_many_embeds_the_next_batch_while_this_one_commits(make_store: Make) -> None:
+    events: list[str] = []
+
+    class Slow(HashEmbedder):
+        async def aembed_documents(self, texts):  # type: ignore[no-untyped-def]
+            events.append(f"embed {texts[0]}")
+            await asyncio.sleep(0.05)  # a model takes time: the batch before is committed meanwhile
+            return self.embed_documents(texts)
+
+    embedder = Slow(32)
+    store = make_store(embedder=embedder, config={"embed_batch_size": 100})
+    store._table.subscribe(lambda event: events.append("commit"))
+    added = store.add_many([{"text": f"memory {i}"} for i in range(300)], namespace="u", batch_size=100, dedup=False)
+    assert events[:3] == ["embed memory 0", "embed memory 100", "commit"]  # batch 2 embedded before batch 1 landed
+    assert events.count("commit") == 3 and [m.text for m in added] == [f"memory {i}" for i in range(300)]
+    # Each record kept its own vector through the hand-over.
+    stored = store.get([m.id for m in added], namespace="u", include_vector=True)
+    for memory in stored:
+        assert memory.vector is not None
+        assert np.allclose(memory.vector, embedder.embed_query(memory.text), atol=1e-6)
 
 
 def test_an_embedder_failing_in_a_later_batch_says_what_was_stored(make_store: Make) -> None:

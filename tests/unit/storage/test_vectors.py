@@ -37,6 +37,28 @@ async def test_embedding_runs_in_batches_and_returns_unit_rows() -> None:
     assert np.allclose(np.linalg.norm(out, axis=1), 1.0)
 
 
+async def test_texts_go_to_the_model_by_length_and_come_back_in_their_order() -> None:
+    # A transformer pads a call to its longest text: calls of similar lengths waste nothing.
+    calls: list[list[str]] = []
+
+    class Recording(HashEmbedder):
+        async def aembed_documents(self, texts):  # type: ignore[no-untyped-def]
+            calls.append(list(texts))
+            return self.embed_documents(texts)
+
+    embedder = Recording(16)
+    texts = [
+        "a fairly long text about many things",
+        "hi",
+        "a medium text",
+        "yo",
+        "the longest text of them all, by far",
+    ]
+    out = await VectorMaker(embedder, 16, batch_size=2).embed(texts)
+    assert [len(t) for call in calls for t in call] == sorted(len(t) for t in texts)
+    assert np.allclose(out, embedder.embed_documents(texts), atol=1e-6)  # row i is still text i
+
+
 async def test_bad_embedder_output_is_an_embedding_error() -> None:
     class Zero(HashEmbedder):
         async def aembed_documents(self, texts):  # type: ignore[no-untyped-def]
