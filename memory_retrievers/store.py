@@ -512,14 +512,8 @@ class MemoryStore:
 
     async def _embedded(self, batch: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
         """The batch's records, each with its vector (embedded now unless the caller gave one)."""
-        need = [i for i, r in enumerate(batch) if r.get("vector") is None]
-        if not need:
-            return batch
-        vectors = await self._vectors.embed([batch[i]["text"] for i in need])
-        out = list(batch)
-        for j, i in enumerate(need):
-            out[i] = {**batch[i], "vector": vectors[j]}
-        return out
+        vectors = await self._vectors.for_records(batch)
+        return [{**r, "vector": v} for r, v in zip(batch, vectors, strict=True)]
 
     def replace(
         self,

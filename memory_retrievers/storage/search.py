@@ -88,10 +88,8 @@ class Searcher:
                 pc.filter(event.rows.column("text"), message).to_pylist(),
                 strict=True,
             ):
-                cached = self._speaker_cache.get(ns)
-                name = speaker_of(text or "")
-                if cached is not None and name is not None and name not in cached.names:
-                    cached.add([name])
+                if (cached := self._speaker_cache.get(ns)) is not None:
+                    cached.add([speaker_of(text or "")])
 
     def _empty(self, columns: Sequence[str]) -> pa.Table:
         schema = self._table.schema
@@ -185,9 +183,10 @@ class Searcher:
                 action="read who joined a namespace's chat",
             )
         cached.add(speaker_of(text or "") for text in table.column("text").to_pylist())
-        written = [t for t in table.column("updated_at").to_pylist() if t is not None]
+        newest = max((t for t in table.column("updated_at").to_pylist() if t is not None), default=None)
+        if newest is not None and (cached.watermark is None or newest > cached.watermark):
+            cached.watermark = newest
         cached.checked = now
-        cached.watermark = max([*written, *([cached.watermark] if cached.watermark else [])], default=None)
         _bounded_put(self._speaker_cache, namespace, cached)
         return cached.names
 
