@@ -18,7 +18,7 @@ from ..models import FtsField, Memory
 from ..recall.source import SourceHits
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 from .search import Searcher
-from .view import context_present
+from .view import context_present, exact_order
 from .views import NamespaceView
 
 __all__ = ["TableSource", "ViewSource"]
@@ -29,6 +29,8 @@ _COLUMNS = [*SCALAR_COLUMNS, "vector"]
 # rows), so it searches the namespace for this many times ``k`` hits and keeps those with one.
 # In a chat store nearly every memory has a context, so the cut rarely leaves fewer than ``k``.
 _CONTEXT_OVERFETCH = 4
+# Vector hits past ``k`` fetched so that ties at the k-th rank are cut by id, as in a view.
+_TIE_MARGIN = 8
 
 
 def _scores(table: pa.Table) -> tuple[float, ...]:
@@ -165,7 +167,11 @@ class TableSource:
     async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
         """LanceDB's vector search (flat, or the ANN index with refinement on large tables)."""
         where = f"{self._where} AND {created_within(within)}" if within else self._where
-        return self._hits(await self._searcher.nearest(vector, where, k, _COLUMNS))
+        ids = self._keep(await self._searcher.nearest(vector, where, k + _TIE_MARGIN, _COLUMNS))
+        if not ids:
+            return SourceHits((), ())
+        order, sims = exact_order(ids, np.stack([self._vectors[i] for i in ids]), vector, k)
+        return SourceHits(tuple(ids[j] for j in order), tuple(sims))
 
     async def entity_search(self, entities: Sequence[str], k: int) -> SourceHits:
         """Entity overlap via LanceDB's label-list filter."""

@@ -18,7 +18,7 @@ from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrai
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 
-__all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present"]
+__all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 
 # What changes whenever a row does: a rewrite bumps ``revision`` and ``updated_at`` (a delete and
 # re-add of one id gets a new ``updated_at``), an access bumps ``access_count``/``last_accessed_at``.
@@ -230,9 +230,11 @@ class NamespaceView:
         # copy the matrix (150 MB at 100,000 memories) on every query.
         sims = (self.vectors @ query)[candidates]
         k = min(k, len(candidates))
-        top = np.argpartition(-sims, k - 1)[:k]
-        order = top[np.lexsort((candidates[top], -sims[top]))]
-        return [int(candidates[j]) for j in order], [float(sims[j]) for j in order]
+        kth = np.partition(sims, len(sims) - k)[len(sims) - k]
+        # The product ranks only roughly: everything near the k-th is ranked by exact_order.
+        near = candidates[np.flatnonzero(sims >= kth - _NEAR)]
+        order, exact = exact_order([self.ids[i] for i in near], self.vectors[near], query, k)
+        return [int(near[j]) for j in order], exact
 
     def created_within(self, spans: Sequence[DateSpan]) -> np.ndarray:
         """Which rows were created within any of ``spans`` (as :func:`~memory_retrievers.filters.created_within`)."""
@@ -277,6 +279,27 @@ def _with_entities(index: dict[str, list[int]], entities: Sequence[Any], first: 
                 touched.add(name)
             out[name].append(first + j)
     return out
+
+
+# A matrix product's similarities are within this of exact_order's (float32 rounding, in blocks).
+_NEAR = 1e-4
+
+
+def exact_order(ids: Sequence[str], vectors: np.ndarray, query: np.ndarray, k: int) -> tuple[list[int], list[float]]:
+    """The ``k`` best of ``vectors`` (unit rows) by cosine similarity to ``query``, ties by id.
+
+    Both recall sources rank their vector hits with this, so a view and LanceDB give the same
+    order. A matrix product computes rows in blocks with different float32 rounding, so two equal
+    vectors could get similarities a few ULPs apart and rank by position; here each row is summed
+    alone in float64, and equal rows always tie (measured: a view and LanceDB ranked two equal
+    vectors differently before).
+
+    Returns:
+        Positions in ``ids``, best first, and their similarities.
+    """
+    exact = np.sum(vectors.astype(np.float64) * query.astype(np.float64), axis=1)
+    order = sorted(range(len(ids)), key=lambda j: (-exact[j], ids[j]))[:k]
+    return order, [float(exact[j]) for j in order]
 
 
 def context_present(table: pa.Table) -> np.ndarray:

@@ -143,6 +143,26 @@ async def test_equal_timestamps_are_ordered_by_id_in_both_sources(table: MemoryT
     assert [m.id for m in page] == by_id[2:]
 
 
+async def test_equal_vectors_rank_by_id_in_both_sources(table: MemoryTable) -> None:
+    # Regression (found by the two-writers property test): a view ranked equal vectors by their
+    # position (a matrix product rounds rows in blocks differently), LanceDB by id.
+    searcher = Searcher(table, AccessLog(table))
+    texts = [f"note {i} about {'garden' if i % 3 else 'kettle'} things" for i in range(40)]
+    for i in (2, 9, 17, 26, 38):
+        texts[i] = "the kettle in the garden"  # five equal vectors, far apart in the matrix
+    await table.add(rows("u", texts))
+    view = await ViewCache(table, max_rows=100).get("u")
+    assert view is not None
+    q = EMBEDDER.embed_query("the kettle in the garden")
+    found = []
+    for source in (ViewSource(view, MemoryFilter(), searcher), TableSource("u", MemoryFilter(), searcher)):
+        hits = await source.vector_search(q, 3)  # the cut falls inside the tie
+        equal = sorted(i for i in view.index if view.memory(view.index[i]).text == "the kettle in the garden")
+        assert list(hits.ids) == equal[:3]
+        found.append(hits)
+    assert found[0] == found[1]
+
+
 async def test_the_context_field_votes_only_for_memories_that_have_a_context(table: MemoryTable) -> None:
     s = Searcher(table, AccessLog(table))
     Maintainer(table, StoreConfig(), _noop)
