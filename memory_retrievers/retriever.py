@@ -282,20 +282,22 @@ class MemoryRetriever:
         original = cfg.original_query_weight
         bm25_query = " ".join(features.keywords) or query
         async with RecallTasks() as tasks:
-            # Phase A: the LLM calls start at once. The namespace's source (an in-memory view when
-            # it is small enough) and its speakers are cached, so the embedding (the slowest step)
-            # waits for them: a query naming a speaker is embedded with its speaker-free twin in one
-            # forward pass (15 ms against 24 ms for two).
+            # Phase A: the LLM calls start at once, and so does the namespace's source: a cold
+            # namespace's view loads (14 ms for 1,000 memories of a 200,000-row table) while the
+            # query is embedded. The embedding waits for the namespace's speakers (cached): a query
+            # naming one is embedded with its speaker-free twin in one forward pass.
             llm_stages = LLMStages(self._llm, plan, query, cfg, tasks)
-            source = await store.arecall_source(self._namespace, filter=flt)
-            plan.notes.append(source.description)
-            cues = await read_cues(query, source, cfg, own_vector=query_vector is None)
+            source_ready = tasks.start(store.arecall_source(self._namespace, filter=flt))
+            namespace = self._namespace
+            cues = await read_cues(query, lambda: store.aspeakers(namespace), cfg, own_vector=query_vector is None)
             plan.speakers = list(cues.speakers)
             ctx = cues.scoring(ctx, features)
             texts = [query]
             if cues.speaker_free is not None:
                 texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
             embedding = tasks.start(store.aembed_queries(texts) if query_vector is None else _given(query_vector))
+            source = await source_ready
+            plan.notes.append(source.description)
             channels = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
             if "bm25" in plan.channels:
                 channels.text("bm25", "bm25", w.bm25 * original, bm25_query, FtsField.TEXT)

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 
 from .query import STOP_WORDS
 
-__all__ = ["named_speakers", "speaker_of", "strip_speaker", "without_names"]
+__all__ = ["may_name_a_speaker", "named_speakers", "speaker_of", "strip_speaker", "without_names"]
 
 # A capitalised label of at most 41 characters, then a colon and text: "Caroline: ...",
 # "Dr. Smith: ...". Lower-case role labels ("user: ...") are not names and are left alone.
@@ -44,6 +44,25 @@ def strip_speaker(text: str) -> str:
 def _name_pattern(name: str) -> re.Pattern[str]:
     words = r"\s+".join(re.escape(w) for w in name.split())
     return re.compile(rf"(?<![\w'\u2019-]){words}{_POSSESSIVE}(?![\w'\u2019-])", re.IGNORECASE)
+
+
+# A capital letter that starts a word (speakers' names start with one: see _SPEAKER).
+_CAPITAL = re.compile(r"(?<![\w'\u2019-])[A-Z]")
+
+
+def may_name_a_speaker(query: str) -> bool:
+    """Whether ``query`` could name any speaker at all (then the namespace's speakers are read).
+
+    A name is capitalised in the query, and a first word that is a common word names nobody, so a
+    query without another capitalised word needs no speaker list (for a namespace not read yet in
+    this process, that saves a query of the table before the query is embedded).
+
+    >>> may_name_a_speaker("What did she paint?"), may_name_a_speaker("What did Melanie paint?")
+    (False, True)
+    """
+    lead = len(query) - len(query.lstrip())
+    first = query[lead:].split(maxsplit=1)[0].casefold() if query.strip() else ""
+    return any(m.start() != lead or first not in STOP_WORDS for m in _CAPITAL.finditer(query))
 
 
 def named_speakers(query: str, speakers: Iterable[str]) -> tuple[str, ...]:

@@ -865,6 +865,15 @@ class MemoryStore:
         self._check_process()
         return await self._searcher.has_entities(self._ns(namespace), max_age_s=max_age_s)
 
+    async def aspeakers(self, namespace: str, *, max_age_s: float = 60.0) -> frozenset[str]:
+        """Who speaks in the namespace's chat: the ``Name`` of its ``"Name: text"`` message memories.
+
+        Cached per namespace (recall reads it for the speaker cue): a speaker written through this
+        store joins at once, other processes' within ``max_age_s`` seconds.
+        """
+        self._ensure_open()
+        return await self._searcher.speakers(self._ns(namespace), max_age_s=max_age_s)
+
     async def arecall_source(
         self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None
     ) -> RecallSource:

@@ -7,13 +7,13 @@ the store), the dates only the query text.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
 from ..query import QueryFeatures
 from ..recall_config import RecallConfig
 from ..scoring import ScoringContext
-from ..speakers import named_speakers, without_names
-from .source import RecallSource
+from ..speakers import may_name_a_speaker, named_speakers, without_names
 
 __all__ = ["Cues", "read_cues"]
 
@@ -36,20 +36,23 @@ class Cues:
         return replace(ctx, speakers=frozenset(s.casefold() for s in self.speakers), dates=features.dates)
 
 
-async def read_cues(query: str, source: RecallSource, cfg: RecallConfig, *, own_vector: bool) -> Cues:
+async def read_cues(
+    query: str, speakers: Callable[[], Awaitable[frozenset[str]]], cfg: RecallConfig, *, own_vector: bool
+) -> Cues:
     """The speakers ``query`` names among the namespace's, and the query without them.
 
     Args:
         query: The query as asked.
-        source: The namespace being recalled (its speakers are cached by the store).
+        speakers: Reads the namespace's speakers (cached by the store; not through the recall
+            source, so that the query is embedded while a cold namespace's view still loads).
         cfg: The recall's config; with ``speaker_boost`` 1 and ``speaker_free_vector`` off the
             namespace's speakers are not even read.
         own_vector: Whether recall embeds the query itself (a caller's ``query_vector`` is used
             as given: no speaker-free embedding then).
     """
-    if cfg.speaker_boost == 1.0 and not cfg.speaker_free_vector:
+    if (cfg.speaker_boost == 1.0 and not cfg.speaker_free_vector) or not may_name_a_speaker(query):
         return Cues()
-    names = named_speakers(query, await source.speakers())
+    names = named_speakers(query, await speakers())
     if not names:
         return Cues()
     free = without_names(query, names) if cfg.speaker_free_vector and own_vector else None

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from memory_retrievers.dates import DateSpan, mentioned_dates
 from memory_retrievers.query import analyze
-from memory_retrievers.speakers import named_speakers, speaker_of, strip_speaker, without_names
+from memory_retrievers.speakers import may_name_a_speaker, named_speakers, speaker_of, strip_speaker, without_names
 
 UTC = timezone.utc
 
@@ -47,6 +47,41 @@ def test_named_speakers_are_capitalised_whole_words_in_query_order() -> None:
     assert named_speakers("Will it rain?", ["Will"]) == ()
     assert named_speakers("What did Will say?", ["Will"]) == ("Will",)
     assert named_speakers("Melanie, what did you paint?", ["Melanie"]) == ("Melanie",)
+
+
+_WORDS = st.sampled_from(
+    [
+        "Will",
+        "will",
+        "Melanie",
+        "melanie's",
+        "Melanie's",
+        "what",
+        "What",
+        "Dr.",
+        "Smith",
+        "it",
+        "O'Brien",
+        "-Bob",
+        "Bob",
+    ]
+)
+
+
+@given(st.lists(_WORDS, max_size=6), st.sampled_from(["", " ", "  "]), st.sampled_from(["", "?", "."]))
+def test_a_query_that_names_a_speaker_always_passes_the_cheap_precheck(words: list[str], lead: str, end: str) -> None:
+    # The precheck lets recall skip reading the namespace's speakers: it must never hide a name.
+    query = lead + " ".join(words) + end
+    if named_speakers(query, ["Will", "Melanie", "Will Smith", "Dr. Smith", "O'Brien", "Bob", "Smith"]):
+        assert may_name_a_speaker(query)
+
+
+def test_the_precheck_skips_queries_without_a_capitalised_name() -> None:
+    assert not may_name_a_speaker("what did she paint last week?")
+    assert not may_name_a_speaker("Will it rain on the trip?")  # a common first word names nobody
+    assert not may_name_a_speaker("")
+    assert may_name_a_speaker("what did Melanie paint?")
+    assert may_name_a_speaker("Melanie painted what?")
 
 
 def test_without_names_removes_names_and_possessives_but_never_empties_the_query() -> None:

@@ -168,19 +168,20 @@ async def test_cues_name_the_namespaces_speakers_and_strip_them_for_the_vector_q
     memories = [mem("a", "Caroline: I went to the group"), mem("b", "Melanie: I painted", kind=MemoryKind.MESSAGE)]
     fake = CountingSource(memories, {"a": unit(1, 0, 0), "b": unit(0, 1, 0)})
     query = "What did Melanie's kids paint with Caroline?"
-    cues = await read_cues(query, fake, RecallConfig(), own_vector=True)
+    cues = await read_cues(query, fake.speakers, RecallConfig(), own_vector=True)
     assert cues.speakers == ("Melanie", "Caroline")
     assert cues.speaker_free == "What did kids paint with?"
     ctx = cues.scoring(ScoringContext(now=NOW), analyze("on 2 May 2024, " + query))
     assert ctx.speakers == {"melanie", "caroline"} and ctx.dates[0].start == datetime(2024, 5, 2, tzinfo=timezone.utc)
     # A caller's query_vector is used as given: nothing to embed without the names.
-    assert (await read_cues(query, fake, RecallConfig(), own_vector=False)).speaker_free is None
-    assert (await read_cues(query, fake, RecallConfig(speaker_free_vector=False), own_vector=True)).speaker_free is None
-    assert (await read_cues("What did Dana say?", fake, RecallConfig(), own_vector=True)).speakers == ()
+    assert (await read_cues(query, fake.speakers, RecallConfig(), own_vector=False)).speaker_free is None
+    no_free = RecallConfig(speaker_free_vector=False)
+    assert (await read_cues(query, fake.speakers, no_free, own_vector=True)).speaker_free is None
+    assert (await read_cues("What did Dana say?", fake.speakers, RecallConfig(), own_vector=True)).speakers == ()
     # Both cues off: the namespace's speakers are not even read.
     asked = fake.asked
     off = RecallConfig(speaker_boost=1.0, speaker_free_vector=False)
-    assert await read_cues(query, fake, off, own_vector=True) == Cues()
+    assert await read_cues(query, fake.speakers, off, own_vector=True) == Cues()
     assert fake.asked == asked
 
 

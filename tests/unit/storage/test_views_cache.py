@@ -180,6 +180,33 @@ async def test_large_namespaces_get_no_view_and_views_stay_bounded(table: Memory
     assert views.cached("ns5") is not None
 
 
+async def test_a_namespace_over_the_limit_is_counted_once_per_recheck_interval(
+    table: MemoryTable, monkeypatch: Any
+) -> None:
+    from memory_retrievers.storage import views as views_module
+
+    outgrown: list[str] = []
+    views = ViewCache(table, max_rows=3, on_outgrown=outgrown.append)
+    await table.add(rows("big", [f"row {i}" for i in range(4)]))
+    counts: list[str] = []
+    original = table.count_namespace
+
+    async def counted(namespace: str) -> int:
+        counts.append(namespace)
+        return await original(namespace)
+
+    monkeypatch.setattr(table, "count_namespace", counted)
+    for _ in range(5):
+        assert await views.get("big") is None
+    assert counts == ["big"] and outgrown == ["big"]  # one count, not one per recall
+    # Shrunk below the limit, once the interval has passed: it gets its view.
+    first = (await table.rows("namespace = 'big'", ["id"], limit=1)).column("id").to_pylist()
+    await table.delete("big", first)
+    monkeypatch.setattr(views_module, "_OUTGROWN_RECHECK_S", 0.0)
+    view = await views.get("big")
+    assert view is not None and len(view) == 3 and counts == ["big", "big"]
+
+
 async def test_views_disabled_with_zero_rows(table: MemoryTable) -> None:
     views = ViewCache(table, max_rows=0)
     await table.add(rows("u", ["alpha"]))
