@@ -162,6 +162,11 @@ class PooledEmbedder:
         return await self.model.aembed_query(text)
 
 
+def log(message: str) -> None:
+    """Progress on stderr (a full run takes over an hour)."""
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
 def peak_rss_mb() -> float:
     return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
 
@@ -225,7 +230,7 @@ PEER_QUERY_BUDGET_S = 60.0
 def rss_now_mb() -> float:
     """Resident memory now (``ru_maxrss`` only ever grows)."""
     with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1e6
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20  # MiB, as ru_maxrss
 
 
 def langchain_peer(texts: Sequence[str], vectors: np.ndarray, model: SentenceTransformerEmbedder) -> Any:
@@ -351,6 +356,7 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, h
                 dedup=False,
             )
         ingest = size / (time.perf_counter() - started)
+        log(f"chat {size}: loaded at {ingest:.0f}/s")
         store.optimize()
         raw = None
         if real:
@@ -410,13 +416,23 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, h
     return result
 
 
+def bulk_config(args: Any) -> dict[str, Any]:
+    """The large scenarios' store: old versions pruned after ``--version-retention-s``.
+
+    A bulk load compacts again and again, and each compaction's old files stay for
+    ``version_retention`` (an hour by default): 14 GB at 100,000 memories, more than this
+    machine's disk at 1,000,000.
+    """
+    return {"version_retention": timedelta(seconds=args.version_retention_s)}
+
+
 def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
     embedder = PooledEmbedder(model, hay)
     questions = [q for _, q, _, _ in load_questions(args.data)]
     rng = random.Random(0)
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder) / "db"
-        store = MemoryStore(path, embedder=embedder)
+        store = MemoryStore(path, embedder=embedder, config=bulk_config(args))
         started = time.perf_counter()
         batch: list[dict[str, Any]] = []
         for t in range(count):
@@ -424,8 +440,21 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
             if len(batch) >= 20_000 or t == count - 1:
                 store.add_many(batch, dedup=False)
                 batch = []
+                if (t + 1) * per % 100_000 < per:
+                    log(f"tenants: {(t + 1) * per} rows")
         ingest = count * per / (time.perf_counter() - started)
+        log(f"tenants: {count * per} rows loaded at {ingest:.0f}/s")
         store.optimize()
+        log("tenants: optimized")
+        # add_many into the full table with the real model, against the model alone on the same texts.
+        sample = [t.text for t in hay.turns[:2000]]
+        started = time.perf_counter()
+        model.embed_documents(sample)
+        raw = len(sample) / (time.perf_counter() - started)
+        started = time.perf_counter()
+        store.add_many([{"text": t, "namespace": "bulk", "kind": "message"} for t in sample])
+        into_full = len(sample) / (time.perf_counter() - started)
+        log(f"tenants: add_many into the full table {into_full:.0f}/s, raw embedding {raw:.0f}/s")
         refs = References(store, model)
         stop = threading.Event()
         written = [0]
@@ -439,7 +468,7 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
 
         thread = threading.Thread(target=writer, daemon=True)
         thread.start()
-        ours, hybrid = [], []
+        ours, hybrid, rss = [], [], []
         try:
             for r in range(args.rounds):
                 ns = f"user-{rng.randrange(0, count // 2)}"
@@ -448,6 +477,7 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
                 retriever = MemoryRetriever(store, namespace=ns, config={"record_access": False})
                 ours.append(timed(retriever.recall, q))
                 hybrid.append(timed(refs.hybrid, ns, q))
+                rss.append(rss_now_mb())
         finally:
             stop.set()
             thread.join()
@@ -461,8 +491,13 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
             "lancedb_hybrid_p50_ms": pct(hybrid, 0.5),
             "recall_vs_lancedb": round(statistics.median(ours) / statistics.median(hybrid), 2),
             "add_many_rows_per_s": round(ingest, 1),
+            "add_many_real_into_full_table_rows_per_s": round(into_full, 1),
+            "raw_embedding_texts_per_s": round(raw, 1),
+            "add_many_vs_raw_embedding": round(into_full / raw, 2),
+            "rss_during_recall_mb": round(max(rss), 1),
             "peak_rss_mb": peak_rss_mb(),
             "disk_mb": disk_mb(path),
+            "version_retention_s": args.version_retention_s,
         }
         store.close()
     print(json.dumps(result))
@@ -478,7 +513,7 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
     out: dict[str, Any] = {"conversation": conversation, "questions": len(asked), "needles": len(mine)}
     for label, hidden_in in (("alone", 0), ("hidden", size)):
         with tempfile.TemporaryDirectory() as folder:
-            store = MemoryStore(Path(folder) / "db", embedder=embedder)
+            store = MemoryStore(Path(folder) / "db", embedder=embedder, config=bulk_config(args))
             texts = others.texts(hidden_in)
             for start in range(0, hidden_in, 20_000):
                 store.add_many(
@@ -493,22 +528,28 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
                 dedup=False,
             )
             dia = {m.id: t.dia_id for m, t in zip(added, mine, strict=True)}
+            log(f"needles: {label}, {hidden_in + len(mine)} rows loaded")
             store.optimize()
+            log(f"needles: {label}, optimized")
             retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
-            recalls, lat = [], []
+            recalls, lat, rss = [], [], []
             for q, evidence in asked:
                 started = time.perf_counter()
                 got = [dia.get(m.id) for m in retriever.recall(q, k=K, token_budget=None).memories]
                 lat.append((time.perf_counter() - started) * 1000)
                 recalls.append(len(set(got) & evidence) / len(evidence))
+                rss.append(rss_now_mb())
             out[label] = {
                 "memories": hidden_in + len(mine),
                 "recall@10": round(float(np.mean(recalls)), 3),
                 "p50_ms": pct(lat, 0.5),
+                "rss_during_recall_mb": round(max(rss), 1),
+                "disk_mb": disk_mb(Path(folder) / "db"),
             }
             store.close()
     out["difference"] = round(out["hidden"]["recall@10"] - out["alone"]["recall@10"], 3)
     out["peak_rss_mb"] = peak_rss_mb()
+    out["version_retention_s"] = args.version_retention_s
     print(json.dumps(out))
     return out
 
@@ -570,6 +611,12 @@ def main() -> None:
     )
     ap.add_argument(
         "--pool", type=int, default=4000, help="dialogue turns the filler haystack is made of (each embedded once)"
+    )
+    ap.add_argument(
+        "--version-retention-s",
+        type=float,
+        default=60.0,
+        help="tenants and needles: the store's version_retention (old versions pruned after this)",
     )
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument("--plot", type=Path, nargs="?", const=PLOT, help=f"write the latency plot (default {PLOT})")

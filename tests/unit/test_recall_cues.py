@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
 
@@ -103,6 +104,7 @@ def test_a_new_speaker_is_recognised_at_once(make_store: Callable[..., MemorySto
     assert r.recall("What does Dana like?").plan["speakers"] == []
     store.add("Dana: I like sailing", namespace="u", kind="message", session_id="s1")
     assert r.recall("What does Dana like?").plan["speakers"] == ["Dana"]  # no wait for the cache to age
+    assert "Dana" in asyncio.run(store.aspeakers("u")) and asyncio.run(store.aspeakers("nobody")) == frozenset()
 
 
 def test_a_query_naming_a_date_boosts_and_searches_that_days_memories(make_store: Callable[..., MemoryStore]) -> None:
