@@ -236,6 +236,15 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
     return " AND ".join(f"({c})" for c in clauses)
 
 
+def recency_slot(namespace: str, flt: MemoryFilter) -> str:
+    """The same filter at any moment: what a recency search remembers its cutoff under.
+
+    The predicate of ``flt`` without the moment expiry is judged at (``live_at``), which changes
+    on every search.
+    """
+    return build_where(namespace, flt.model_copy(update={"live_at": None}))
+
+
 def matches(memory: Memory, flt: MemoryFilter) -> bool:
     """The same predicate as :func:`build_where` (namespace aside), evaluated in Python.
 

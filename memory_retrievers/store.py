@@ -39,7 +39,7 @@ from .errors import (
     StorageError,
 )
 from .fields import WRITABLE_FIELDS
-from .filters import MemoryFilter, build_where, coerce_filter, sql_literal
+from .filters import MemoryFilter, build_where, coerce_filter, recency_slot, sql_literal
 from .models import AddedMemory, FtsField, Hit, Memory
 from .pending import PendingWrite
 from .recall.source import RecallSource
@@ -852,9 +852,9 @@ class MemoryStore:
     ) -> builtins.list[Hit]:
         """Async twin of :meth:`recency_search`."""
         self._ensure_open()
-        where = build_where(self._ns(namespace), self._live(filter))
+        ns, flt = self._ns(namespace), self._live(filter)
         self._check_int(k, "k", 1, _MAX_QUERY_K)
-        return hits(await self._searcher.newest(where, k, ["id"]))
+        return hits(await self._searcher.newest(build_where(ns, flt), k, ["id"], slot=recency_slot(ns, flt)))
 
     async def ahas_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
         """Whether any memory of the namespace has entities (lets recall skip a useless query).

@@ -13,7 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from ..dates import DateSpan
-from ..filters import MemoryFilter, build_where, created_within, matches
+from ..filters import MemoryFilter, build_where, created_within, matches, recency_slot
 from ..models import FtsField, Memory
 from ..recall.source import SourceHits
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
@@ -179,7 +179,8 @@ class TableSource:
 
     async def recency_search(self, k: int) -> SourceHits:
         """Newest rows, ordered by LanceDB."""
-        return self._hits(await self._searcher.newest(self._where, k, _COLUMNS))
+        slot = recency_slot(self._namespace, self._filter)
+        return self._hits(await self._searcher.newest(self._where, k, _COLUMNS, slot=slot))
 
     async def fetch(self, ids: Sequence[str]) -> tuple[str, ...]:
         """One query for the ids not held yet; the filter applies in SQL and again in Python."""
