@@ -113,6 +113,15 @@ class StoreConfig(CheckedModel):
     used views are dropped (and rebuilt when recalled again). At least ``recall_view_max_rows``.
     The default, 100,000 rows, is about 270 MB with the default model."""
 
+    index_cache_bytes: int | None = Field(default=None, ge=0)
+    """Ceiling of LanceDB's index cache for this store (opened indexes: vector, full-text,
+    scalar). ``None`` keeps LanceDB's own, 6 GiB. Indexes that do not fit are read from disk again
+    when a search needs them."""
+
+    metadata_cache_bytes: int | None = Field(default=None, ge=0)
+    """Ceiling of LanceDB's metadata cache for this store (file metadata, schemas). ``None``
+    keeps LanceDB's own, 1 GiB."""
+
     read_consistency_interval: timedelta | None = timedelta(0)
     """How often a read checks for other processes' commits. ``timedelta(0)`` (default) = on every
     read, so app workers sharing a store always see each other's writes (a chat turn written by one

@@ -45,6 +45,7 @@ from .pending import PendingWrite
 from .recall.source import RecallSource
 from .schema import memory_schema
 from .storage.access import AccessLog
+from .storage.connect import CacheSizes
 from .storage.context_fill import ContextFiller
 from .storage.duplicates import DuplicateFinder
 from .storage.edits import Editor
@@ -207,6 +208,7 @@ class MemoryStore:
             schema=memory_schema(dimension, self._embedder.name),
             storage_options=storage_options,
             read_consistency_interval=cfg.read_consistency_interval,
+            caches=CacheSizes(cfg.index_cache_bytes, cfg.metadata_cache_bytes),
         )
         self._views = ViewCache(
             self._table,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -17,7 +18,15 @@ import pyarrow as pa
 
 from ..errors import StorageError
 
-__all__ = ["is_uri", "open_lancedb_table"]
+__all__ = ["CacheSizes", "is_uri", "open_lancedb_table"]
+
+
+@dataclass(frozen=True)
+class CacheSizes:
+    """Ceilings of LanceDB's caches for one connection (``None``: LanceDB's own, 6 GiB and 1 GiB)."""
+
+    index_bytes: int | None = None
+    metadata_bytes: int | None = None
 
 
 def is_uri(value: str) -> bool:
@@ -31,6 +40,7 @@ async def open_lancedb_table(
     schema: pa.Schema,
     storage_options: Mapping[str, str] | None,
     read_consistency_interval: timedelta | None,
+    caches: CacheSizes | None = None,
 ) -> Any:
     """Connect and open the table (a LanceDB ``AsyncTable``); create it only where nothing is stored yet.
 
@@ -40,10 +50,16 @@ async def open_lancedb_table(
     """
     import lancedb  # here, not at import: the engine's client side must not need it
 
+    session = None
+    if caches is not None and (caches.index_bytes is not None or caches.metadata_bytes is not None):
+        session = lancedb.Session(
+            index_cache_size_bytes=caches.index_bytes, metadata_cache_size_bytes=caches.metadata_bytes
+        )
     db = await lancedb.connect_async(
         uri,
         storage_options=dict(storage_options) if storage_options else None,
         read_consistency_interval=read_consistency_interval,
+        session=session,
     )
     for attempt in range(3):
         try:

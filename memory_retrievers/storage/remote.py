@@ -31,9 +31,11 @@ from typing import Any
 
 import pyarrow as pa
 
+from .. import _fork
 from ..errors import StorageError
+from .connect import CacheSizes
 
-__all__ = ["EngineClient", "Portable", "RemoteTable", "Step"]
+__all__ = ["EngineClient", "Portable", "RemoteTable", "Step", "warn_engine"]
 
 logger = logging.getLogger("memory_retrievers")
 
@@ -174,6 +176,7 @@ class RemoteTable(_Chain):
         schema: pa.Schema,
         storage_options: Mapping[str, str] | None,
         read_consistency_interval: timedelta | None,
+        caches: CacheSizes | None = None,
     ) -> RemoteTable:
         """Start an engine and open (or create) the table there, with :func:`~.connect.open_lancedb_table`."""
         client = EngineClient()
@@ -181,7 +184,13 @@ class RemoteTable(_Chain):
         try:
             await asyncio.wait_for(
                 client.request(
-                    "open", uri, table_name, schema, dict(storage_options or {}) or None, read_consistency_interval
+                    "open",
+                    uri,
+                    table_name,
+                    schema,
+                    dict(storage_options or {}) or None,
+                    read_consistency_interval,
+                    caches,
                 ),
                 _START_TIMEOUT_S,
             )
@@ -203,3 +212,14 @@ def _rebuild_error(value: Any) -> BaseException:
     base_name, type_name, message = value
     base = {"ValueError": ValueError, "OSError": OSError, "KeyError": KeyError}.get(base_name, RuntimeError)
     return base(f"{message} ({type_name} in the LanceDB engine process)")
+
+
+def warn_engine(uri: str) -> None:
+    """Say once per store that a forked child runs LanceDB in an engine process, and how to avoid it."""
+    logger.warning(
+        "memory-retrievers: this process was forked from process %s after it had opened LanceDB, whose runtime "
+        "is unsafe in a forked child; the store at %r uses a separate engine process instead. Open stores only "
+        "after fork (or use the 'forkserver'/'spawn' start method) to avoid the extra process (docs/DEPLOYMENT.md)",
+        _fork.lancedb_started_in(),
+        uri,
+    )

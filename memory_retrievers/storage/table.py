@@ -23,10 +23,10 @@ from .. import _fork
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
 from ..schema import search_text, to_arrow
-from .connect import is_uri, open_lancedb_table
+from .connect import CacheSizes, is_uri, open_lancedb_table
 from .events import CommitAction, CommitEvent, CommitListener
 from .migrations import add_missing_columns, check_schema, storage_error
-from .remote import RemoteTable
+from .remote import RemoteTable, warn_engine
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
 
@@ -48,6 +48,7 @@ class MemoryTable:
             against an existing table's.
         storage_options: LanceDB storage options (object stores).
         read_consistency_interval: How often the handle looks for other processes' commits.
+        caches: Ceilings of LanceDB's index and metadata caches for this handle.
     """
 
     def __init__(
@@ -58,12 +59,14 @@ class MemoryTable:
         schema: pa.Schema,
         storage_options: Mapping[str, str] | None,
         read_consistency_interval: timedelta | None,
+        caches: CacheSizes | None = None,
     ) -> None:
         self.uri = uri
         self.table_name = table_name
         self.schema = schema
         self._storage_options = dict(storage_options) if storage_options else None
         self._consistency = read_consistency_interval
+        self._caches = caches
         self._table: Any = None
         self._listeners: list[CommitListener] = []
         self.indexed: set[str] = set()
@@ -106,13 +109,13 @@ class MemoryTable:
                 # LanceDB's runtime came from the process this one was forked from, and is unsafe
                 # here even for a new connection: a fresh engine process does the LanceDB work.
                 table = await RemoteTable.open(
-                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency
+                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
                 )
-                _warn_engine(self.uri)
+                warn_engine(self.uri)
             else:
                 _fork.note_lancedb()
                 table = await open_lancedb_table(
-                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency
+                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
                 )
             found = await table.schema()
         except MemoryRetrieversError:
@@ -167,9 +170,10 @@ class MemoryTable:
         limit: int | None = None,
         offset: int = 0,
         newest_first: bool | None = None,
+        by: str = "created_at",
         action: str = "read the table",
     ) -> pa.Table:
-        """Rows matching ``where``; ordered by ``created_at`` when ``newest_first`` is not ``None``.
+        """Rows matching ``where``; ordered by ``by`` (a time column) when ``newest_first`` is not ``None``.
 
         Equal timestamps (a frozen clock, imported history) are ordered by id, so pages never skip or
         repeat a row and the same read gives the same order.
@@ -178,7 +182,7 @@ class MemoryTable:
         if newest_first is not None:
             query = query.order_by(
                 [
-                    ColumnOrdering(column_name="created_at", ascending=not newest_first),
+                    ColumnOrdering(column_name=by, ascending=not newest_first),
                     ColumnOrdering(column_name="id", ascending=True),
                 ]
             )
@@ -382,16 +386,6 @@ _ACTIONS: dict[CommitAction, str] = {
     "update": "update memories",
     "delete": "delete memories",
 }
-
-
-def _warn_engine(uri: str) -> None:
-    logger.warning(
-        "memory-retrievers: this process was forked from process %s after it had opened LanceDB, whose runtime "
-        "is unsafe in a forked child; the store at %r uses a separate engine process instead. Open stores only "
-        "after fork (or use the 'forkserver'/'spawn' start method) to avoid the extra process (docs/DEPLOYMENT.md)",
-        _fork.lancedb_started_in(),
-        uri,
-    )
 
 
 def _namespaces(data: pa.Table) -> frozenset[str]:

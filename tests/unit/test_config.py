@@ -32,6 +32,7 @@ def test_unknown_key_lists_valid_keys() -> None:
         {"context_window": -1},
         {"dedup_policy": "merge"},
         {"write_batch_size": 0},
+        {"index_cache_bytes": -1},
     ],
 )
 def test_out_of_range_values_raise_config_error(bad: dict) -> None:

@@ -129,3 +129,27 @@ def test_a_query_naming_a_date_boosts_and_searches_that_days_memories(make_store
     assert "dated" not in plain.plan["channels"] and plain.plan["dates"] == []
     off = r.recall("What did Nate make on 9 November, 2022?", k=3, config={"weights": {"dated": 0}, "date_boost": 1.0})
     assert "dated" not in off.plan["lists"]
+
+
+def test_imported_history_names_its_speakers_however_old(
+    make_store: Callable[..., MemoryStore], clock, monkeypatch
+) -> None:
+    # The speakers are read from the messages written last, not created last: a chat imported
+    # with its original (old) times into a busy namespace still has speakers (found by the 1M
+    # needles benchmark, where the hidden conversation's speakers were never read).
+    from memory_retrievers.storage import search
+
+    monkeypatch.setattr(search, "SPEAKER_SAMPLE", 2)
+    store = make_store()
+    for name in ("Ann", "Ben", "Cat"):
+        clock.advance(minutes=1)
+        store.add(f"{name}: hello", namespace="u", kind="message", session_id="now")
+    clock.advance(minutes=1)
+    store.add(
+        "Dana: I like sailing", namespace="u", kind="message", created_at=datetime(2020, 1, 1, tzinfo=timezone.utc)
+    )
+    fresh = make_store()  # another process: nothing learnt from commits, the first read decides
+    assert "Dana" in asyncio.run(fresh.aspeakers("u"))
+    assert MemoryRetriever(fresh, namespace="u", config=QUIET).recall("What does Dana like?").plan["speakers"] == [
+        "Dana"
+    ]

@@ -608,3 +608,20 @@ def test_recency_search_stays_exact_while_memories_come_and_go(store: MemoryStor
             want = [m.id for m in store.list("n", limit=k, filter=flt)]
             assert [h.id for h in store.recency_search(namespace="n", k=k, filter=flt)] == want, step
     assert any("created_at >=" in where for where in reads)  # the cheap read was used
+
+
+def test_lancedb_cache_ceilings_reach_the_connection(make_store, monkeypatch) -> None:
+    import lancedb
+
+    made: list[tuple[int | None, int | None]] = []
+    real = lancedb.Session
+
+    def session(index_cache_size_bytes=None, metadata_cache_size_bytes=None):
+        made.append((index_cache_size_bytes, metadata_cache_size_bytes))
+        return real(index_cache_size_bytes=index_cache_size_bytes, metadata_cache_size_bytes=metadata_cache_size_bytes)
+
+    monkeypatch.setattr(lancedb, "Session", session)
+    store = make_store(config={"index_cache_bytes": 8 << 20, "metadata_cache_bytes": 4 << 20})
+    kept = store.add("the cache is small but the store works", namespace="n")
+    assert [h.id for h in store.fts_search("cache", namespace="n")] == [kept.id]
+    assert made == [(8 << 20, 4 << 20)]
