@@ -12,6 +12,7 @@ This module checks the arguments and runs the stages in order. The implementatio
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
@@ -288,8 +289,8 @@ class MemoryRetriever:
             # naming one is embedded with its speaker-free twin in one forward pass.
             llm_stages = LLMStages(self._llm, plan, query, cfg, tasks)
             source_ready = tasks.start(store.arecall_source(self._namespace, filter=flt))
-            namespace = self._namespace
-            cues = await read_cues(query, lambda: store.aspeakers(namespace), cfg, own_vector=query_vector is None)
+            speakers = functools.partial(store.aspeakers, self._namespace)
+            cues = await read_cues(query, speakers, cfg, own_vector=query_vector is None)
             plan.speakers = list(cues.speakers)
             ctx = cues.scoring(ctx, features)
             texts = [query]

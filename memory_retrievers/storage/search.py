@@ -22,6 +22,7 @@ from ..models import FtsField, Hit, Memory, MemoryKind
 from ..schema import SCALAR_COLUMNS, rows_to_memories
 from ..speakers import speaker_of
 from .access import AccessLog
+from .bounded import bounded_put
 from .maintenance import FTS_COLUMNS
 from .table import CommitEvent, MemoryTable
 
@@ -271,11 +272,5 @@ class _Speakers:
 
 
 def _bounded_put(cache: dict[str, Any], namespace: str, entry: Any) -> None:
-    """Put ``entry`` last, bounded whatever the number of namespaces.
-
-    The oldest entries go first, and are read again when next asked.
-    """
-    cache.pop(namespace, None)
-    cache[namespace] = entry
-    while len(cache) > ENTITY_CACHE_NAMESPACES:
-        cache.pop(next(iter(cache)))
+    """The searcher's caches hold at most :data:`ENTITY_CACHE_NAMESPACES` entries each."""
+    bounded_put(cache, namespace, entry, ENTITY_CACHE_NAMESPACES)

@@ -29,6 +29,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..filters import MemoryFilter, build_where
+from .bounded import bounded_put
 from .table import CommitEvent, MemoryTable
 from .view import SIGNATURE, VIEW_COLUMNS, NamespaceView
 
@@ -181,10 +182,7 @@ class ViewCache:
         self._forget_pending(namespace)
         epoch = self._epochs[_bucket(namespace)]
         if await self._table.count_namespace(namespace) > self._max_rows:
-            self._outgrown.pop(namespace, None)
-            self._outgrown[namespace] = time.monotonic()
-            while len(self._outgrown) > _OUTGROWN_HELD:
-                self._outgrown.pop(next(iter(self._outgrown)))
+            bounded_put(self._outgrown, namespace, time.monotonic(), _OUTGROWN_HELD)
             if self._on_outgrown is not None:
                 self._on_outgrown(namespace)
             return None
