@@ -222,16 +222,9 @@ class MemoryStore:
         self._maintainer = Maintainer(self._table, cfg, self.aflush_access)
         self._vectors = VectorMaker(self._embedder, dimension, cfg.embed_batch_size)
         context = ContextFiller(self._table, cfg)
-        self._writer = Writer(
-            self._table,
-            cfg,
-            self._vectors,
-            DuplicateFinder(self._table, cfg, self._clock),
-            context,
-            self._searcher,
-            self._clock,
-        )
-        self._editor = Editor(self._table, cfg, self._vectors, self._writer, context, self._clock)
+        duplicates = DuplicateFinder(self._table, cfg, self._clock)
+        self._writer = Writer(self._table, cfg, self._vectors, duplicates, context, self._searcher, self._clock)
+        self._editor = Editor(self._table, cfg, self._vectors, self._writer, duplicates, context, self._clock)
         # Every write of this store goes through one queue (see storage/queue.py).
         self._queue = WriteQueue(
             self._writer.write_group,
@@ -588,26 +581,58 @@ class MemoryStore:
             )
         return await self._queue.exclusive(lambda: self._editor.update(ns, id_, fields))
 
-    def supersede(self, old_id: str, new: str | Mapping[str, Any], *, namespace: str) -> AddedMemory:
+    def supersede(
+        self, old_id: str, new: str | Mapping[str, Any], *, namespace: str, dedup: bool | None = None
+    ) -> AddedMemory:
         """Replace a memory by a newer one, keeping both linked.
 
         The new memory inherits the old one's fields unless ``new`` (a text or a dict of fields)
-        sets them; it records ``supersedes=old_id`` and the old one ``superseded_by=<new id>``,
-        in one commit. Superseded memories are left out of searches unless a filter asks for them.
-        Deleting the newer memory later makes the old one live again.
+        sets them; it records ``supersedes=old_id`` and the old one ``superseded_by=<new id>``
+        (two commits: the new memory, then the link; a crash between them leaves both live, and
+        superseding again finishes the job). Superseded memories are left out of searches unless a
+        filter asks for them. Deleting the newer memory later makes the old one live again.
+
+        Duplicates are detected as on :meth:`add` (same tests, same scope, same
+        ``StoreConfig`` settings). When the new record duplicates a live memory and the
+        ``dedup_policy`` is ``skip`` (default) or ``update``, nothing new is stored, in one commit
+        (none if nothing changes):
+
+        - the duplicate is another memory: the old one is superseded by it (``superseded_by`` is
+          its id; the duplicate's own ``supersedes`` is left as it is). It takes the new record as
+          on ``add``: ``skip`` adds the annotations (tags, entities, links, metadata keys, pinned,
+          the higher priority and importance), ``update`` rewrites it with the fields ``new`` sets;
+        - the duplicate is the old memory itself (superseded by its own text): it stays live,
+          not superseded, and takes the record as above;
+        - the old memory is already superseded by the duplicate (a repeated supersede, e.g. a
+          script run again): nothing more is linked; any other superseded ``old_id`` is refused.
+
+        The result is then the duplicate, with ``action`` ``skipped`` (``updated`` when it took new
+        annotations or fields), ``duplicate_of`` its id, ``similarity`` and ``reason``. A record
+        naming an ``id`` is compared with the memory of that id only. With ``keep_both`` the new
+        memory is stored and the result still names the duplicate.
+
+        Args:
+            old_id: The memory to replace.
+            new: The new text, or a dict of fields with ``text`` (any writable field, as for :meth:`add`).
+            namespace: The namespace of both.
+            dedup: Override the config: ``False`` skips duplicate detection (always a new memory).
 
         Raises:
             NotFoundError: ``old_id`` does not exist in the namespace.
-            InvalidInputError: ``old_id`` is already superseded, or the new record is invalid.
+            InvalidInputError: ``old_id`` is already superseded (and the new record does not
+                duplicate its successor), the new record is invalid, or ``dedup`` is not a bool or None.
         """
-        return _loop.run_sync(self.asupersede(old_id, new, namespace=namespace))
+        return _loop.run_sync(self.asupersede(old_id, new, namespace=namespace, dedup=dedup))
 
-    async def asupersede(self, old_id: str, new: str | Mapping[str, Any], *, namespace: str) -> AddedMemory:
+    async def asupersede(
+        self, old_id: str, new: str | Mapping[str, Any], *, namespace: str, dedup: bool | None = None
+    ) -> AddedMemory:
         """Async twin of :meth:`supersede`."""
         self._ensure_open()
+        self._check_dedup(dedup)
         ns = self._ns(namespace)
         old_key = check_key(old_id, field="old_id", max_chars=self._config.max_key_chars)
-        return await self._queue.exclusive(lambda: self._editor.supersede(ns, old_key, new))
+        return await self._queue.exclusive(lambda: self._editor.supersede(ns, old_key, new, dedup=dedup))
 
     def delete(self, ids: str | Sequence[str], *, namespace: str, missing_ok: bool = False) -> int:
         """Delete memories by id; returns how many were deleted.

@@ -51,6 +51,31 @@ class DuplicateFinder:
         """Whether any duplicate detection is configured."""
         return self._config.exact_dedup or self._config.near_duplicate_threshold is not None
 
+    def exempt(self, rec: Mapping[str, Any]) -> bool:
+        """Whether a record's kind is never deduplicated (``StoreConfig.dedup_exempt_kinds``)."""
+        return rec["kind"] in self._config.dedup_exempt_kinds
+
+    def compare(self, row: Mapping[str, Any], rec: Mapping[str, Any], chash: str, vector: np.ndarray) -> Match | None:
+        """Whether ``rec`` duplicates the stored ``row`` (whole, vector included), by the tests of :meth:`detect`.
+
+        Liveness is the caller's to check: this compares the two memories only.
+        """
+        if scope_of(row) != scope_of(rec):
+            return None
+        if self._config.exact_dedup and row["content_hash"] == chash:
+            return Match(row["id"], 1.0, True)
+        threshold = self._config.near_duplicate_threshold
+        if threshold is not None:
+            sim = float(np.dot(np.asarray(row["vector"], dtype=np.float32), vector))  # both unit length
+            if sim >= threshold and same_words(row["text"], rec["text"]):
+                return Match(row["id"], sim, False)
+        return None
+
+    async def find(self, namespace: str, rec: Mapping[str, Any], chash: str, vector: np.ndarray) -> Match | None:
+        """A live stored memory that one record duplicates, as :meth:`detect` finds it (exemptions aside)."""
+        (hit,) = await self._stored(namespace, scope_of(rec), [chash], vector.reshape(1, -1), [rec["text"]])
+        return hit
+
     async def detect(
         self,
         recs: Sequence[Mapping[str, Any]],

@@ -18,15 +18,16 @@ import pyarrow as pa
 
 from ..config import StoreConfig
 from ..errors import InvalidInputError, NotFoundError, StorageError
-from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row
-from ..filters import MemoryFilter, build_where, sql_in
-from ..models import AddedMemory, Memory, WriteAction
-from ..schema import rows_to_memories, search_text, to_arrow
+from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row, merge_annotations, stored_record
+from ..filters import MemoryFilter, build_where, matches, sql_in
+from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
+from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
 from ..validation import content_hash, validate_record
 from .context_fill import ContextFiller
+from .duplicates import DuplicateFinder, Match
 from .table import MemoryTable
 from .vectors import VectorMaker
-from .writes import Writer, added, public
+from .writes import Writer, added, duplicate_kind, public
 
 __all__ = ["Editor"]
 
@@ -49,6 +50,7 @@ class Editor:
         config: Limits for re-validated records.
         vectors: Embeds changed text, checks caller vectors.
         writer: Its :meth:`Writer.commit` writes the rows.
+        duplicates: Finds the memory a superseding record duplicates.
         context: Rewrites neighbours' context when chat turns are deleted or re-worded.
         clock: The store's clock.
     """
@@ -59,6 +61,7 @@ class Editor:
         config: StoreConfig,
         vectors: VectorMaker,
         writer: Writer,
+        duplicates: DuplicateFinder,
         context: ContextFiller,
         clock: Callable[[], datetime],
     ) -> None:
@@ -66,6 +69,7 @@ class Editor:
         self._config = config
         self._vectors = vectors
         self._writer = writer
+        self._duplicates = duplicates
         self._context = context
         self._clock = clock
 
@@ -109,8 +113,16 @@ class Editor:
                 return rows_to_memories(pa.Table.from_pylist([row]))[0]
         raise _changing(f"update memory {id_!r}")
 
-    async def supersede(self, namespace: str, old_id: str, new: str | Mapping[str, Any]) -> AddedMemory:
-        """Write a memory that replaces ``old_id``, and link both.
+    async def supersede(
+        self, namespace: str, old_id: str, new: str | Mapping[str, Any], *, dedup: bool | None
+    ) -> AddedMemory:
+        """Write a memory that replaces ``old_id``, and link both; or link ``old_id`` to the duplicate.
+
+        The new record (``new`` over the fields inherited from the old memory) is first compared
+        with the live memories of the namespace as :meth:`Writer.write` compares an added one
+        (:meth:`_duplicate` says with which). A duplicate, unless ``dedup`` is ``False`` or
+        ``StoreConfig.dedup_policy`` is ``keep_both``, is what the old memory is superseded by:
+        see :meth:`_onto_duplicate`, one commit. Otherwise the new memory is stored:
 
         Two commits, in this order: the new memory (it can never overwrite an existing id), then
         the old one's ``superseded_by``, conditional and update-only. If the second does not land
@@ -122,25 +134,35 @@ class Editor:
 
         Raises:
             NotFoundError: ``old_id`` does not exist (or was deleted meanwhile).
-            InvalidInputError: ``old_id`` is already superseded, or the new record is invalid.
+            InvalidInputError: ``old_id`` is already superseded (by a memory the new record does not
+                duplicate), or the new record is invalid.
         """
         fields: dict[str, Any] = {"text": new} if isinstance(new, str) else dict(new)
+        keep_both = self._config.dedup_policy is DedupPolicy.KEEP_BOTH
         for _ in range(_ATTEMPTS):
             old = (await self._table.rows_by_id(namespace, [old_id])).get(old_id)
             if old is None:
                 raise _gone(namespace, old_id)
-            if old["superseded_by"] is not None:
-                raise InvalidInputError(
-                    f"memory {old_id!r} is already superseded by {old['superseded_by']!r}; supersede that one instead"
-                )
             inherited = {k: old[k] for k in INHERITED_FIELDS}
             inherited["metadata"] = json.loads(old["metadata"])
             rec = validate_record({**inherited, **fields, "supersedes": old_id, "namespace": namespace}, self._config)
             if rec.get("id") == old_id:
                 raise InvalidInputError("the new memory needs an id different from old_id")
             vector = await self._vectors.for_records([rec])
+            chash = content_hash(rec["text"])
+            hit = None if dedup is False else await self._duplicate(namespace, old, rec, chash, vector[0])
+            successor = old["superseded_by"]
+            if successor is not None and (hit is None or hit.of != successor or keep_both):
+                raise InvalidInputError(
+                    f"memory {old_id!r} is already superseded by {successor!r}; supersede that one instead"
+                )
+            if hit is not None and not keep_both:
+                done = await self._onto_duplicate(namespace, old, rec, set(fields), hit, chash, vector[0])
+                if done is not None:
+                    return done
+                continue  # a row changed under us: read again
             now = self._clock()
-            row = build_row(rec, content_hash(rec["text"]), None, now)
+            row = build_row(rec, chash, None, now)
             first = await self._writer.commit([row], vector, upsert=True)  # revision 0: lands only as a new id
             if first.inserted != 1:
                 raise InvalidInputError(f"id {row['id']!r} already exists; omit id to generate one")
@@ -154,9 +176,142 @@ class Editor:
                     await self._context.settle(namespace, [row])
                     row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
                 mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
-                return added(mem, WriteAction.ADDED, None, None)
+                if hit is None:
+                    return added(mem, WriteAction.ADDED, None, None)
+                dup = str(hit.of)
+                return added(
+                    mem, WriteAction.ADDED, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}"
+                )
             await self._table.delete(namespace, [row["id"]])  # the old memory moved on: take ours back
         raise _changing(f"supersede memory {old_id!r}")
+
+    async def _duplicate(
+        self, namespace: str, old: dict[str, Any], rec: dict[str, Any], chash: str, vector: np.ndarray
+    ) -> Match | None:
+        """The live memory a superseding record duplicates, by the rules and settings of ``add``.
+
+        Exempt kinds and a store without detection have none. Which memories are compared:
+
+        - a record naming an ``id``: the memory of that id only (``add`` never compares such a
+          record; here it finds the memory a repeated or interrupted supersede already wrote);
+        - else, when the old memory is already superseded: its successor only (a repeat);
+        - else the old memory itself first (superseding a memory by its own text), then every live
+          memory of the namespace, as ``add`` does.
+        """
+        if not self._duplicates.enabled or self._duplicates.exempt(rec):
+            return None
+        named = rec.get("id") or old["superseded_by"]
+        if named is None:
+            own = self._live_match(old, rec, chash, vector)
+            return own if own is not None else await self._duplicates.find(namespace, rec, chash, vector)
+        row = (await self._table.rows_by_id(namespace, [named])).get(named)
+        return None if row is None else self._live_match(row, rec, chash, vector)
+
+    def _live_match(self, row: dict[str, Any], rec: dict[str, Any], chash: str, vector: np.ndarray) -> Match | None:
+        """``rec``'s match with a stored row that readers still see (the stored side of dedup sees no other)."""
+        visible = matches(row_to_memory(row), MemoryFilter(live_at=self._clock()))
+        return self._duplicates.compare(row, rec, chash, vector) if visible else None
+
+    async def _onto_duplicate(
+        self,
+        namespace: str,
+        old: dict[str, Any],
+        rec: dict[str, Any],
+        given: set[str],
+        hit: Match,
+        chash: str,
+        vector: np.ndarray,
+    ) -> AddedMemory | None:
+        """Supersede ``old`` by the memory the new record duplicates; nothing new is stored.
+
+        The duplicate takes the record as a duplicate ``add`` would (``dedup_policy``): ``skip``
+        merges the record's annotations into it (action ``updated`` if any were new, else
+        ``skipped``); ``update`` rewrites it with the fields ``new`` set (action ``updated``). Its
+        own ``supersedes`` is left as it is. The old memory gets ``superseded_by`` the duplicate,
+        unless it is the duplicate (superseded by its own text: it stays live) or already links to it
+        (a repeat). The changed rows are one conditional commit; nothing changed, no commit.
+
+        Returns:
+            The result, or ``None`` when a row changed or vanished meanwhile (read again). A link to
+            a duplicate that another process deleted meanwhile is taken back first, so the old
+            memory is never left pointing at nothing.
+        """
+        dup_id = str(hit.of)
+        target = old if dup_id == old["id"] else (await self._table.rows_by_id(namespace, [dup_id])).get(dup_id)
+        if target is None:
+            return None
+        now = self._clock()
+        merged, changed = self._merged(target, rec, given, chash, vector, now)
+        link = dup_id not in (old["id"], old["superseded_by"])
+        rows = [{**old, "superseded_by": dup_id, "updated_at": now}] if link else []
+        if changed:
+            rows.append(merged)
+        if rows:
+            event = await self._table.rewrite(self._table.whole_rows(rows))
+            if link and not await self._link_holds(namespace, old["id"], dup_id):
+                return None
+            if event.updated != len(rows):
+                return None
+        why = f"{duplicate_kind(hit)} {dup_id}"
+        if dup_id == old["id"]:
+            why += "; it is the memory to supersede, which stays live"
+        elif link:
+            why += f"; memory {old['id']} is superseded by it"
+        else:
+            why += f", which already supersedes memory {old['id']}"
+        if changed:
+            policy = self._config.dedup_policy
+            why += (
+                "; rewritten (dedup_policy=update)"
+                if policy is DedupPolicy.UPDATE
+                else "; merged into it: " + ", ".join(changed)
+            )
+        final = merged if changed else target
+        mem = row_to_memory({k: v for k, v in final.items() if k != "vector"})
+        return added(mem, WriteAction.UPDATED if changed else WriteAction.SKIPPED, dup_id, hit.similarity, why)
+
+    def _merged(
+        self,
+        target: dict[str, Any],
+        rec: dict[str, Any],
+        given: set[str],
+        chash: str,
+        vector: np.ndarray,
+        now: datetime,
+    ) -> tuple[dict[str, Any], list[str]]:
+        """The duplicate ``target`` (a whole row) after taking ``rec``, and what changed, as on ``add``."""
+        kept = stored_record(target)
+        if self._config.dedup_policy is DedupPolicy.UPDATE:
+            # The fields the caller set; not the inherited ones, nor the link to the old memory.
+            merged = {**kept, **{k: rec[k] for k in given if k in rec and k not in ("id", "namespace", "supersedes")}}
+            changed, text_hash, row_vector = ["text"], chash, vector
+        else:
+            merged, changed = merge_annotations(kept, rec)
+            text_hash, row_vector = target["content_hash"], target["vector"]
+        row = build_row(merged, text_hash, target, now, row_id=target["id"])
+        row["created_at"] = target["created_at"]
+        if "context" not in given or self._config.dedup_policy is not DedupPolicy.UPDATE:
+            row["context_auto"] = target.get("context_auto")  # the context stays whoever filled it
+        row["revision"] = target["revision"]  # whole_rows writes the stored revision + 1
+        row["vector"] = row_vector
+        return row, changed
+
+    async def _link_holds(self, namespace: str, old_id: str, dup_id: str) -> bool:
+        """After a link to ``dup_id`` was committed: whether it points at a memory that still exists.
+
+        Another process may delete the duplicate between our read and our commit; its delete made
+        live again what pointed at it then, not our link. Whichever of the two checks later sees
+        the other's commit: if the duplicate is gone, the link is taken back (conditionally).
+        """
+        await self._table.refresh()
+        now_rows = await self._table.rows_by_id(namespace, [old_id, dup_id])
+        linked = now_rows.get(old_id)
+        if linked is None or linked["superseded_by"] != dup_id or dup_id in now_rows:
+            return True
+        await self._table.rewrite(
+            self._table.whole_rows([{**linked, "superseded_by": None, "updated_at": self._clock()}])
+        )
+        return False
 
     async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool) -> int:
         """Delete memories by id, all or nothing unless ``missing_ok``; returns how many were deleted.

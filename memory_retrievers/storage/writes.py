@@ -34,7 +34,7 @@ from .search import Searcher
 from .table import CommitEvent, MemoryTable
 from .vectors import VectorMaker
 
-__all__ = ["Writer", "added", "public"]
+__all__ = ["Writer", "added", "duplicate_kind", "public"]
 
 logger = logging.getLogger(__name__)
 
@@ -55,7 +55,7 @@ def added(
     return AddedMemory(**fields, action=action, duplicate_of=dup, similarity=sim, reason=reason)
 
 
-def _kind_of(hit: Match) -> str:
+def duplicate_kind(hit: Match) -> str:
     """How a duplicate is described in a write's reason."""
     where = " (a record of this batch)" if isinstance(hit.of, int) else ""
     if hit.exact:
@@ -256,7 +256,7 @@ class Writer:
                 if hit is not None:
                     dup = target[hit.of] if isinstance(hit.of, int) else hit.of
                     outcomes.append(
-                        _Outcome(key, action, dup, hit.similarity, f"kept beside its {_kind_of(hit)} {dup}")
+                        _Outcome(key, action, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}")
                     )
                 else:
                     replaced = "an existing memory with this id was replaced" if prior is not None else None
@@ -286,7 +286,7 @@ class Writer:
             else:
                 merged, changed = merge_annotations(kept, r)
                 chash, vector_of = base["content_hash"], base.get("_vector")
-            why = f"{_kind_of(hit)} {dup_id}"
+            why = f"{duplicate_kind(hit)} {dup_id}"
             if not changed:
                 outcomes.append(_Outcome(key, WriteAction.SKIPPED, dup_id, hit.similarity, why))
                 continue
