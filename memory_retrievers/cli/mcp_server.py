@@ -1,8 +1,9 @@
 """A Model Context Protocol server over stdio: an agent remembers, recalls, searches, forgets and lists.
 
 One namespace per server (``memory-retrievers mcp -n alice``: the tools take no namespace, so an
-agent cannot read anyone else's memories) or per call (no namespace configured: every tool takes a
-required ``namespace`` argument). Recall returns the context block exactly as
+agent cannot read anyone else's memories, and a call that names another namespace anyway is refused
+with a tool error) or per call (no namespace configured: every tool takes a required ``namespace``
+argument). Recall returns the context block exactly as
 :meth:`RecallResult.to_context` builds it; a namespace without memories recalls nothing rather
 than failing, as a new user's first conversation must.
 
@@ -138,14 +139,20 @@ def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
 
     Args:
         store: An open store (the server uses its async API).
-        namespace: The one namespace every call uses, or ``None`` for a ``namespace`` argument per call.
+        namespace: The one namespace every call uses (a call naming another is refused with a tool
+            error), or ``None`` for a ``namespace`` argument per call.
     """
     from mcp.server.mcpserver import MCPServer
 
     from .. import __version__
 
     tools = Tools(store)
-    server: MCPServer = MCPServer("memory-retrievers", instructions=INSTRUCTIONS, version=__version__)
+    settings: dict[str, Any] = {"instructions": INSTRUCTIONS, "version": __version__}
+    server: MCPServer = (
+        MCPServer("memory-retrievers", **settings)
+        if namespace is None
+        else _one_namespace_server(namespace, **settings)
+    )
     if namespace is not None:
         fixed = namespace
 
@@ -205,3 +212,33 @@ def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
             return await tools.list(namespace, limit, offset)
 
     return server
+
+
+def _one_namespace_server(namespace: str, **settings: Any) -> MCPServer:
+    """An ``MCPServer`` that refuses any tool call naming a namespace other than ``namespace``.
+
+    The SDK validates a call's arguments with a model of the tool's parameters that ignores
+    undeclared ones, so ``namespace="bob"`` sent to a tool that takes none would silently be served
+    from ``namespace``. Checked once here, before any tool runs, so no tool can forget it (the
+    SDK's ``tools/call`` handler calls :meth:`MCPServer.call_tool` and returns a raised
+    ``ToolError`` to the client as an ``is_error`` result with its message); a call naming
+    ``namespace`` itself (or ``null``) is served.
+    """
+    from mcp.server.mcpserver import MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+
+    from ..errors import InvalidInputError
+
+    class OneNamespaceServer(MCPServer):
+        async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+            asked = arguments.get("namespace")
+            if asked is not None and asked != namespace:
+                exc = InvalidInputError(
+                    f"namespace {asked!r} refused: this server serves only namespace {namespace!r}; "
+                    f"leave the namespace argument out (another namespace needs its own server)"
+                )
+                # Worded like the SDK's own tool errors, and like _reported's for the library's.
+                raise ToolError(f"Error executing tool {name}: {type(exc).__name__}: {exc}") from exc
+            return await super().call_tool(name, arguments, context)
+
+    return OneNamespaceServer("memory-retrievers", **settings)

@@ -76,3 +76,38 @@ async def test_namespace_per_call(env: dict[str, str], tmp_path: Path) -> None:
         assert _text(await session.call_tool("recall", {"namespace": "u2", "query": "music jazz"})) == ""
         missing = await session.call_tool("recall", {"query": "jazz"})
         assert missing.is_error
+
+
+#: Every tool of a one-namespace server, with arguments it accepts.
+FIXED_CALLS = [
+    ("remember", {"text": "Bob's new secret is 43"}),
+    ("recall", {"query": "secret"}),
+    ("search", {"query": "secret", "k": 5}),
+    ("forget", {"ids": ["BOB_ID"]}),
+    ("list", {"limit": 10}),
+]
+
+
+async def test_one_namespace_server_refuses_another_namespace_on_every_tool(env: dict[str, str]) -> None:
+    # The SDK drops arguments a tool does not declare: namespace="bob" used to be served alice's memories.
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        bob_id = store.add("Bob's secret is 42", namespace="bob").id
+        store.add("Alice's secret is 7", namespace="alice")
+    async with await _session(env, "-n", "alice") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {t.name: t for t in (await session.list_tools()).tools}
+        assert set(tools) == {name for name, _ in FIXED_CALLS}
+        for name, args in FIXED_CALLS:
+            args = {k: [bob_id] if v == ["BOB_ID"] else v for k, v in args.items()}
+            refused = await session.call_tool(name, {**args, "namespace": "bob"})
+            message = _text_any(refused)
+            assert refused.is_error, (name, message)
+            assert "namespace 'bob'" in message and "serves only namespace 'alice'" in message, message
+            assert f"tool {name}" in message and "InvalidInputError" in message and "secret" not in message
+            assert "namespace" not in tools[name].input_schema["properties"]  # still not advertised
+        # Its own namespace, or none, is served.
+        assert "secret is 7" in _text(await session.call_tool("recall", {"query": "secret", "namespace": "alice"}))
+        assert len(_json(await session.call_tool("list", {"namespace": None}))) == 1
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        assert [m.text for m in store.list("bob")] == ["Bob's secret is 42"]  # neither forgotten nor added to
+        assert [m.text for m in store.list("alice")] == ["Alice's secret is 7"]
