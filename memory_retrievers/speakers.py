@@ -19,8 +19,10 @@ from .query import STOP_WORDS
 __all__ = ["may_name_a_speaker", "named_speakers", "speaker_of", "strip_speaker", "without_names"]
 
 # A capitalised label of at most 41 characters, then a colon and text: "Caroline: ...",
-# "Dr. Smith: ...". Lower-case role labels ("user: ...") are not names and are left alone.
-_SPEAKER = re.compile(r"^([A-Z][\w.'\- ]{0,40}):\s+(?=\S)")
+# "Dr. Smith: ...". Lower-case role labels ("user: ...") are not names and are left alone, but a
+# name may follow one: a chat adapter stores a named participant's message as
+# "user: Caroline: ...".
+_SPEAKER = re.compile(r"^(?:[a-z][a-z_\-]{0,19}:\s+)?([A-Z][\w.'\- ]{0,40}):\s+(?=\S)")
 _POSSESSIVE = r"(?:'s|\u2019s)?"
 
 
@@ -29,15 +31,15 @@ def speaker_of(text: str) -> str | None:
 
     >>> speaker_of("Caroline: I went to the support group.")
     'Caroline'
-    >>> speaker_of("user: hi") is None
-    True
+    >>> speaker_of("user: hi") is None, speaker_of("user: Caroline: I went.")
+    (True, 'Caroline')
     """
     match = _SPEAKER.match(text)
     return match.group(1).strip() if match else None
 
 
 def strip_speaker(text: str) -> str:
-    """A chat turn's text without a leading ``"Name: "`` (how chat adapters store turns)."""
+    """A chat turn's text without a leading ``"Name: "`` (and the role label before it, if any)."""
     return _SPEAKER.sub("", text, count=1)
 
 
