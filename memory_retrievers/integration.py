@@ -84,9 +84,14 @@ def clean_text(text: str, max_chars: int) -> str:
     return cleaned[:max_chars]
 
 
-def query_text(text: str) -> str:
-    """A chat message cut to the longest query recall accepts (:data:`MAX_QUERY_CHARS`)."""
-    return text[:MAX_QUERY_CHARS]
+def query_text(text: str, max_chars: int) -> str:
+    """A chat message as a recall query, cut to ``max_chars``.
+
+    ``max_chars`` is a retriever's ``config.max_query_chars``, so an adapter never fails on a long
+    message. Recall itself searches a long query by its opening and end
+    (``RecallConfig.searched_query_chars``).
+    """
+    return text[:max_chars]
 
 
 def chat_text(role: str, body: str, *, max_chars: int, kind: str | None = None) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator
 
+from .calibration import Calibration
 from .config import CheckedModel, validated
 from .models import MemoryKind
 from .scoring import DecayKind, ScoringParams
@@ -168,6 +169,36 @@ class RecallConfig(CheckedModel):
     is below this are cut, so a question that nothing answers gets nothing rather than the least
     bad memories (0 = keep all). Pinned memories are kept whatever their relevance. Measured on
     LoCoMo in benchmarks/results/relevance.json."""
+
+    abstain_below: float | None = Field(default=None, ge=0, le=1)
+    """When no candidate's calibrated score (``ScoredMemory.score``, the probability that the
+    memory answers the query) reaches this, recall returns nothing but pinned memories: an
+    off-topic question gets an empty block rather than filler. ``None`` (default): the
+    calibration's own (``Calibration.abstain``, chosen on LoCoMo for the default model; 0, never,
+    for other embedders, whose cosines it cannot read). 0 never abstains."""
+    min_score: float | None = Field(default=None, ge=0, le=1)
+    """Candidates whose calibrated score is below this are cut (cut reason ``below_score``).
+    ``None`` (default): the calibration's own floor (``Calibration.floor``). 0 keeps all. Pinned
+    memories are kept whatever their score."""
+    calibration: Calibration | None = None
+    """The model that turns a candidate's signals into its calibrated score (see
+    :mod:`memory_retrievers.calibration`). ``None``: the one shipped for the store's embedder, or
+    the embedder-agnostic one."""
+
+    # the block
+    collapse_copies: bool = True
+    """Lines that say the same thing (:func:`memory_retrievers.lines.line_key`: case, punctuation
+    and stop words aside, same speaker, both questions or both statements) take one place in the
+    block, the best of them, noted with how often and since when it was said. The others are cut
+    (reason ``copy``); the stored memories are untouched."""
+    max_query_chars: int = Field(default=200_000, ge=1, le=10_000_000)
+    """Longest query recall accepts, in characters (a longer one raises ``InvalidInputError``
+    naming this setting). Adapters cut a chat message to it instead of failing."""
+    searched_query_chars: int = Field(default=1_000, ge=100, le=100_000)
+    """A longer query (a pasted log, a long message) is searched by its first 30% and last 70% of
+    this many characters, cut at word boundaries, and the plan says so: the default model reads
+    only its first 256 word pieces (about 1,000 characters of English), and BM25 over hundreds of
+    words is slow and matches everything."""
 
     # reranker
     rerank_depth: int = Field(default=30, ge=1, le=500)

@@ -34,6 +34,11 @@ class Explanation:
         superseded: True when it was replaced by a newer memory (``SupersededPolicy.FLAG``).
         folded: Ids of the extracted facts folded into this memory, their source
             (``RecallConfig.fact_source_weight``); their votes are among ``channels``.
+        calibration: The value of each feature the calibrated score read (see
+            :mod:`memory_retrievers.calibration`), by name.
+        calibrated_by: The name of the :class:`~memory_retrievers.calibration.Calibration` used.
+        copies: Ids of the memories that say the same line and were folded into this one
+            (``RecallConfig.collapse_copies``), oldest first.
     """
 
     channels: tuple[Contribution, ...]
@@ -49,6 +54,9 @@ class Explanation:
     phase: str = ""
     superseded: bool = False
     folded: tuple[str, ...] = ()
+    calibration: Mapping[str, float] = field(default_factory=dict)
+    calibrated_by: str = ""
+    copies: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form (for metadata of framework documents)."""
@@ -69,18 +77,24 @@ class Explanation:
             "phase": self.phase,
             "superseded": self.superseded,
             "folded": list(self.folded),
+            "calibration": dict(self.calibration),
+            "calibrated_by": self.calibrated_by,
+            "copies": list(self.copies),
         }
 
 
 @dataclass(frozen=True, slots=True)
 class ScoredMemory:
-    """A recalled memory, its final score (higher is better), its relevance, and why.
+    """A recalled memory, its calibrated score (higher is better), its relevance, and why.
 
     Attributes:
         memory: The memory.
-        score: The final score: fused ranks times multipliers. It orders one recall's results and
-            means nothing across queries (the best memory of an unrelated query scores about as
-            high as the best of a related one).
+        score: The calibrated score in [0, 1]: the probability that this memory answers the query,
+            from the channels' signals (see :mod:`memory_retrievers.calibration`). It means the same
+            on every query (about p of the memories scored p are evidence, on LoCoMo by
+            leave-one-conversation-out with the default model), and a recall's memories come in
+            its order, best first. The rank score that fusion and the multipliers made is
+            ``explanation.final_score``.
         explanation: How the score was made.
         relevance: How close the memory is to the query, comparable across queries: the cosine
             similarity of their embeddings, clipped to [0, 1]. With the default model (MiniLM),

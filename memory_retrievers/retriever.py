@@ -15,17 +15,19 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 
 from . import _loop
+from .calibration import Calibration, calibration_for
 from .config import validated
 from .embeddings import check_vectors
 from .errors import ConfigError, InvalidInputError
 from .filters import MemoryFilter, coerce_filter
+from .lines import line_facts, line_key
 from .llm import LLM, as_llm
 from .models import FtsField
 from .query import analyze
@@ -36,6 +38,7 @@ from .recall.channels import Channels
 from .recall.cues import read_cues
 from .recall.expansion import LLMFallbackWarning, LLMStages, feedback_pass
 from .recall.links import spread
+from .recall.long_query import searched_query
 from .recall.plan import route
 from .recall.provenance import fold_into_sources, source_lists
 from .recall.tasks import RecallTasks
@@ -92,6 +95,7 @@ class MemoryRetriever:
         self._reranker = reranker
         self._own_counter = token_counter is not None
         self._counter = token_counter or default_counter(self._config.token_encoding)
+        calibration_for(store.embedder.name, self._config.calibration)  # a mismatched one fails here
 
     def __repr__(self) -> str:
         return f"MemoryRetriever(namespace={self._namespace!r}, store={self._store!r}, llm={self._llm!r})"
@@ -130,6 +134,7 @@ class MemoryRetriever:
         config: RecallConfig | Mapping[str, Any] | None = None,
         query_vector: Sequence[float] | np.ndarray | None = None,
         exclude_ids: Collection[str] | None = None,
+        exclude_texts: Collection[str] | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Recall the memories that matter for ``query``.
@@ -149,11 +154,17 @@ class MemoryRetriever:
                 store's embedding model. Full-text channels still use ``query``.
             exclude_ids: Memory ids the caller already shows (e.g. the chat turns in the prompt);
                 they compete for no place, so ``k`` and the token budget go to other memories.
+            exclude_texts: Texts the caller already shows, for a window whose messages have no
+                memory ids (the messages of the model's window, the question just asked): a
+                memory that says the same line (:func:`~memory_retrievers.lines.line_key`: case,
+                punctuation and stop words aside, same speaker) is left out like an excluded id.
+                Pass them as the store holds them (``"user: ..."`` for a chat adapter's turns).
             **filters: Metadata prefilter fields (``kinds``, ``tags_any``, ``session_ids``,
                 ``created_after``...; see :class:`~memory_retrievers.MemoryFilter`).
 
         Raises:
-            InvalidInputError: Empty/huge query, ``k < 1``, negative budget, bad filter.
+            InvalidInputError: Empty query or one over ``RecallConfig.max_query_chars``, ``k < 1``,
+                negative budget, bad filter.
             ConfigError: Unknown config override keys.
         """
         return _loop.run_sync(
@@ -168,6 +179,7 @@ class MemoryRetriever:
                 config=config,
                 query_vector=query_vector,
                 exclude_ids=exclude_ids,
+                exclude_texts=exclude_texts,
                 **filters,
             )
         )
@@ -185,11 +197,18 @@ class MemoryRetriever:
         config: RecallConfig | Mapping[str, Any] | None = None,
         query_vector: Sequence[float] | np.ndarray | None = None,
         exclude_ids: Collection[str] | None = None,
+        exclude_texts: Collection[str] | None = None,
         **filters: Any,
     ) -> RecallResult:
         """Async twin of :meth:`recall`."""
         cfg = self._effective_config(config)
-        text = check_text(query, field="query", max_chars=MAX_QUERY_CHARS)
+        if isinstance(query, str) and len(query) > cfg.max_query_chars:
+            raise InvalidInputError(
+                f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.max_query_chars:,}); "
+                "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
+                "its opening and end)"
+            )
+        text = check_text(query, field="query", max_chars=cfg.max_query_chars)
         k_ = cfg.k if k is None else k
         if isinstance(k_, bool) or not isinstance(k_, int) or k_ < 1:
             raise InvalidInputError(f"k must be an int >= 1, got {k_!r}")
@@ -222,7 +241,26 @@ class MemoryRetriever:
                 raise InvalidInputError("query_vector is all zeros; pass a real embedding or leave it out")
             qvec = qvec / norm
         excluded = _id_set(exclude_ids)
-        return await self._run(text, cfg, k_, budget, flt, ctx, explain, qvec, excluded, self._counter_for(cfg))
+        shown = frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts"))
+        calibration = calibration_for(self._store.embedder.name, cfg.calibration)
+        searched = searched_query(text, cfg.searched_query_chars)
+        call = _Call(
+            query=searched.text,
+            note=searched.note,
+            config=cfg,
+            k=k_,
+            budget=budget,
+            filter=flt,
+            context=ctx,
+            explain=explain,
+            vector=qvec,
+            excluded=excluded,
+            shown=shown,
+            counter=self._counter_for(cfg),
+            calibration=calibration,
+        )
+        result = await self._run(call)
+        return result if searched.note is None else replace(result, query=text)
 
     # ------------------------------------------------------------------ pipeline
     def _effective_config(self, override: RecallConfig | Mapping[str, Any] | None) -> RecallConfig:
@@ -257,19 +295,8 @@ class MemoryRetriever:
             )
         return default_counter(cfg.token_encoding)
 
-    async def _run(
-        self,
-        query: str,
-        cfg: RecallConfig,
-        k: int,
-        budget: int | None,
-        flt: MemoryFilter,
-        ctx: ScoringContext,
-        explain: bool,
-        query_vector: np.ndarray | None,
-        excluded: frozenset[str],
-        counter: TokenCounter,
-    ) -> RecallResult:
+    async def _run(self, call: _Call) -> RecallResult:
+        query, cfg, ctx = call.query, call.config, call.context
         started = time.perf_counter()
         marks: dict[str, float] = {}
 
@@ -279,6 +306,8 @@ class MemoryRetriever:
         store = self._store
         features = analyze(query)
         plan = route(features, cfg, has_llm=self._llm is not None)
+        if call.note is not None:
+            plan.notes.append(call.note)
         w = cfg.weights
         original = cfg.original_query_weight
         bm25_query = " ".join(features.keywords) or query
@@ -288,15 +317,15 @@ class MemoryRetriever:
             # query is embedded. The embedding waits for the namespace's speakers (cached): a query
             # naming one is embedded with its speaker-free twin in one forward pass.
             llm_stages = LLMStages(self._llm, plan, query, cfg, tasks)
-            source_ready = tasks.start(store.arecall_source(self._namespace, filter=flt))
+            source_ready = tasks.start(store.arecall_source(self._namespace, filter=call.filter))
             speakers = functools.partial(store.aspeakers, self._namespace)
-            cues = await read_cues(query, speakers, cfg, own_vector=query_vector is None)
+            cues = await read_cues(query, speakers, cfg, own_vector=call.vector is None)
             plan.speakers = list(cues.speakers)
             ctx = cues.scoring(ctx, features)
             texts = [query]
             if cues.speaker_free is not None:
                 texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
-            embedding = tasks.start(store.aembed_queries(texts) if query_vector is None else _given(query_vector))
+            embedding = tasks.start(store.aembed_queries(texts) if call.vector is None else _given(call.vector))
             source = await source_ready
             plan.notes.append(source.description)
             channels = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
@@ -353,14 +382,14 @@ class MemoryRetriever:
 
         # Memories the caller already shows are dropped after fusion and link spreading, so they
         # still seed feedback and links (they are on topic) but take no place in the result.
-        if excluded:
-            remaining = [h for h in fused if h.id not in excluded]
+        memories = dict(zip((h.id for h in fused), source.memories_of([h.id for h in fused]), strict=True))
+        if call.excluded or call.shown:
+            remaining = [
+                h for h in fused if h.id not in call.excluded and line_facts(memories[h.id].text).key not in call.shown
+            ]
             if len(remaining) < len(fused):
                 plan.notes.append(f"{len(fused) - len(remaining)} candidate(s) excluded by the caller")
             fused = remaining
-
-        ids = [h.id for h in fused]
-        memories = dict(zip(ids, source.memories_of(ids), strict=True))
         vectors = {h.id: source.vector(h.id) for h in fused}
         semantic = {i: float(np.dot(v, qvec)) for i, v in vectors.items()}
         base = semantic_blend(fused, semantic, cfg.semantic_blend)
@@ -372,12 +401,45 @@ class MemoryRetriever:
         parts = Assembly(
             query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists], folded, notes
         )
-        result = assemble(scored, parts, cfg, k=k, budget=budget, explain=explain, counter=counter)
+        result = assemble(
+            scored,
+            parts,
+            cfg,
+            k=call.k,
+            budget=call.budget,
+            explain=call.explain,
+            counter=call.counter,
+            calibration=call.calibration,
+        )
         mark("selected")
         if cfg.record_access and result.memories:
             store.record_access([m.id for m in result.memories], namespace=self._namespace, at=ctx.now)
         mark("done")
         return replace(result, plan={**result.plan, "ms": marks["done"], "timings_ms": marks})
+
+
+@dataclass(frozen=True, slots=True)
+class _Call:
+    """One recall's checked arguments, as the pipeline runs them."""
+
+    query: str
+    """What is searched: the query, or its opening and end when it is long."""
+    note: str | None
+    """The plan's note when ``query`` is not the query as given."""
+    config: RecallConfig
+    k: int
+    budget: int | None
+    filter: MemoryFilter
+    context: ScoringContext
+    explain: bool
+    vector: np.ndarray | None
+    """The caller's query vector, unit length (``None``: embed ``query``)."""
+    excluded: frozenset[str]
+    """Memory ids left out (``exclude_ids``)."""
+    shown: frozenset[str]
+    """Line keys left out (``exclude_texts``)."""
+    counter: TokenCounter
+    calibration: Calibration
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
@@ -395,13 +457,18 @@ async def _given(vector: np.ndarray) -> np.ndarray:
     return vector[None, :]
 
 
-def _id_set(ids: Collection[str] | None) -> frozenset[str]:
-    """``exclude_ids`` as a set; a lone str would silently exclude its characters, so it is refused."""
-    if ids is None:
-        return frozenset()
-    if isinstance(ids, (str, bytes)) or not isinstance(ids, Collection):
-        raise InvalidInputError(f"exclude_ids must be a list or set of memory ids, got {type(ids).__name__}")
-    bad = next((i for i in ids if not isinstance(i, str)), None)
+def _strings(values: Collection[str] | None, name: str, what: str) -> tuple[str, ...]:
+    """A collection argument of strs; a lone str would silently stand for its characters, so it is refused."""
+    if values is None:
+        return ()
+    if isinstance(values, (str, bytes)) or not isinstance(values, Collection):
+        raise InvalidInputError(f"{name} must be a list or set of {what}, got {type(values).__name__}")
+    bad = next((v for v in values if not isinstance(v, str)), None)
     if bad is not None:
-        raise InvalidInputError(f"exclude_ids must hold str memory ids, got {type(bad).__name__} {bad!r}")
-    return frozenset(ids)
+        raise InvalidInputError(f"{name} must hold str {what}, got {type(bad).__name__} {bad!r}")
+    return tuple(values)
+
+
+def _id_set(ids: Collection[str] | None) -> frozenset[str]:
+    """``exclude_ids`` as a set."""
+    return frozenset(_strings(ids, "exclude_ids", "memory ids"))

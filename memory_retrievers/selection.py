@@ -40,6 +40,12 @@ class CutReason(str, enum.Enum):
     """Its final score was below ``relevance_floor`` times the best one's."""
     BELOW_RELEVANCE = "below_relevance"
     """Its relevance (cosine similarity to the query) was below ``min_relevance``."""
+    BELOW_SCORE = "below_score"
+    """Its calibrated score was below ``min_score`` (or the calibration's floor)."""
+    ABSTAINED = "abstained"
+    """No candidate scored ``abstain_below``: the query is taken as one the memories do not answer."""
+    COPY = "copy"
+    """It says the same as a better line in the block (``collapse_copies``)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,4 @@
-"""The last stage: relevance floor, selection within ``k`` and the token budget, the result.
+"""The last stage: calibrated scores, floors, copies folded, selection within ``k`` and the token budget.
 
 Token costs are counted lazily (only what selection looks at), and the finished context block is
 counted once more: BPE merges across lines could in theory make it cost more than the sum of its
@@ -7,17 +7,19 @@ lines, so memories are dropped from the end until it fits.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from ..calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
+from ..lines import line_facts
 from ..models import Memory
 from ..recall_config import RecallConfig
 from ..results import CONTEXT_HEADER, CutCandidate, Explanation, RecallResult, ScoredMemory, render_line, trimmed_marker
 from ..sections import SECTION_TITLES, section_of
-from ..selection import Candidate, CutReason, select
+from ..selection import Candidate, CutReason, Rejected, Selected, select
 from ..tokens import TokenCounter
 from .blend import Scored
 from .plan import Plan
@@ -50,90 +52,53 @@ def assemble(
     budget: int | None,
     explain: bool,
     counter: TokenCounter,
+    calibration: Calibration,
 ) -> RecallResult:
-    """Cut below the floor, select, explain, and fit the context block into the budget."""
+    """Score, cut below the floors, fold copies, select, explain, and fit the block into the budget.
+
+    Every candidate gets its calibrated score first (its features are relative to the whole
+    candidate list), then the floors cut, copies fold into their best line, and selection takes
+    candidates in calibrated order; the result comes in that order too, so the score a caller
+    sees is monotone with the block.
+    """
     memories = parts.memories
-    cut: list[CutCandidate] = []
-    best = scored[0].score if scored else 0.0
-    kept: list[Scored] = []
-    for item in scored:
-        mem = memories[item.hit.id]
-        if cfg.relevance_floor > 0 and item.score < cfg.relevance_floor * best:
-            cut.append(CutCandidate(item.hit.id, CutReason.BELOW_FLOOR, item.score, mem.text))
-        elif relevance(parts.semantic, item.hit.id) < cfg.min_relevance and not mem.pinned:
-            cut.append(CutCandidate(item.hit.id, CutReason.BELOW_RELEVANCE, item.score, mem.text))
-        else:
-            kept.append(item)
+    asked = query_terms(parts.plan.features.keywords)
+    features = feature_matrix([_signals(item, position, parts, asked) for position, item in enumerate(scored, 1)])
+    probability = calibration.probabilities(features)
+    kept, cut = _floors(scored, probability, parts, cfg, calibration)
+    kept.sort(key=lambda i: -probability[i])  # calibrated order; ties keep the final-score order
+    notes = dict(parts.notes)
+    copies: dict[str, tuple[str, ...]] = {}
+    if cfg.collapse_copies:
+        kept, copies, folded = _fold_copies(kept, scored, memories)
+        cut += [_cut(scored[i], CutReason.COPY, probability[i], memories) for i in folded]
+        for id_, others in copies.items():
+            said = _said(memories[id_], [memories[o] for o in others])
+            notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
 
-    sections = {item.hit.id: section_of(memories[item.hit.id]) for item in kept}
-    header_cost = counter.count(CONTEXT_HEADER)
-    # A section's title is paid by the first memory selection takes from it.
-    opening = {s.value: counter.count("\n" + SECTION_TITLES[s]) for s in set(sections.values())}
-    marker_cost = counter.count("\n" + trimmed_marker(len(kept)))
-    avail = None if budget is None else max(0, budget - header_cost - marker_cost)
-    reserve = {} if avail is None else {s.value: int(share * avail) for s, share in cfg.section_shares.items()}
-    costs: dict[str, int] = {}
+    def cost(id_: str) -> int:
+        return counter.count("\n" + render_line(memories[id_], notes.get(id_)))
 
-    def cost(c: Candidate) -> int:
-        if c.id not in costs:
-            costs[c.id] = counter.count("\n" + render_line(memories[c.id], parts.notes.get(c.id)))
-        return costs[c.id]
-
-    candidates = [
-        Candidate(
-            s.hit.id,
-            s.score,
-            0,
-            parts.vectors[s.hit.id],
-            memories[s.hit.id].pinned,
-            memories[s.hit.id].session_id,
-            sections[s.hit.id].value,
-        )
-        for s in kept
-    ]
-    chosen, rejected = select(
-        candidates,
-        k=k,
-        token_budget=avail,
-        mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
-        pinned_first=cfg.pinned_first,
-        session_diverse=parts.plan.session_diverse,
-        token_cost=cost,
-        mmr_similarity_floor=cfg.mmr_similarity_floor,
-        section_reserve=reserve,
-        section_opening=opening,
+    index = {scored[i].hit.id: i for i in kept}
+    chosen, rejected, costs = _select(
+        kept, scored, probability, parts, cfg, k=k, budget=budget, counter=counter, cost=cost
     )
-    by_id = {s.hit.id: s for s in kept}
-    over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)
-    out = []
-    for sel in chosen:
-        s = by_id[sel.id]
-        mem = memories[sel.id]
-        h = s.hit
-        out.append(
-            ScoredMemory(
-                memory=mem,
-                score=s.score,
-                relevance=relevance(parts.semantic, h.id),
-                note=parts.notes.get(h.id),
-                explanation=Explanation(
-                    channels=h.contributions,
-                    rank_bonus=h.bonus,
-                    fused_score=h.score,
-                    semantic=parts.semantic.get(h.id),
-                    rerank_score=parts.rerank_scores.get(h.id),
-                    base_score=parts.base[h.id],
-                    multipliers=s.multipliers,
-                    final_score=s.score,
-                    mmr_penalty=sel.mmr_penalty,
-                    tokens=cost(Candidate(sel.id, s.score, 0)),
-                    phase=sel.phase,
-                    superseded=mem.superseded_by is not None,
-                    folded=parts.folded.get(h.id, ()),
-                ),
-            )
+    out = [
+        _scored_memory(
+            scored[index[sel.id]],
+            sel,
+            float(probability[index[sel.id]]),
+            features[index[sel.id]],
+            parts,
+            note=notes.get(sel.id),
+            tokens=costs[sel.id],
+            copies=copies.get(sel.id, ()),
+            calibrated_by=calibration.name,
         )
-    plan: dict[str, Any] = {**parts.plan.as_dict(), "lists": list(parts.lists)}
+        for sel in sorted(chosen, key=lambda c: -probability[index[c.id]])
+    ]
+    over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)
+    plan: dict[str, Any] = {**parts.plan.as_dict(), "lists": list(parts.lists), "calibration": calibration.name}
     result = RecallResult(
         query=parts.query,
         memories=tuple(out),
@@ -145,9 +110,207 @@ def assemble(
     )
     result = _fit(result, budget, counter)
     if explain:
-        cut += [CutCandidate(r.id, r.reason, by_id[r.id].score, memories[r.id].text) for r in rejected]
+        cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], memories) for r in rejected]
         result = replace(result, cut=tuple(cut))
     return result
+
+
+def _cut(item: Scored, reason: CutReason, probability: float, memories: Mapping[str, Memory]) -> CutCandidate:
+    return CutCandidate(item.hit.id, reason, float(probability), memories[item.hit.id].text)
+
+
+def _floors(
+    scored: Sequence[Scored], probability: np.ndarray, parts: Assembly, cfg: RecallConfig, calibration: Calibration
+) -> tuple[list[int], list[CutCandidate]]:
+    """The candidates that pass every floor (by index), and the others with their reason.
+
+    When no candidate reaches the abstention threshold, every one but the pinned is cut: the query
+    is taken as one the memories do not answer. Pinned memories pass every floor.
+    """
+    floor = calibration.floor if cfg.min_score is None else cfg.min_score
+    gate = calibration.abstain if cfg.abstain_below is None else cfg.abstain_below
+    abstain = bool(scored) and float(probability.max()) < gate
+    if abstain:
+        parts.plan.notes.append(f"abstained: the best score {probability.max():.3f} is below {gate:.3f}")
+    best = scored[0].score if scored else 0.0
+    kept: list[int] = []
+    cut: list[CutCandidate] = []
+    for i, item in enumerate(scored):
+        mem = parts.memories[item.hit.id]
+        reason = None
+        if abstain and not mem.pinned:
+            reason = CutReason.ABSTAINED
+        elif cfg.relevance_floor > 0 and item.score < cfg.relevance_floor * best:
+            reason = CutReason.BELOW_FLOOR
+        elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.min_relevance:
+            reason = CutReason.BELOW_RELEVANCE
+        elif not mem.pinned and probability[i] < floor:
+            reason = CutReason.BELOW_SCORE
+        if reason is None:
+            kept.append(i)
+        else:
+            cut.append(_cut(item, reason, probability[i], parts.memories))
+    return kept, cut
+
+
+def _select(
+    kept: Sequence[int],
+    scored: Sequence[Scored],
+    probability: np.ndarray,
+    parts: Assembly,
+    cfg: RecallConfig,
+    *,
+    k: int,
+    budget: int | None,
+    counter: TokenCounter,
+    cost: Callable[[str], int],
+) -> tuple[list[Selected], list[Rejected], dict[str, int]]:
+    """Budgeted selection over the kept candidates, in calibrated order; also each line's token cost."""
+    memories = parts.memories
+    sections = {scored[i].hit.id: section_of(memories[scored[i].hit.id]) for i in kept}
+    header_cost = counter.count(CONTEXT_HEADER)
+    # A section's title is paid by the first memory selection takes from it.
+    opening = {s.value: counter.count("\n" + SECTION_TITLES[s]) for s in set(sections.values())}
+    marker_cost = counter.count("\n" + trimmed_marker(len(kept)))
+    avail = None if budget is None else max(0, budget - header_cost - marker_cost)
+    reserve = {} if avail is None else {s.value: int(share * avail) for s, share in cfg.section_shares.items()}
+    costs: dict[str, int] = {}
+
+    def cost_of(c: Candidate) -> int:
+        if c.id not in costs:
+            costs[c.id] = cost(c.id)
+        return costs[c.id]
+
+    candidates = [
+        Candidate(
+            id_ := scored[i].hit.id,
+            float(probability[i]),
+            0,
+            parts.vectors[id_],
+            memories[id_].pinned,
+            memories[id_].session_id,
+            sections[id_].value,
+        )
+        for i in kept
+    ]
+    chosen, rejected = select(
+        candidates,
+        k=k,
+        token_budget=avail,
+        mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
+        pinned_first=cfg.pinned_first,
+        session_diverse=parts.plan.session_diverse,
+        token_cost=cost_of,
+        mmr_similarity_floor=cfg.mmr_similarity_floor,
+        section_reserve=reserve,
+        section_opening=opening,
+    )
+    for sel in chosen:
+        cost_of(Candidate(sel.id, 0.0, 0))
+    return chosen, rejected, costs
+
+
+def _scored_memory(
+    item: Scored,
+    sel: Selected,
+    probability: float,
+    features: np.ndarray,
+    parts: Assembly,
+    *,
+    note: str | None,
+    tokens: int,
+    copies: tuple[str, ...],
+    calibrated_by: str,
+) -> ScoredMemory:
+    """A chosen candidate as the result holds it, with its explanation."""
+    h = item.hit
+    mem = parts.memories[h.id]
+    return ScoredMemory(
+        memory=mem,
+        score=probability,
+        relevance=relevance(parts.semantic, h.id),
+        note=note,
+        explanation=Explanation(
+            channels=h.contributions,
+            rank_bonus=h.bonus,
+            fused_score=h.score,
+            semantic=parts.semantic.get(h.id),
+            rerank_score=parts.rerank_scores.get(h.id),
+            base_score=parts.base[h.id],
+            multipliers=item.multipliers,
+            final_score=item.score,
+            mmr_penalty=sel.mmr_penalty,
+            tokens=tokens,
+            phase=sel.phase,
+            superseded=mem.superseded_by is not None,
+            folded=parts.folded.get(h.id, ()),
+            calibration=dict(zip(FEATURES, (float(v) for v in features), strict=True)),
+            calibrated_by=calibrated_by,
+            copies=copies,
+        ),
+    )
+
+
+def _signals(item: Scored, position: int, parts: Assembly, asked: tuple[str, ...]) -> Signals:
+    """What the calibration reads of one candidate."""
+    ranks: dict[str, int] = {}
+    lists = 0
+    for c in item.hit.contributions:
+        if c.weight > 0:
+            lists += 1
+            # HyDE searches vectors (an LLM's hypothetical memory, or the Rocchio vector): the
+            # calibration, fitted without an LLM, reads it as the vector channel it is.
+            channel = "vector" if c.channel == "hyde" else c.channel
+            ranks[channel] = min(c.rank, ranks.get(channel, c.rank))
+    memory = parts.memories[item.hit.id]
+    return Signals(
+        cosine=parts.semantic.get(item.hit.id, 0.0),
+        final_score=item.score,
+        position=position,
+        ranks=ranks,
+        lists=lists,
+        multipliers=item.multipliers,
+        text=memory.text,
+        kind=memory.kind,
+        query_terms=asked,
+    )
+
+
+def _fold_copies(
+    kept: list[int], scored: Sequence[Scored], memories: Mapping[str, Memory]
+) -> tuple[list[int], dict[str, tuple[str, ...]], list[int]]:
+    """Keep the first (best) candidate of each line.
+
+    Returns the kept candidates, each kept one's copies (oldest first), and the folded candidates.
+    """
+    first: dict[str, str] = {}
+    out: list[int] = []
+    copies: dict[str, list[str]] = {}
+    folded: list[int] = []
+    for i in kept:
+        id_ = scored[i].hit.id
+        original = first.setdefault(line_facts(memories[id_].text).key, id_)
+        if original == id_:
+            out.append(i)
+        else:
+            copies.setdefault(original, []).append(id_)
+            folded.append(i)
+    ordered = {
+        k: tuple(sorted(v, key=lambda m: (memories[m].created_at is None, memories[m].created_at, m)))
+        for k, v in copies.items()
+    }
+    return out, ordered, folded
+
+
+def _said(kept: Memory, others: Sequence[Memory]) -> str:
+    """The note of a line said several times: how often, and over which days."""
+    days = sorted(m.created_at.date() for m in (kept, *others) if m.created_at is not None)
+    times = f"said {1 + len(others)} times"
+    if not days:
+        return times
+    if days[0] == days[-1]:
+        return f"{times} on {days[0].isoformat()}"
+    return f"{times}, {days[0].isoformat()} to {days[-1].isoformat()}"
 
 
 def relevance(semantic: Mapping[str, float], memory_id: str) -> float:

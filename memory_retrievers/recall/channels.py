@@ -3,6 +3,14 @@
 Each launched search becomes one :class:`~memory_retrievers.RankedList` (a label, a channel and a
 weight). BM25 lists rank ties together (a query matching only the user's name scores many
 memories the same); the other channels rank by position.
+
+Questions do not use up a text or vector list's depth, nor push statements down it. A stored
+question is closer to a query that repeats it than the statement answering it is, and a chat where
+questions were asked before holds many: measured on LoCoMo replayed as chat traffic
+(``benchmarks/agent_context.py``), earlier questions pushed 5% of the evidence out of the candidate
+lists. So those searches fetch twice the depth, a list ends after ``depth`` statements (keeping the
+questions found among them), and ranks are counted among statements: a question takes the rank of
+the statement after it (:func:`statement_ranks`).
 """
 
 from __future__ import annotations
@@ -16,14 +24,47 @@ import numpy as np
 
 from ..dates import DateSpan
 from ..fusion import RankedList, tied_ranks
+from ..lines import line_facts
 from ..models import FtsField
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
 
-__all__ = ["Channels"]
+__all__ = ["Channels", "statement_ranks"]
 
 # What a channel found: ids best first, and their ranks when ties share one (None: by position).
 Found = tuple[tuple[str, ...], tuple[int, ...] | None]
+
+
+def statement_ranks(asks: Sequence[bool], scores: Sequence[float] | None) -> tuple[int, ...]:
+    """Ranks counted among statements: a question takes the rank of the statement after it.
+
+    So a stored question never pushes the statements below it down a list, whatever it matches.
+    With ``scores``, statements with equal scores share a rank (as :func:`tied_ranks`).
+
+    >>> statement_ranks([True, False, False, True], None)
+    (1, 1, 2, 3)
+    >>> statement_ranks([False, True, False, False], [9.0, 8.0, 7.0, 7.0])
+    (1, 2, 2, 2)
+    """
+    ranks = [0] * len(asks)
+    count = rank = 0
+    previous: float | None = None
+    for i, question in enumerate(asks):
+        if question:
+            continue
+        count += 1
+        score = None if scores is None else scores[i]
+        if scores is None or previous is None or score != previous:
+            rank = count
+        previous = score
+        ranks[i] = rank
+    following = count + 1
+    for i in range(len(asks) - 1, -1, -1):
+        if asks[i]:
+            ranks[i] = following
+        else:
+            following = ranks[i]
+    return tuple(ranks)
 
 
 class Channels:
@@ -62,10 +103,10 @@ class Channels:
         self, label: str, channel: str, weight: float, vector: np.ndarray, *, within: Sequence[DateSpan] = ()
     ) -> None:
         """Cosine similarity to a unit vector (among memories created ``within`` those spans, if given)."""
-        source, depth = self._source, self._depth
+        source, fetch = self._source, self._fetch
         # ``within`` only when given: a source written before the dated channel still works.
-        search = source.vector_search(vector, depth, within=within) if within else source.vector_search(vector, depth)
-        self._launch(label, channel, weight, self._positional(search))
+        search = source.vector_search(vector, fetch, within=within) if within else source.vector_search(vector, fetch)
+        self._launch(label, channel, weight, self._statements(search))
 
     def vector_of_text(self, label: str, channel: str, weight: float, text: str) -> None:
         """Cosine similarity to a text, embedded first (rewrites, HyDE)."""
@@ -88,9 +129,35 @@ class Channels:
             out.append(replace(spec, ids=ids, ranks=ranks))
         return out
 
+    @property
+    def _fetch(self) -> int:
+        """Hits a text or vector search asks for: questions do not count against the depth."""
+        return 2 * self._depth
+
+    def _cut(self, ids: tuple[str, ...], scores: tuple[float, ...] | None) -> Found:
+        """The hits up to the ``depth``-th statement (the questions among them kept), ranked among statements.
+
+        ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
+        """
+        asks = [line_facts(m.text).asks for m in self._source.memories_of(list(ids))]
+        end = len(ids)
+        statements = 0
+        for i, question in enumerate(asks):
+            if statements == self._depth:
+                end = i
+                break
+            statements += not question
+        ids, asks = ids[:end], asks[:end]
+        if not any(asks):
+            return ids, None if scores is None else tied_ranks(scores[:end])
+        return ids, statement_ranks(asks, None if scores is None else scores[:end])
+
     async def _text(self, query: str, field: FtsField, with_context_only: bool) -> Found:
-        hits = await self._source.text_search(query, field, self._depth, with_context_only=with_context_only)
-        return hits.ids, tied_ranks(hits.scores)
+        hits = await self._source.text_search(query, field, self._fetch, with_context_only=with_context_only)
+        return self._cut(hits.ids, hits.scores)
+
+    async def _statements(self, search: Awaitable[SourceHits]) -> Found:
+        return self._cut((await search).ids, None)
 
     @staticmethod
     async def _positional(search: Awaitable[SourceHits]) -> Found:
@@ -98,4 +165,4 @@ class Channels:
 
     async def _vector_of_text(self, text: str) -> Found:
         vector = await self._embed(text)
-        return (await self._source.vector_search(vector, self._depth)).ids, None
+        return self._cut((await self._source.vector_search(vector, self._fetch)).ids, None)

@@ -7,7 +7,7 @@ import math
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from pathlib import Path
 
@@ -26,9 +26,16 @@ from memory_retrievers import (
     RecallConfig,
     TiktokenCounter,
 )
+from memory_retrievers.calibration import RANK_CALIBRATION
 from memory_retrievers.llm import hyde_prompt
 
 QUIET = {"weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0}, "expansion": False}
+
+
+def calibrated(features: Mapping[str, float]) -> float:
+    """What the embedder-agnostic calibration makes of a memory's features, computed here."""
+    z = RANK_CALIBRATION.intercept + sum(w * features[f] for f, w in RANK_CALIBRATION.weights.items())
+    return 1 / (1 + math.exp(-z))
 
 
 def cfg(**kw: object) -> dict:
@@ -62,7 +69,10 @@ def test_single_memory_fusion_by_hand(store: MemoryStore) -> None:
     assert e.fused_score == pytest.approx(2 / 61 + 2 / 61 + 0.05)
     assert [(c.label, c.rank, c.weight) for c in e.channels] == [("bm25", 1, 2.0), ("vector", 1, 2.0)]
     assert e.multipliers == pytest.approx({"decay": 1.0, "priority": 1.0, "pinned": 1.0, "kind": 1.0})
-    assert m.score == pytest.approx(e.fused_score)
+    assert e.final_score == pytest.approx(e.fused_score)
+    # The score is the calibration (the embedder-agnostic one, for the hash embedder) of the features.
+    assert e.calibrated_by == RANK_CALIBRATION.name
+    assert m.score == pytest.approx(calibrated(e.calibration))
 
 
 def test_every_score_is_explained_arithmetically(filled: MemoryStore) -> None:
@@ -80,7 +90,8 @@ def test_every_score_is_explained_arithmetically(filled: MemoryStore) -> None:
         best = min(c.rank for c in e.channels if c.weight > 0)
         assert e.rank_bonus == (0.05 if best == 1 else 0.02 if best <= 3 else 0.0)
         assert e.fused_score == pytest.approx(sum(c.value for c in e.channels) + e.rank_bonus)
-        assert m.score == pytest.approx(e.base_score * math.prod(e.multipliers.values()))
+        assert e.final_score == pytest.approx(e.base_score * math.prod(e.multipliers.values()))
+        assert m.score == pytest.approx(calibrated(e.calibration))
         assert e.tokens == r.token_counter.count("\n" + f"- [{m.memory.created_at.date()}] {m.text}")
     assert res.memories[0].text == "Alice prefers the dark theme in her editor"
 
@@ -164,8 +175,13 @@ def test_multipliers_pinned_kind_priority_project_and_decay(store: MemoryStore, 
 def test_pinned_first(filled: MemoryStore) -> None:
     r = MemoryRetriever(filled, namespace="u", config=cfg())
     res = r.recall("Alice dark theme editor", k=3)
-    assert res.memories[0].text == "Remember the wifi password is hunter2"
-    assert res.memories[0].explanation.phase == "pinned"
+    # Taken first, whatever its score; the result lists memories in calibrated order, and the block
+    # shows the pinned ones first, under their own title.
+    (pinned,) = [m for m in res.memories if m.text == "Remember the wifi password is hunter2"]
+    assert pinned.explanation.phase == "pinned"
+    assert res.to_context().splitlines()[1:3] == ["Pinned:", f"- [{pinned.memory.created_at.date()}] {pinned.text}"]
+    scores = [m.score for m in res.memories]
+    assert scores == sorted(scores, reverse=True)
 
 
 def test_superseded_dropped_or_flagged(store: MemoryStore) -> None:
@@ -312,7 +328,7 @@ def test_cross_encoder_reranker_with_tiny_local_model(filled: MemoryStore) -> No
     [
         (lambda r: r.recall(""), InvalidInputError, "empty"),
         (lambda r: r.recall("   "), InvalidInputError, "empty"),
-        (lambda r: r.recall("x" * 4001), InvalidInputError, "4,000"),
+        (lambda r: r.recall("x " * 100_001), InvalidInputError, "RecallConfig.max_query_chars"),
         (lambda r: r.recall("ok", k=0), InvalidInputError, "k must be"),
         (lambda r: r.recall("ok", k=-1), InvalidInputError, "k must be"),
         (lambda r: r.recall("ok", token_budget=-1), InvalidInputError, "token_budget"),

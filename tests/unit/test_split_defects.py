@@ -215,9 +215,10 @@ def test_embed_batch_size_sets_the_texts_per_embedder_call(make_store) -> None:
 
 def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
     store.add_many([{"text": f"apples and pears, note {i} " + "x " * (40 * i)} for i in range(6)], namespace="u")
+    store.add_many([{"text": "user: Apples and pears, note 0!", "kind": "message"}], namespace="u")  # a copy
 
-    def reasons(k: int, budget: int | None, floor: float, least: float = 0.0) -> set[CutReason]:
-        cfg = {**QUIET, "relevance_floor": floor, "min_relevance": least}
+    def reasons(k: int, budget: int | None, floor: float, least: float = 0.0, **more: object) -> set[CutReason]:
+        cfg = {**QUIET, "relevance_floor": floor, "min_relevance": least, **more}
         r = MemoryRetriever(store, namespace="u", config=cfg)
         return {c.reason for c in r.recall("apples pears note 5", k=k, token_budget=budget, explain=True).cut}
 
@@ -225,28 +226,43 @@ def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
     assert CutReason.OVER_BUDGET in reasons(10, 60, 0.0)
     assert CutReason.BELOW_FLOOR in reasons(10, None, 0.99)
     assert CutReason.BELOW_RELEVANCE in reasons(10, None, 0.0, 0.99)
+    assert CutReason.BELOW_SCORE in reasons(10, None, 0.0, min_score=0.999)
+    assert CutReason.ABSTAINED in reasons(10, None, 0.0, abstain_below=0.999)
+    store.add("apples and pears, note 0", namespace="u", kind="message", dedup=False)
+    assert CutReason.COPY in reasons(10, None, 0.0)
     assert set(CutReason) == {
         CutReason.K_CAP,
         CutReason.OVER_BUDGET,
         CutReason.BELOW_FLOOR,
         CutReason.BELOW_RELEVANCE,
+        CutReason.BELOW_SCORE,
+        CutReason.ABSTAINED,
+        CutReason.COPY,
     }
 
 
-# ---------------------------------------------------------------- one query-length limit
-def test_one_query_length_limit_for_every_search(filled_store_for_limits: MemoryStore) -> None:
+# ---------------------------------------------------------------- query-length limits
+def test_one_query_length_limit_for_every_search_primitive(filled_store_for_limits: MemoryStore) -> None:
     store = filled_store_for_limits
-    r = MemoryRetriever(store, namespace="u", config=QUIET)
     ok, too_long = "tea " * (MAX_QUERY_CHARS // 4), "tea " * (MAX_QUERY_CHARS // 4) + "x"
     assert len(ok) == MAX_QUERY_CHARS
-    for call in (
-        lambda q: store.fts_search(q, namespace="u"),
-        lambda q: store.vector_search(q, namespace="u"),
-        lambda q: r.recall(q),
-    ):
+    for call in (lambda q: store.fts_search(q, namespace="u"), lambda q: store.vector_search(q, namespace="u")):
         call(ok)
         with pytest.raises(InvalidInputError, match="query"):
             call(too_long)
+
+
+def test_recall_takes_a_long_query_and_its_cap_is_a_setting_the_error_names(
+    filled_store_for_limits: MemoryStore,
+) -> None:
+    r = MemoryRetriever(filled_store_for_limits, namespace="u", config=QUIET)
+    pasted = "Here is my log: " + "worker timeout " * 400 + "Do I drink green tea?"
+    assert len(pasted) > MAX_QUERY_CHARS
+    result = r.recall(pasted)
+    assert [m.text for m in result.memories] == ["green tea every morning"]
+    assert result.query == pasted and any("long query" in note for note in result.plan["notes"])
+    with pytest.raises(InvalidInputError, match=r"over RecallConfig.max_query_chars \(1,000\)"):
+        r.recall(pasted, config={"max_query_chars": 1_000})
 
 
 @pytest.fixture

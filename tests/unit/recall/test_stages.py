@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from memory_retrievers import FtsField, LLMFallbackWarning, Memory, MemoryKind, RankedList, RecallConfig
+from memory_retrievers.calibration import RANK_CALIBRATION
 from memory_retrievers.dates import DateSpan
 from memory_retrievers.fusion import FusedHit, weighted_rrf
 from memory_retrievers.query import analyze
@@ -269,9 +270,13 @@ def test_assemble_cuts_below_the_floor_and_fits_the_budget(source: FakeSource) -
     )
     parts = Assembly("q", source.memories, source.vectors, {}, base, {}, Plan(cfg.mode, analyze("q")), ["x"])
     counter = TiktokenCounter()
-    result = assemble(scored, parts, cfg, k=10, budget=None, explain=True, counter=counter)
-    assert [m.id for m in result.memories] == ["a", "b", "c"] and [c.id for c in result.cut] == ["d"]
-    tight = assemble(scored, parts, cfg, k=10, budget=20, explain=False, counter=counter)
+    result = assemble(
+        scored, parts, cfg, k=10, budget=None, explain=True, counter=counter, calibration=RANK_CALIBRATION
+    )
+    # d is under the floor; the others come in calibrated order (more content words lift c over b).
+    assert [m.id for m in result.memories] == ["a", "c", "b"] and [c.id for c in result.cut] == ["d"]
+    assert [m.score for m in result.memories] == sorted((m.score for m in result.memories), reverse=True)
+    tight = assemble(scored, parts, cfg, k=10, budget=20, explain=False, counter=counter, calibration=RANK_CALIBRATION)
     assert tight.tokens_used <= 20 and tight.trimmed and len(tight.memories) < 3
     assert tight.tokens_used == counter.count(tight.to_context())
 

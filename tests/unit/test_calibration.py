@@ -1,0 +1,137 @@
+"""The calibrated score (memory_retrievers.calibration): features, fitting, and which model a store gets."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from memory_retrievers import ConfigError, MemoryKind
+from memory_retrievers.calibration import (
+    COSINE_FEATURES,
+    FEATURES,
+    MINILM_CALIBRATION,
+    RANK_CALIBRATION,
+    Calibration,
+    Signals,
+    calibration_for,
+    feature_matrix,
+    fit_calibration,
+)
+
+
+def signals(**kw: object) -> Signals:
+    base: dict[str, object] = {
+        "query_terms": (),
+        "cosine": 0.5,
+        "final_score": 0.1,
+        "position": 1,
+        "ranks": {"vector": 1},
+        "lists": 1,
+        "multipliers": {"decay": 1.0},
+        "text": "Caroline: I went to the support group.",
+        "kind": MemoryKind.MESSAGE,
+    }
+    return Signals(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_features_are_computed_as_documented() -> None:
+    rows = feature_matrix(
+        [
+            signals(cosine=0.8, final_score=0.2, position=1, ranks={"vector": 1, "bm25": 4, "context": 2}, lists=3),
+            signals(
+                cosine=0.3,
+                final_score=0.05,
+                position=4,
+                ranks={"dated": 2, "links": 5},
+                lists=2,
+                multipliers={"speaker": 2.0, "date": 2.0},
+                text="user: Where does my sister live?",
+                kind=MemoryKind.FACT,
+                query_terms=("sister", "live", "now"),
+            ),
+        ]
+    )
+    first, second = (dict(zip(FEATURES, row, strict=True)) for row in rows)
+    assert first["cosine"] == 0.8 and first["cosine_gap"] == 0.0 and first["final_share"] == 1.0
+    assert (first["rr_vector"], first["rr_bm25"], first["rr_context"], first["rr_other"]) == (1.0, 0.25, 0.5, 0.0)
+    assert first["log_position"] == 0.0 and first["agreement"] == 1.0
+    assert first["question"] == 0.0 and first["question_cosine"] == 0.0 and first["message"] == 1.0
+    assert first["content_words"] == pytest.approx(math.log1p(3))  # went, support, group
+    assert second["cosine_gap"] == pytest.approx(-0.5) and second["final_share"] == pytest.approx(0.25)
+    assert second["rr_other"] == 0.5 and second["rr_vector"] == 0.0 and second["agreement"] == pytest.approx(2 / 3)
+    # Its place counts the statements above it: one.
+    assert second["speaker"] == 1.0 and second["date"] == 1.0 and second["log_position"] == pytest.approx(math.log(2))
+    assert second["question"] == 1.0 and second["question_cosine"] == pytest.approx(0.3) and second["message"] == 0.0
+    # Its keywords are all the query's: the query asked before (with a word more), whatever the cosine.
+    assert second["coverage"] == pytest.approx(2 / 3) and second["asked_before"] == 1.0
+    assert first["coverage"] == 0.0 and first["asked_before"] == 0.0
+
+
+def test_an_empty_candidate_list_has_no_rows() -> None:
+    assert feature_matrix([]).shape == (0, len(FEATURES))
+
+
+def test_fitting_recovers_a_known_logistic_model() -> None:
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(20_000, len(FEATURES)))
+    true = {"cosine": 2.0, "rr_bm25": -1.0, "question": 0.5}
+    z = -1.0 + sum(w * x[:, FEATURES.index(f)] for f, w in true.items())
+    y = rng.random(len(x)) < 1 / (1 + np.exp(-z))
+    fitted = fit_calibration(x, y, name="synthetic", embedder="e", l2=1e-3)
+    assert fitted.intercept == pytest.approx(-1.0, abs=0.1)
+    for feature in FEATURES:
+        assert fitted.weights[feature] == pytest.approx(true.get(feature, 0.0), abs=0.1), feature
+    # And its probabilities are calibrated on the data it saw: the mean score is the base rate.
+    assert fitted.probabilities(x).mean() == pytest.approx(y.mean(), abs=0.01)
+
+
+def test_a_model_without_an_embedder_reads_no_cosine() -> None:
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=(2_000, len(FEATURES)))
+    y = x[:, 0] > 0
+    fitted = fit_calibration(x, y, name="ranks", embedder=None)
+    assert not set(fitted.weights) & COSINE_FEATURES
+    assert fitted.suits("any-embedder")
+
+
+@pytest.mark.parametrize(
+    ("x", "y", "match"),
+    [(np.zeros((3, 2)), [True, False, True], "matrix"), (np.zeros((3, len(FEATURES))), [True] * 3, "both")],
+)
+def test_fitting_refuses_what_it_cannot_fit(x: np.ndarray, y: list[bool], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        fit_calibration(x, y, name="bad", embedder=None)
+
+
+def test_probabilities_are_a_logistic_of_the_weighted_features() -> None:
+    c = Calibration(name="t", intercept=-1.0, weights={"cosine": 2.0})
+    row = np.zeros((1, len(FEATURES)))
+    row[0, FEATURES.index("cosine")] = 0.5
+    assert c.probabilities(row)[0] == pytest.approx(0.5)  # -1 + 2 * 0.5 = 0
+    assert c.probabilities(np.full((1, len(FEATURES)), 1e6))[0] == pytest.approx(1.0)  # clipped, no overflow
+
+
+def test_a_calibration_refuses_unknown_features_and_bad_weights() -> None:
+    with pytest.raises(ConfigError, match="unknown feature"):
+        Calibration(name="t", intercept=0.0, weights={"cosyne": 1.0})
+    with pytest.raises(ConfigError, match="finite"):
+        Calibration(name="t", intercept=0.0, weights={"cosine": float("nan")})
+
+
+def test_each_store_gets_the_calibration_of_its_embedder() -> None:
+    assert calibration_for("sentence-transformers/all-MiniLM-L6-v2", None) is MINILM_CALIBRATION
+    assert calibration_for("hash-32", None) is RANK_CALIBRATION
+    mine = Calibration(name="mine", embedder="hash-32", intercept=0.0, weights={"cosine": 1.0})
+    assert calibration_for("hash-32", mine) is mine
+    with pytest.raises(ConfigError, match="fitted for the embedder 'hash-32'"):
+        calibration_for("openai:text-embedding-3-small", mine)
+
+
+def test_the_shipped_models_are_fitted_and_only_minilm_has_a_floor() -> None:
+    # Fitted by benchmarks/agent_context.py --fit; see benchmarks/results/agent_context.json.
+    for shipped in (MINILM_CALIBRATION, RANK_CALIBRATION):
+        assert shipped.weights and "LoCoMo" in shipped.name
+    assert MINILM_CALIBRATION.floor > 0 and RANK_CALIBRATION.floor == 0
+    assert "cosine" in MINILM_CALIBRATION.weights and not set(RANK_CALIBRATION.weights) & COSINE_FEATURES
