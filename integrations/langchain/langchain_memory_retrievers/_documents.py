@@ -21,6 +21,9 @@ def memory_metadata(memory: Memory) -> dict[str, Any]:
 
 def _document(scored: ScoredMemory) -> Document:
     meta = memory_metadata(scored.memory)
+    # The calibrated score, in [0, 1] and comparable across queries, under LangChain's name for a
+    # document's relevance (what its rerankers and compressors write), and as "score".
+    meta["relevance_score"] = scored.score
     meta["score"] = scored.score
     meta["relevance"] = scored.relevance
     meta["explanation"] = scored.explanation.to_dict()

@@ -20,13 +20,18 @@ _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool"
 def searchable_text(message: BaseMessage, max_chars: int) -> str:
     """What recall searches for a message: ``role: text``, tool calls named when there is no text.
 
-    The exact message is kept in metadata, so cleaning here (NUL, lone surrogates, length) never
-    loses anything the history returns.
+    A message with a ``name`` (a named participant of a group chat) is ``role: Name: text``, so
+    recall knows its speaker (a question naming them boosts their turns). The exact message is
+    kept in metadata, so cleaning here (NUL, lone surrogates, length) never loses anything the
+    history returns.
     """
     body = str(message.text)
     calls = getattr(message, "tool_calls", None) or []
     if calls:
         body = (body + " " if body else "") + " ".join(f"[calls {c['name']}({c.get('args', {})})]" for c in calls)
+    name = message.name.strip() if isinstance(message.name, str) and message.type == "human" else ""
+    if name and body.strip():
+        body = f"{name}: {body}"
     return chat_text(_ROLES.get(message.type, message.type), body, max_chars=max_chars, kind=message.type)
 
 

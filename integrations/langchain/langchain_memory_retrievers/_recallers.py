@@ -34,6 +34,11 @@ class Recallers:
         self._llm = to_memory_llm(llm)
         self._by_namespace: dict[str, MemoryRetriever] = {}
 
+    @property
+    def config(self) -> RecallConfig:
+        """The recall config every retriever shares."""
+        return self._config
+
     def get(self, namespace: str) -> MemoryRetriever:
         """The retriever of ``namespace``."""
         recaller = self._by_namespace.get(namespace)

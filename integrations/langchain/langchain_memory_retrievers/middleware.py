@@ -37,7 +37,7 @@ from memory_retrievers import (
 )
 from memory_retrievers.integration import check_former, query_text
 
-from ._messages import message_record
+from ._messages import message_record, searchable_text
 from ._recallers import Recallers
 
 __all__ = ["MemoryMiddleware"]
@@ -195,7 +195,7 @@ class MemoryMiddleware(AgentMiddleware):
         text = str(message.text)
         if not text.strip():
             return None
-        query = query_text(text)
+        query = query_text(text, self._recallers.config.max_query_chars)
         namespace = self._resolve_namespace(request.runtime)
         # Without a message id two turns asking the same words could not be told apart.
         key = (namespace, message.id, query) if self.recall_once_per_turn and message.id else None
@@ -216,10 +216,13 @@ class MemoryMiddleware(AgentMiddleware):
                 self._turns.popitem(last=False)
 
     def _recall_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
-        # A stored turn keeps its message id as memory id: those already in the prompt are left out,
-        # so k and the budget go to memories the model has not seen.
+        # What the model already sees is left out, so k and the budget go to memories it has not
+        # seen: a stored turn keeps its message id as memory id, and a message stored under another
+        # id (by a chat history, or said before in the same words) matches by its text.
+        max_chars = self._store.config.max_text_chars
         shown = {m.id for m in request.messages if m.id}
-        return {"k": self.k, "token_budget": self.token_budget, "exclude_ids": shown}
+        texts = [searchable_text(m, max_chars) for m in request.messages if isinstance(m, BaseMessage)]
+        return {"k": self.k, "token_budget": self.token_budget, "exclude_ids": shown, "exclude_texts": texts}
 
     def _with_memories(self, request: ModelRequest[Any], result: RecallResult) -> ModelRequest[Any]:
         block = result.to_context()

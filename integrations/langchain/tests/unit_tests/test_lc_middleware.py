@@ -250,3 +250,53 @@ def test_remember_chooses_what_a_turn_leaves(store: MemoryStore, remember: Any, 
 def test_an_unknown_remember_value_is_refused(store: MemoryStore) -> None:
     with pytest.raises(ConfigError, match="remember must be one of 'user', 'turn', 'off'"):
         MemoryMiddleware(store, namespace="alice", remember="assistant")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- the block on chat traffic (issue 26)
+def block_lines(text: str) -> list[str]:
+    return [line.split("] ", 1)[1] for line in text.splitlines() if line.startswith("- [")]
+
+
+def test_copies_of_thanks_take_one_line_in_the_block(store: MemoryStore) -> None:
+    mw = MemoryMiddleware(store, namespace="alice", k=10)
+    model = spy(*["You're welcome!"] * 9, "In September.")
+    agent = create_agent(model, tools=[], middleware=[mw])
+    agent.invoke({"messages": [HumanMessage("my daughter Mia starts school in September")]})
+    for _ in range(8):
+        agent.invoke({"messages": [HumanMessage("thanks!")]})
+    assert sum(1 for m in store.list("alice") if m.text == "user: thanks!") == 8  # every turn is stored
+    agent.invoke({"messages": [HumanMessage("when does Mia start school, thanks?")]})
+    lines = block_lines(system_text(model.seen[-1]))
+    assert "user: my daughter Mia starts school in September" in lines
+    assert lines.count("user: thanks!") <= 1 and len(lines) == len(set(lines))
+
+
+def test_the_window_is_left_out_by_id_and_by_text(store: MemoryStore) -> None:
+    # Stored under other ids (a chat history, another thread): the window's messages match by text.
+    store.add_many(
+        [{"text": "user: I moved to Berlin", "kind": "message"}, {"text": "user: I like jazz", "kind": "message"}],
+        namespace="alice",
+    )
+    model = spy("ok", "ok")
+    agent = create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice", remember="off")])
+    agent.invoke({"messages": [HumanMessage("I moved to Berlin", id="w1"), HumanMessage("Berlin jazz?", id="q1")]})
+    lines = block_lines(system_text(model.seen[-1]))
+    assert "user: I like jazz" in lines and "user: I moved to Berlin" not in lines
+
+
+def test_a_pasted_log_is_recalled_for_not_refused(store: MemoryStore) -> None:
+    store.add("The nightly export runs on worker-3", namespace="alice")
+    model = spy("It is the export.")
+    agent = create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace="alice", remember="off")])
+    log = "ERROR worker-3 connection reset by peer\n" * 130
+    question = f"{log}Which job runs on worker-3?"
+    assert len(question) > 5_000
+    agent.invoke({"messages": [HumanMessage(question)]})
+    assert "The nightly export runs on worker-3" in system_text(model.seen[-1])
+
+
+def test_a_named_participant_is_stored_with_their_name(store: MemoryStore) -> None:
+    agent = create_agent(spy("Nice!"), tools=[], middleware=[MemoryMiddleware(store, namespace="team")])
+    agent.invoke({"messages": [HumanMessage("I went to the support group", name="Caroline")]})
+    (stored,) = store.list("team")
+    assert stored.text == "user: Caroline: I went to the support group"

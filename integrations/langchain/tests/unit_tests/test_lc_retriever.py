@@ -16,6 +16,7 @@ from pydantic import ValidationError
 
 from langchain_memory_retrievers import LangChainLLM, RecallRetriever
 from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
+from memory_retrievers.calibration import FEATURES
 from memory_retrievers.llm import hyde_prompt
 
 QUIET = {"record_access": False}
@@ -31,11 +32,12 @@ def test_documents_carry_id_fields_score_and_explanation(filled: MemoryStore) ->
     assert top.metadata["namespace"] == "alice" and top.metadata["kind"] == "fact"
     assert "text" not in top.metadata and "vector" not in top.metadata
     explanation = top.metadata["explanation"]
-    assert explanation["final_score"] == pytest.approx(top.metadata["score"])
     assert {c["channel"] for c in explanation["channels"]} & {"vector", "bm25", "context"}
-    scores = [d.metadata["score"] for d in docs]
+    # The calibrated score, under LangChain's name too: in [0, 1], and the documents come in its order.
+    scores = [d.metadata["relevance_score"] for d in docs]
+    assert scores == [d.metadata["score"] for d in docs] and all(0 <= s <= 1 for s in scores)
+    assert explanation["calibrated_by"] and set(explanation["calibration"]) == set(FEATURES)
     assert len({d.id for d in docs}) == len(docs)
-    # Output order is selection order (pinned first, then MMR); without pins it follows the score.
     assert scores == sorted(scores, reverse=True)
 
 

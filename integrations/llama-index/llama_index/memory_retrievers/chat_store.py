@@ -42,10 +42,13 @@ from memory_retrievers.integration import (
 
 from ._messages import SEQ_KEY, from_memories, message_record, ordered
 
-__all__ = ["ARCHIVED_TAG", "MemoryChatStore", "MemoryDBChatStore"]
+__all__ = ["ARCHIVED_TAG", "CLEARED_TAG", "MemoryChatStore", "MemoryDBChatStore"]
 
 #: Tag of a message that ``Memory`` moved out of its short-term queue (``MessageStatus.ARCHIVED``).
 ARCHIVED_TAG = "llama_index:archived"
+#: Tag of a message a reset took out of its chat (``delete_messages``): it is no longer part of the
+#: session's chat, and still a long-term memory that recall finds.
+CLEARED_TAG = "llama_index:cleared"
 
 # An insert before the first message takes a stamp this far (1 ms of the nanosecond clock) below it.
 _BEFORE_FIRST = 1_000_000
@@ -65,6 +68,29 @@ def stamp_between(before: Memory | None, after: Memory) -> int | None:
         return high - _BEFORE_FIRST
     low = _stamp(before)
     return (low + high) // 2 if high - low >= 2 else None
+
+
+# What a cleared message keeps: every field a write may set but its context, which the store fills
+# again from the session's messages (the same ones).
+_KEPT_FIELDS = (
+    "id",
+    "text",
+    "vector",
+    "kind",
+    "session_id",
+    "project",
+    "topic",
+    "entities",
+    "priority",
+    "pinned",
+    "importance",
+    "created_at",
+    "supersedes",
+    "links",
+    "metadata",
+    "expires_at",
+    "lifecycle",
+)
 
 
 def _status(memory: Memory) -> MessageStatus:
@@ -121,12 +147,38 @@ class _Sessions(BaseModel):
     def _session_filter(self, key: str) -> dict[str, Any]:
         return {"session_ids": [self._key(key)], "kinds": [MemoryKind.MESSAGE], "include_superseded": True}
 
-    async def amemories(self, key: str | None) -> list[Memory]:
-        """The stored memories of a session's messages (all sessions for ``None``), in order."""
+    async def amemories(self, key: str | None, *, cleared: bool = False) -> list[Memory]:
+        """The stored memories of a session's chat (all sessions for ``None``), in order.
+
+        Messages a reset took out of the chat (:data:`CLEARED_TAG`) only with ``cleared=True``.
+        """
         flt: dict[str, Any] = (
             {"kinds": [MemoryKind.MESSAGE], "include_superseded": True} if key is None else self._session_filter(key)
         )
-        return ordered(await aall_memories(self.store, self.namespace, filter=flt))
+        memories = ordered(await aall_memories(self.store, self.namespace, filter=flt))
+        return memories if cleared else [m for m in memories if CLEARED_TAG not in m.tags]
+
+    async def _clear(self, memories: Sequence[Memory]) -> None:
+        """Take messages out of their chat in one commit; they stay long-term memories.
+
+        A reset of LlamaIndex's memory clears its short-term chat, never the long-term memory; here
+        every message of a chat is also a memory, so a reset tags them :data:`CLEARED_TAG` (same
+        ids, texts, vectors and sessions) instead of deleting them. ``forget_messages`` deletes.
+        """
+        if not memories:
+            return
+        ids = [m.id for m in memories]
+        found = await self.store.aget(ids, namespace=self.namespace, include_vector=True)
+        records = []
+        for memory in found if isinstance(found, list) else [found]:
+            record = {f: getattr(memory, f) for f in _KEPT_FIELDS}
+            record["tags"] = [*memory.tags, CLEARED_TAG]
+            records.append(record)
+        await self.store.areplace(self.namespace, records, filter={"ids": ids, "include_superseded": True})
+
+    async def _forget(self, key: str) -> int:
+        """Delete every message of a session for good, cleared ones included; returns the count."""
+        return await adelete_ids(self.store, self.namespace, [m.id for m in await self.amemories(key, cleared=True)])
 
     def _records(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> list[dict[str, Any]]:
         session = self._key(key)
@@ -145,8 +197,14 @@ class _Sessions(BaseModel):
 
     async def _replace(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> None:
         # One commit, every record validated first: a rejected message leaves the old session.
+        # Messages a reset cleared are not part of the chat any more: they stay memories.
         records = self._records(key, messages, archived=archived)
-        await self.store.areplace(self.namespace, records, filter=self._session_filter(key))
+        current = [m.id for m in await self.amemories(key)]
+        if not current:
+            if records:
+                await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            return
+        await self.store.areplace(self.namespace, records, filter={"ids": current, "include_superseded": True})
 
     async def _insert(self, key: str, message: ChatMessage, idx: int) -> None:
         records = self._records(key, [message])  # checks the message before reading anything
@@ -243,12 +301,21 @@ class MemoryChatStore(_Sessions, BaseChatStore):
         return await self._append(key, list(messages))
 
     async def adelete_messages(self, key: str) -> list[ChatMessage] | None:
-        """Delete a session's messages; returns them (``None`` if there were none)."""
+        """Clear a session's chat; returns its messages (``None`` if there were none).
+
+        This is what a LlamaIndex memory's ``reset`` calls (``ChatMemoryBuffer``, chat engines):
+        the messages leave the chat, and stay long-term memories that recall finds (see
+        :data:`CLEARED_TAG`). To delete them for good, call :meth:`aforget_messages`.
+        """
         memories = await self.amemories(key)
         if not memories:
             return None
-        await adelete_ids(self.store, self.namespace, [m.id for m in memories])
+        await self._clear(memories)
         return from_memories(memories)
+
+    async def aforget_messages(self, key: str) -> int:
+        """Delete a session's messages for good, cleared ones included; returns how many."""
+        return await self._forget(key)
 
     async def adelete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Delete the message at ``idx`` (``None`` if out of range)."""
@@ -278,6 +345,10 @@ class MemoryChatStore(_Sessions, BaseChatStore):
     def delete_messages(self, key: str) -> list[ChatMessage] | None:
         """Sync twin of :meth:`adelete_messages`."""
         return run_sync(self.adelete_messages(key))
+
+    def forget_messages(self, key: str) -> int:
+        """Sync twin of :meth:`aforget_messages`."""
+        return run_sync(self.aforget_messages(key))
 
     def delete_message(self, key: str, idx: int) -> ChatMessage | None:
         """Sync twin of :meth:`adelete_message`."""
@@ -360,9 +431,17 @@ class MemoryDBChatStore(_Sessions, AsyncDBChatStore):
         return await self._delete_at(key, idx)
 
     async def delete_messages(self, key: str, status: MessageStatus | None = None) -> None:
-        """Delete a session's messages with ``status`` (``None``: all of them)."""
-        doomed = await self._with_status(key, status)
-        await adelete_ids(self.store, self.namespace, [m.id for m in doomed])
+        """Clear a session's messages with ``status`` (``None``: all of them) from the chat.
+
+        This is what ``Memory.reset()`` calls: the short-term chat is cleared, and the messages stay
+        long-term memories that recall finds (see :data:`CLEARED_TAG`), as LlamaIndex's reset keeps
+        its memory blocks. To delete them for good, call :meth:`forget_messages`.
+        """
+        await self._clear(await self._with_status(key, status))
+
+    async def forget_messages(self, key: str) -> int:
+        """Delete a session's messages for good, cleared ones included; returns how many."""
+        return await self._forget(key)
 
     async def delete_oldest_messages(self, key: str, n: int) -> list[ChatMessage]:
         """Delete the oldest ``n`` active messages and return them."""

@@ -28,7 +28,7 @@ from memory_retrievers.integration import (
 from ._messages import from_memories
 from .bridges import to_memory_llm
 from .chat_store import MemoryChatStore, restore
-from .memory_block import latest_query
+from .memory_block import latest_query, window_texts
 
 __all__ = ["RecallMemory"]
 
@@ -44,7 +44,8 @@ class RecallMemory(BaseMemory):
     followed by the recent chat of this session within ``token_limit``. The chat is persisted in a
     :class:`MemoryChatStore` on the same LanceDB table, so it survives restarts and its turns become
     recallable memories. ``set`` replaces the session in one commit (a message the store rejects
-    leaves the old chat). ``reset`` clears this session's chat, not the long-term memories.
+    leaves the old chat). ``reset`` clears this session's chat, never the long-term memories: its
+    messages stay memories that later recalls find; ``forget_session`` deletes them.
 
     Every field can be reassigned (checked like the constructor's); the chat store and core
     retriever are rebuilt when a field they were built from changed. Unknown arguments raise
@@ -217,15 +218,20 @@ class RecallMemory(BaseMemory):
         """Recalled long-term memories (a system message) and the recent chat."""
         recent_memories = self._recent(await self.chat_store.amemories(self.session_id))
         recent = from_memories(recent_memories)
-        query = input if input and input.strip() else latest_query(recent)
+        recaller = self.memory_retriever
+        limit = recaller.config.max_query_chars
+        query = query_text(input, limit) if input and input.strip() else latest_query(recent, limit)
         if query is None:
             return recent
-        # This session's recent turns are already in the prompt: recall past them, not them.
-        result = await self.memory_retriever.arecall(
-            query_text(query),
+        # This session's recent turns are already in the prompt (and so is the input): recall past
+        # them, not them, by id and by what they say.
+        asked = [ChatMessage(role=MessageRole.USER, content=input)] if input and input.strip() else []
+        result = await recaller.arecall(
+            query,
             k=self.k,
             token_budget=self.recall_token_budget,
             exclude_ids={m.id for m in recent_memories},
+            exclude_texts=[m.text for m in recent_memories] + window_texts(asked, self.store.config.max_text_chars),
         )
         lines = [render_line(m.memory, m.note) for m in result.memories]
         if not lines:
@@ -252,8 +258,15 @@ class RecallMemory(BaseMemory):
         await self.chat_store.aset_messages(self.session_id, messages)
 
     async def areset(self) -> None:
-        """Clear this session's chat (long-term memories of other sessions stay)."""
+        """Clear this session's chat; its messages stay long-term memories.
+
+        See :meth:`MemoryChatStore.adelete_messages`; :meth:`aforget_session` deletes them.
+        """
         await self.chat_store.adelete_messages(self.session_id)
+
+    async def aforget_session(self) -> int:
+        """Delete this session's messages for good (the chat and the memories); returns how many."""
+        return await self.chat_store.aforget_messages(self.session_id)
 
     # ------------------------------------------------------------------ sync shells
     def get(self, input: str | None = None, **kwargs: Any) -> list[ChatMessage]:
@@ -279,3 +292,7 @@ class RecallMemory(BaseMemory):
     def reset(self) -> None:
         """Sync twin of :meth:`areset`."""
         run_sync(self.areset())
+
+    def forget_session(self) -> int:
+        """Sync twin of :meth:`aforget_session`."""
+        return run_sync(self.aforget_session())

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Mapping
-from typing import Annotated, Any
+from collections.abc import Mapping, Sequence
+from typing import Annotated, Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
@@ -30,21 +30,33 @@ from ._messages import MESSAGE_KEY, message_record, message_text
 from .bridges import to_memory_llm
 from .chat_store import ARCHIVED_TAG, restore
 
-__all__ = ["RecallMemoryBlock", "latest_query"]
+__all__ = ["RecallMemoryBlock", "latest_query", "window_texts"]
 
 _Count = Annotated[int, Field(strict=True, ge=1)]
 
 
-def latest_query(messages: list[ChatMessage] | None) -> str | None:
-    """The text to recall for: the latest user message (else the latest message with text)."""
+def latest_query(messages: list[ChatMessage] | None, max_chars: int) -> str | None:
+    """The text to recall for: the latest user message (else the latest message with text).
+
+    Cut to ``max_chars`` (the retriever's ``config.max_query_chars``).
+    """
     if not messages:
         return None
     for role in (MessageRole.USER, None):
         for message in reversed(messages):
             text = message_text(message)
             if text.strip() and (role is None or message.role == role):
-                return query_text(text)
+                return query_text(text, max_chars)
     return None
+
+
+def window_texts(messages: Sequence[ChatMessage] | None, max_chars: int) -> list[str]:
+    """The messages of the model's window as the store holds them (``role: text``).
+
+    For ``exclude_texts``: LlamaIndex messages carry no memory id, so what the window already shows
+    is told by its text.
+    """
+    return [message_record(m, session_id=None, max_chars=max_chars)["text"] for m in messages or ()]
 
 
 def _payload(message: ChatMessage, session: str | None) -> str:
@@ -60,11 +72,18 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
     """Recall the memories that matter for the latest messages, within this block's token budget.
 
     ``Memory`` calls ``aget`` with the current chat; the block recalls for the latest user message
-    and returns a context block. Messages flushed out of short-term memory (``aput``) are stored as
-    ``message`` memories, so later sessions can recall them (unless a
+    and returns a context block, leaving out whatever says the same as a message of that chat (it
+    is in the prompt already). Messages flushed out of short-term memory (``aput``) are stored as
+    ``message`` memories as ``remember`` says (by default the user's, as the LangChain
+    ``MemoryMiddleware`` does: see its ``remember``), so later sessions can recall them (unless a
     :class:`~llama_index.memory_retrievers.MemoryDBChatStore` on this namespace already keeps them:
     those are not stored twice). ``atruncate`` re-selects within a smaller budget rather than
     dropping the whole block.
+
+    Why the user's messages only by default: memory layers such as mem0 and langmem keep facts
+    about the user, not the assistant's replies; a stored reply is the model's own words (a
+    restatement at best, a guess at worst), which the agent would later recall as if they were
+    facts about the user. ``remember="turn"`` keeps every role.
 
     Every field can be reassigned (checked like the constructor's): the core retriever is rebuilt
     when one it was built from changed. Unknown arguments raise
@@ -92,9 +111,14 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         description="Optional MemoryFormer of the same store: the messages this block stores are handed to it "
         "in the background (form_later), so facts are extracted off the hot path.",
     )
+    remember: Literal["user", "turn"] = Field(
+        default="user",
+        description="Which flushed messages become memories: 'user' (the user's only, as LangChain's "
+        "MemoryMiddleware does) or 'turn' (every role).",
+    )
 
     _built: tuple[tuple[Any, ...], MemoryRetriever] | None = PrivateAttr(default=None)
-    _last_query: str | None = PrivateAttr(default=None)
+    _last_query: tuple[str, list[str]] | None = PrivateAttr(default=None)
 
     def __init__(self, **data: Any) -> None:
         check_arguments("RecallMemoryBlock", data, type(self).model_fields)
@@ -164,16 +188,18 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         self._built = (inputs, recaller)
         return recaller
 
-    async def _recall(self, query: str, budget: int) -> str:
-        result = await self.memory_retriever.arecall(query, k=self.k, token_budget=budget)
+    async def _recall(self, query: str, budget: int, shown: Sequence[str]) -> str:
+        result = await self.memory_retriever.arecall(query, k=self.k, token_budget=budget, exclude_texts=shown)
         return result.to_context()
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        query = latest_query(messages)
-        self._last_query = query
+        recaller = self.memory_retriever
+        query = latest_query(messages, recaller.config.max_query_chars)
+        shown = window_texts(messages, self.store.config.max_text_chars)
+        self._last_query = None if query is None else (query, shown)
         if query is None:
             return ""
-        return await self._recall(query, self.token_budget)
+        return await self._recall(query, self.token_budget, shown)
 
     async def _kept_already(self, session: str | None) -> Counter[str]:
         """Payloads of this session's messages a ``MemoryDBChatStore`` archived here (they are memories already)."""
@@ -190,7 +216,7 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         kept: dict[str | None, Counter[str]] = {}
         records = []
         for message in messages:
-            if not message_text(message).strip():
+            if not message_text(message).strip() or (self.remember == "user" and message.role != MessageRole.USER):
                 continue
             session = _session(message.additional_kwargs)
             if session not in kept:
@@ -212,7 +238,8 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         budget = self.memory_retriever.token_counter.count(content) - tokens_to_truncate
         if budget <= 0:
             return None
-        smaller = await self._recall(self._last_query, budget)
+        query, shown = self._last_query
+        smaller = await self._recall(query, budget, shown)
         return smaller or None
 
 

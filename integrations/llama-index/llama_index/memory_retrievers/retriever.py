@@ -69,7 +69,10 @@ def current_namespace() -> str | None:
 _LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities", "note"})
 
 
-def _node(scored: ScoredMemory, score: Literal["final", "relevance"]) -> NodeWithScore:
+Score = Literal["calibrated", "relevance"]
+
+
+def _node(scored: ScoredMemory, score: Score) -> NodeWithScore:
     meta = scored.memory.to_dict()
     meta.pop("text", None)
     meta.pop("vector", None)
@@ -87,18 +90,39 @@ def _node(scored: ScoredMemory, score: Literal["final", "relevance"]) -> NodeWit
     return NodeWithScore(node=node, score=scored.relevance if score == "relevance" else scored.score)
 
 
-def to_nodes(result: RecallResult, score: Literal["final", "relevance"] = "final") -> list[NodeWithScore]:
+def to_nodes(result: RecallResult, score: Score = "calibrated") -> list[NodeWithScore]:
     """One ``NodeWithScore`` per recalled memory, best first; ``node.id_`` is the memory id.
 
     Args:
         result: A recall's result.
-        score: What ``NodeWithScore.score`` holds: ``"final"``, the recall's final score (it
-            orders the nodes, and means nothing across queries), or ``"relevance"``, the memory's
-            cosine similarity to the query in [0, 1] (comparable across queries, for
-            ``SimilarityPostprocessor(similarity_cutoff=...)``; the nodes stay in recall's order).
-            ``node.metadata["relevance"]`` always holds the relevance.
+        score: What ``NodeWithScore.score`` holds: ``"calibrated"`` (default), the memory's
+            calibrated score in [0, 1] (``ScoredMemory.score``: the probability that it answers the
+            query, comparable across queries, so ``SimilarityPostprocessor(similarity_cutoff=...)``
+            means the same on every query), in recall's order; or ``"relevance"``, the cosine
+            similarity to the query in [0, 1], the nodes then sorted by it (highest first), as
+            LlamaIndex's postprocessors expect. ``node.metadata["relevance"]`` always holds the
+            relevance.
+
+    Raises:
+        ConfigError: An unknown ``score``.
     """
-    return [_node(m, score) for m in result.memories]
+    check_score(score)
+    nodes = [_node(m, score) for m in result.memories]
+    if score == "relevance":
+        nodes.sort(key=lambda n: -(n.score or 0.0))
+    return nodes
+
+
+def check_score(score: Any) -> Score:
+    """``score`` if it is ``"calibrated"`` or ``"relevance"``, else a ``ConfigError`` naming them."""
+    if score == "final":
+        raise ConfigError(
+            "score='final' is gone: the fused rank score meant nothing across queries. Use score='calibrated' "
+            "(the default: in [0, 1], comparable across queries) or score='relevance' (cosine similarity)"
+        )
+    if score not in ("calibrated", "relevance"):
+        raise ConfigError(f"score must be 'calibrated' or 'relevance', got {score!r}")
+    return score  # type: ignore[no-any-return]
 
 
 class RecallRetriever(BaseRetriever):
@@ -123,9 +147,10 @@ class RecallRetriever(BaseRetriever):
         topic: The caller's topic (penalises other topics).
         llm: A LlamaIndex ``LLM`` (or core LLM) for query expansion and HyDE.
         reranker: Optional core reranker.
-        score: What ``NodeWithScore.score`` holds (see :func:`to_nodes`): ``"final"`` (default)
-            or ``"relevance"`` (cosine similarity in [0, 1], for similarity cut-offs). To drop
-            memories below a relevance in recall itself, set ``recall_config={"min_relevance": ...}``.
+        score: What ``NodeWithScore.score`` holds (see :func:`to_nodes`): ``"calibrated"``
+            (default: the calibrated score in [0, 1], comparable across queries, for
+            ``SimilarityPostprocessor(similarity_cutoff=...)``) or ``"relevance"`` (cosine
+            similarity). To drop memories in recall itself, set ``recall_config={"min_score": ...}``.
         callback_manager: LlamaIndex callbacks.
 
     Example:
@@ -148,13 +173,11 @@ class RecallRetriever(BaseRetriever):
         topic: str | None = None,
         llm: Any = None,
         reranker: Reranker | None = None,
-        score: Literal["final", "relevance"] = "final",
+        score: Score = "calibrated",
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        if score not in ("final", "relevance"):
-            raise ConfigError(f"score must be 'final' or 'relevance', got {score!r}")
-        self.score: Literal["final", "relevance"] = score
+        self.score: Score = check_score(score)
         if similarity_top_k is not None and (
             isinstance(similarity_top_k, bool) or not isinstance(similarity_top_k, int) or similarity_top_k < 1
         ):

@@ -7,6 +7,7 @@ from collections.abc import Callable
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import Memory
+from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from llama_index.memory_retrievers import MemoryChatStore, RecallMemory, RecallMemoryBlock
 from memory_retrievers import InvalidInputError, MemoryStore
@@ -44,12 +45,15 @@ async def test_block_stores_flushed_messages_and_truncates_by_selection(store: M
         session_id="old",
     )
     stored = store.list("alice")
-    assert {m.text for m in stored} == {
-        "user: I adopted a cat named Miso",
-        "assistant: Lovely!",
-        "user: Miso likes tuna",
-    }
+    # The user's messages only, by default (as the LangChain middleware remembers).
+    assert {m.text for m in stored} == {"user: I adopted a cat named Miso", "user: Miso likes tuna"}
     assert {m.session_id for m in stored} == {"old"}
+    every_role = RecallMemoryBlock(store=store, namespace="alice", remember="turn")
+    await every_role.aput([user("Miso is three"), bot("Lovely!")], from_short_term_memory=True, session_id="other")
+    assert {m.text for m in store.list("alice", filter={"session_ids": ["other"]})} == {
+        "user: Miso is three",
+        "assistant: Lovely!",
+    }
 
     content = await block.aget([user("what is the cat called, Miso?")])
     assert content.count("\n- [") >= 2
@@ -91,7 +95,10 @@ def test_agent_memory_sync_api_token_limit_set_and_reset(store: MemoryStore) -> 
     assert [m.content for m in memory.get_all()] == ["fresh start"]
     store.add("Alice likes tea", namespace="alice")
     memory.reset()
-    assert memory.get_all() == [] and store.count("alice") == 1  # long-term memory stays
+    # The chat is cleared; what it said stays a long-term memory (LlamaIndex's reset keeps memory).
+    assert memory.get_all() == [] and store.count("alice") == 2
+    assert "user: fresh start" in {m.text for m in store.list("alice")}
+    assert memory.forget_session() == 1 and store.count("alice") == 1  # deleting is its own call
 
 
 def test_agent_memory_survives_reopen(make_store: Callable[..., MemoryStore]) -> None:
@@ -157,3 +164,69 @@ async def test_chat_store_async_and_isolation(store: MemoryStore) -> None:
     assert [m.content for m in await bob.aget_messages("s")] == ["bob secret"]
     with pytest.raises(InvalidInputError, match="key"):
         await alice.aget_messages("")
+
+
+# ---------------------------------------------------------------- the block on chat traffic (issue 26)
+async def test_the_block_never_echoes_the_live_window(store: MemoryStore) -> None:
+    from llama_index.memory_retrievers import MemoryDBChatStore
+
+    store.add("Alice's cat Miso likes tuna", namespace="alice")
+    memory = Memory.from_defaults(
+        session_id="chat",
+        chat_store=MemoryDBChatStore(store=store, namespace="alice"),
+        memory_blocks=[RecallMemoryBlock(store=store, namespace="alice", k=10)],
+    )
+    # Every message of this chat is a memory already (MemoryDBChatStore), and all are in the window.
+    await memory.aput_messages([user("Miso is my cat"), bot("What a nice name for a cat!")])
+    messages = await memory.aget(input="what does my cat Miso like?")
+    block = next(m.content for m in messages if "<recalled_memories>" in str(m.content))
+    assert "Alice's cat Miso likes tuna" in block
+    assert "Miso is my cat" not in block and "nice name" not in block and "what does my cat" not in block
+
+
+async def test_memory_reset_clears_the_chat_and_keeps_the_memories(store: MemoryStore) -> None:
+    from llama_index.memory_retrievers import MemoryDBChatStore
+
+    chat_store = MemoryDBChatStore(store=store, namespace="alice")
+    memory = Memory.from_defaults(session_id="chat", chat_store=chat_store, token_limit=20, token_flush_size=5)
+    await memory.aput_messages(
+        [
+            user("My sister Carla lives in Lisbon, in a flat near the river with two cats"),
+            bot("Noted! Lisbon is lovely in the spring, and the river views must be wonderful"),
+            user("I like jazz"),
+        ]
+    )
+    assert await chat_store.count_messages("chat", status=MessageStatus.ARCHIVED) >= 1
+    before = store.count("alice")
+    await memory.areset()
+    assert await memory.aget_all() == [] and await chat_store.count_messages("chat", status=None) == 0
+    assert await chat_store.get_keys() == []
+    assert store.count("alice") == before == 3  # a reset deletes no memory
+    recalled = RecallMemoryBlock(store=store, namespace="alice")
+    assert "Carla lives in Lisbon" in await recalled.aget([user("where does Carla live?")])
+    # A new chat in the same session starts empty, and deleting for good is its own call.
+    await memory.aput(user("hello again"))
+    assert [m.content for m in await memory.aget_all()] == ["hello again"]
+    assert await chat_store.forget_messages("chat") == 4 and store.count("alice") == 0
+
+
+def test_a_chat_engine_reset_keeps_the_memories(store: MemoryStore) -> None:
+    from llama_index.core.chat_engine import SimpleChatEngine
+    from llama_index.core.llms.mock import MockLLM
+
+    memory = RecallMemory.from_defaults(store=store, namespace="alice", session_id="s")
+    engine = SimpleChatEngine.from_defaults(memory=memory, llm=MockLLM(max_tokens=4))
+    engine.chat("My sister Carla lives in Lisbon")
+    assert store.count("alice") == 2  # the question and the answer
+    engine.reset()
+    assert memory.get_all() == [] and store.count("alice") == 2
+    assert "Carla lives in Lisbon" in memory.get("where does Carla live?")[0].content  # recalled, not in the chat
+
+
+def test_set_replaces_the_chat_and_keeps_what_a_reset_cleared(store: MemoryStore) -> None:
+    chat_store = MemoryChatStore(store=store, namespace="alice")
+    chat_store.set_messages("s", [user("one"), user("two")])
+    chat_store.delete_messages("s")  # a reset
+    chat_store.set_messages("s", [user("three")])
+    assert [m.content for m in chat_store.get_messages("s")] == ["three"]
+    assert {m.text for m in store.list("alice")} == {"user: one", "user: two", "user: three"}

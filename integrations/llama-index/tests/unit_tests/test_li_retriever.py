@@ -28,7 +28,9 @@ def test_nodes_carry_memory_id_metadata_and_score(filled: MemoryStore) -> None:
     assert top.node.get_content() == "Alice's dog is called Rex"
     assert filled.get(top.node.id_, namespace="alice").text == "Alice's dog is called Rex"
     assert top.node.metadata["kind"] == "fact" and top.node.metadata["namespace"] == "alice"
-    assert top.node.metadata["explanation"]["final_score"] == pytest.approx(top.score)
+    # The calibrated score: in [0, 1], what the explanation says, and the nodes come in its order.
+    assert top.score is not None and 0 <= top.score <= 1
+    assert top.node.metadata["explanation"]["calibrated_by"]
     # ids, hashes and the explanation never reach the LLM prompt
     llm_view = top.node.get_content(metadata_mode="llm")
     assert "explanation" not in llm_view and "content_hash" not in llm_view and "kind: fact" in llm_view
@@ -138,3 +140,32 @@ def test_invalid_input(filled: MemoryStore) -> None:
         retriever.retrieve("")
     with pytest.raises(InvalidInputError, match="unknown recall argument"):
         retriever.retrieve_with("Alice", kindz=["fact"])
+
+
+# ---------------------------------------------------------------- scores a postprocessor can use (issue 26)
+def test_node_scores_are_calibrated_and_in_order_by_default(filled: MemoryStore) -> None:
+    nodes = RecallRetriever(filled, namespace="alice", recall_config=QUIET).retrieve("Alice dog theme tea")
+    scores = [n.score for n in nodes]
+    assert len(nodes) > 2 and all(s is not None and 0 <= s <= 1 for s in scores)
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+
+
+def test_relevance_scores_come_sorted_by_relevance(filled: MemoryStore) -> None:
+    nodes = RecallRetriever(filled, namespace="alice", score="relevance").retrieve("Alice dog theme tea")
+    scores = [n.score for n in nodes]
+    assert scores == sorted(scores, reverse=True)  # type: ignore[type-var]
+    assert all(n.score == n.node.metadata["relevance"] for n in nodes)
+
+
+def test_the_old_final_score_is_refused_with_the_fix(filled: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match="score='calibrated'"):
+        RecallRetriever(filled, namespace="alice", score="final")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="'calibrated' or 'relevance'"):
+        RecallRetriever(filled, namespace="alice", score="cosine")  # type: ignore[arg-type]
+
+
+def test_a_long_question_is_recalled_for_not_refused(filled: MemoryStore) -> None:
+    question = "Here is a long paste. " + "lorem ipsum dolor " * 300 + "What is my dog called?"
+    assert len(question) > 5_000
+    nodes = RecallRetriever(filled, namespace="alice").retrieve(question)
+    assert nodes[0].node.get_content() == "Alice's dog is called Rex"
