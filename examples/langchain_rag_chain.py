@@ -56,7 +56,7 @@ def main() -> None:
             | model
             | StrOutputParser()
         )
-        question = "Which city do I live in now?"
+        question = "Which city did I move to?"
         print(f"model: {name}\nquestion: {question}")
         print("recalled:\n" + format_memories(retriever.invoke(question)))
         print(f"answer: {chain.invoke(question)}")
