@@ -24,6 +24,7 @@ from __future__ import annotations
 import functools
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .dedup import content_words
@@ -160,3 +161,41 @@ def stem(word: str) -> str:
     ('live', 'glass', 'is')
     """
     return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
+
+
+_WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
+
+
+def excerpt(text: str, terms: Sequence[str], max_chars: int) -> str:
+    """``text`` itself when it fits in ``max_chars``, else its passage holding the most of ``terms``.
+
+    ``terms`` are stems, as :func:`stem` makes them; the passage has at most ``max_chars``
+    characters and is marked with ``…`` where it was cut.
+
+    A long memory (an assistant's 20-page reply) then costs a block only the part that answers: of
+    the passages starting every quarter of ``max_chars``, the first with the most terms, led in by
+    a third of its length before its first term, at word boundaries.
+
+    >>> excerpt("The weather was fine. " * 20 + "Carla lives in Lisbon. " + "We ate cake. " * 20, ["lisbon"], 60)
+    '…Carla lives in Lisbon. We ate cake. We ate cake. We ate…'
+    """
+    if len(text) <= max_chars:
+        return text
+    words = [(m.start(), stem(m.group().casefold())) for m in _WORD.finditer(text)]
+    wanted = set(terms)
+    step = max(1, max_chars // 4)
+    best_start, best_hits = 0, -1
+    for start in range(0, max(1, len(text) - max_chars + step), step):
+        begin = next((s for s, _ in words if s >= start), len(text))
+        hits = len({w for s, w in words if begin <= s < begin + max_chars} & wanted)
+        if hits > best_hits:
+            best_start, best_hits = begin, hits
+    # Lead in to the first term found: a third of the passage before it, the rest after.
+    first = next((s for s, w in words if s >= best_start and w in wanted), best_start)
+    lead = max(0, first - max_chars // 3)
+    best_start = next((s for s, _ in words if s >= lead), best_start)
+    end = min(len(text), best_start + max_chars)
+    cut = text[best_start:end]
+    if end < len(text) and " " in cut:
+        cut = cut[: cut.rindex(" ")]  # never end on half a word
+    return f"{'…' if best_start > 0 else ''}{cut.strip()}{'…' if best_start + len(cut) < len(text) else ''}"

@@ -191,6 +191,11 @@ class RecallConfig(CheckedModel):
     and stop words aside, same speaker, both questions or both statements) take one place in the
     block, the best of them, noted with how often and since when it was said. The others are cut
     (reason ``copy``); the stored memories are untouched."""
+    excerpt_chars: int = Field(default=1_200, ge=100, le=1_000_000)
+    """A memory longer than this (an assistant's long reply, a pasted document) is shown in the
+    block by its passage of this many characters holding the most of the query's keywords, marked
+    with ``…`` (``ScoredMemory.excerpt``), so it costs the budget what answers; the memory itself is
+    untouched. 1,200 characters is about 300 tokens."""
     max_query_chars: int = Field(default=200_000, ge=1, le=10_000_000)
     """Longest query recall accepts, in characters (a longer one raises ``InvalidInputError``
     naming this setting). Adapters cut a chat message to it instead of failing."""

@@ -101,6 +101,9 @@ class ScoredMemory:
             a memory that answers the question is typically 0.4-0.8 and an unrelated one below 0.2
             (figures: benchmarks/results/relevance.json). ``RecallConfig.min_relevance`` drops
             memories below a threshold, so that a question nothing answers gets nothing.
+        note: What the block says under it (facts folded into it, contradictions, copies).
+        excerpt: The passage the block shows of a memory longer than
+            ``RecallConfig.excerpt_chars`` (``None``: the whole text).
     """
 
     memory: Memory
@@ -108,6 +111,12 @@ class ScoredMemory:
     explanation: Explanation
     relevance: float = 0.0
     note: str | None = None
+    excerpt: str | None = None
+
+    @property
+    def line(self) -> str:
+        """How it appears in the context block (:func:`render_line`)."""
+        return render_line(self.memory, self.note, self.excerpt)
 
     @property
     def id(self) -> str:
@@ -130,13 +139,14 @@ class CutCandidate:
     text: str
 
 
-def render_line(memory: Memory, note: str | None = None) -> str:
+def render_line(memory: Memory, note: str | None = None, excerpt: str | None = None) -> str:
     """How one memory appears in :meth:`RecallResult.to_context` (its token cost is this line's).
 
-    A ``note`` (facts folded into the memory, contradictions) goes on an indented line below it.
+    A ``note`` (facts folded into the memory, contradictions) goes on an indented line below it;
+    an ``excerpt`` stands for the text of a long memory.
     """
     date = memory.created_at.date().isoformat() if memory.created_at else "undated"
-    line = f"- [{date}] {memory.text}"
+    line = f"- [{date}] {memory.text if excerpt is None else excerpt}"
     return f"{line}\n  ({note})" if note else line
 
 
@@ -206,9 +216,9 @@ class RecallResult:
         if sections and sum(1 for members in grouped.values() if members) > 1:
             for section, members in grouped.items():
                 if members:
-                    lines += [SECTION_TITLES[section], *(render_line(m.memory, m.note) for m in members)]
+                    lines += [SECTION_TITLES[section], *(m.line for m in members)]
         else:
-            lines += [render_line(m.memory, m.note) for m in self.memories]
+            lines += [m.line for m in self.memories]
         if self.trimmed:
             lines.append(trimmed_marker(self.trimmed_count))
         return "\n".join(lines)

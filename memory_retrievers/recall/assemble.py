@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ..calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
+from ..lines import excerpt as excerpt_of
 from ..lines import line_facts
 from ..models import Memory
 from ..recall_config import RecallConfig
@@ -76,8 +77,14 @@ def assemble(
             said = _said(memories[id_], [memories[o] for o in others])
             notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
 
+    excerpts = {
+        id_: excerpt_of(text, asked, cfg.excerpt_chars)
+        for i in kept
+        if len(text := memories[id_ := scored[i].hit.id].text) > cfg.excerpt_chars
+    }
+
     def cost(id_: str) -> int:
-        return counter.count("\n" + render_line(memories[id_], notes.get(id_)))
+        return counter.count("\n" + render_line(memories[id_], notes.get(id_), excerpts.get(id_)))
 
     index = {scored[i].hit.id: i for i in kept}
     chosen, rejected, costs = _select(
@@ -91,6 +98,7 @@ def assemble(
             features[index[sel.id]],
             parts,
             note=notes.get(sel.id),
+            excerpt=excerpts.get(sel.id),
             tokens=costs[sel.id],
             copies=copies.get(sel.id, ()),
             calibrated_by=calibration.name,
@@ -218,6 +226,7 @@ def _scored_memory(
     parts: Assembly,
     *,
     note: str | None,
+    excerpt: str | None,
     tokens: int,
     copies: tuple[str, ...],
     calibrated_by: str,
@@ -230,6 +239,7 @@ def _scored_memory(
         score=probability,
         relevance=relevance(parts.semantic, h.id),
         note=note,
+        excerpt=excerpt,
         explanation=Explanation(
             channels=h.contributions,
             rank_bonus=h.bonus,

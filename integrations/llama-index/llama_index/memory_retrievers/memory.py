@@ -19,7 +19,6 @@ from memory_retrievers.integration import (
     open_store,
     query_text,
     register,
-    render_line,
     run_sync,
     store_spec,
     validated,
@@ -233,7 +232,7 @@ class RecallMemory(BaseMemory):
             exclude_ids={m.id for m in recent_memories},
             exclude_texts=[m.text for m in recent_memories] + window_texts(asked, self.store.config.max_text_chars),
         )
-        lines = [render_line(m.memory, m.note) for m in result.memories]
+        lines = [m.line for m in result.memories]
         if not lines:
             return recent
         system = ChatMessage(role=MessageRole.SYSTEM, content="\n".join([self.header, *lines]))

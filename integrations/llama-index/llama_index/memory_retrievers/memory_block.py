@@ -14,6 +14,7 @@ from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_seria
 from memory_retrievers import ConfigError, MemoryKind, MemoryRetriever, MemoryStore, RecallConfig
 from memory_retrievers.integration import (
     aall_memories,
+    chat_text,
     check_arguments,
     check_former,
     check_store_key,
@@ -56,7 +57,7 @@ def window_texts(messages: Sequence[ChatMessage] | None, max_chars: int) -> list
     For ``exclude_texts``: LlamaIndex messages carry no memory id, so what the window already shows
     is told by its text.
     """
-    return [message_record(m, session_id=None, max_chars=max_chars)["text"] for m in messages or ()]
+    return [chat_text(m.role.value, message_text(m), max_chars=max_chars) for m in messages or ()]
 
 
 def _payload(message: ChatMessage, session: str | None) -> str:
