@@ -21,6 +21,7 @@ store it came through.
 
 from __future__ import annotations
 
+import bisect
 import functools
 import re
 import unicodedata
@@ -181,21 +182,34 @@ def excerpt(text: str, terms: Sequence[str], max_chars: int) -> str:
     """
     if len(text) <= max_chars:
         return text
-    words = [(m.start(), stem(m.group().casefold())) for m in _WORD.finditer(text)]
     wanted = set(terms)
+    starts, stems = _stemmed_words(text)
+    found = [(p, w) for p, w in zip(starts, stems, strict=True) if w in wanted]  # where a term is said
+    at = [p for p, _ in found]
     step = max(1, max_chars // 4)
     best_start, best_hits = 0, -1
     for start in range(0, max(1, len(text) - max_chars + step), step):
-        begin = next((s for s, _ in words if s >= start), len(text))
-        hits = len({w for s, w in words if begin <= s < begin + max_chars} & wanted)
+        i = bisect.bisect_left(starts, start)
+        begin = starts[i] if i < len(starts) else len(text)
+        inside = found[bisect.bisect_left(at, begin) : bisect.bisect_left(at, begin + max_chars)]
+        hits = len({w for _, w in inside})
         if hits > best_hits:
             best_start, best_hits = begin, hits
     # Lead in to the first term found: a third of the passage before it, the rest after.
-    first = next((s for s, w in words if s >= best_start and w in wanted), best_start)
+    j = bisect.bisect_left(at, best_start)
+    first = at[j] if j < len(at) else best_start
     lead = max(0, first - max_chars // 3)
-    best_start = next((s for s, _ in words if s >= lead), best_start)
+    k = bisect.bisect_left(starts, lead)
+    best_start = starts[k] if k < len(starts) else best_start
     end = min(len(text), best_start + max_chars)
     cut = text[best_start:end]
     if end < len(text) and " " in cut:
         cut = cut[: cut.rindex(" ")]  # never end on half a word
     return f"{'…' if best_start > 0 else ''}{cut.strip()}{'…' if best_start + len(cut) < len(text) else ''}"
+
+
+@functools.lru_cache(maxsize=256)
+def _stemmed_words(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+    """Where each word of a long text starts, and its stem (a long memory recurs across recalls)."""
+    words = list(_WORD.finditer(text))
+    return tuple(m.start() for m in words), tuple(stem(m.group().casefold()) for m in words)
