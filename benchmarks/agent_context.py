@@ -398,11 +398,13 @@ def _stack(rows: Sequence[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray, np.n
 Simulated = tuple[dict[str, Any], np.ndarray, np.ndarray, int]
 
 
-def _blocks(rows: Sequence[dict[str, Any]], calibration: Calibration, *, floor: float, gate: float) -> list[Simulated]:
+def _blocks(
+    rows: Sequence[dict[str, Any]], calibration: Calibration, *, floor: float, gate: float, close: float = 1.0
+) -> list[Simulated]:
     """Each question's block under ``calibration``: (row, scores, labels) of its top K.
 
-    As recall makes it: nothing when the best score is under ``gate``, else the candidates in
-    calibrated order from ``floor`` up.
+    As recall makes it: nothing when the best score is under ``gate`` and the best relevance under
+    ``close``, else the candidates in calibrated order from ``floor`` up.
     """
     out = []
     for row in rows:
@@ -410,7 +412,9 @@ def _blocks(rows: Sequence[dict[str, Any]], calibration: Calibration, *, floor: 
         p = calibration.probabilities(x) if len(x) else np.zeros(0)
         labels = np.asarray([bool(set(dias) & row["evidence"]) for dias in row["dias"]], dtype=bool)
         order = np.argsort(-p, kind="stable")
-        order = order[p[order] >= floor][:K] if len(p) and p.max() >= gate else order[:0]
+        nearest = float(np.clip(x[:, FEATURES.index("cosine")], 0, 1).max()) if len(x) else 0.0
+        answers = bool(len(p)) and (p.max() >= gate or nearest >= close)
+        order = order[p[order] >= floor][:K] if answers else order[:0]
         found = {d for i in order for d in row["dias"][i]} & row["evidence"]
         out.append((row, p[order], labels[order], len(found)))
     return out
@@ -461,11 +465,12 @@ def fit(rows: Sequence[dict[str, Any]], embedder: str) -> dict[str, Any]:
     """Leave-one-conversation-out reliability, the abstention threshold and floor, and the calibrations to ship.
 
     For each conversation, a model fitted on the others scores its candidates, and its blocks are
-    made as recall makes them. The abstention threshold is the highest (in steps of 0.005) that
-    costs the clean LoCoMo dev at most 0.005 evidence recall@10; the per-memory floor then the
-    highest that costs it nothing more. A model without cosine features (for other embedders) gets
-    neither: without the cosine it cannot tell an off-topic query. The cost is read on the
-    ``core-clean`` system's candidates (all systems' when it did not run).
+    made as recall makes them. Recall abstains when the best score is under a threshold and the best
+    relevance under another: of the pairs that empty 90% of the blocks of the off-topic questions
+    used for fitting, the one costing clean LoCoMo dev the least evidence recall@10; the per-memory
+    floor then the highest that costs it nothing more. A model without cosine features (for other
+    embedders) gets neither: without the cosine it cannot tell an off-topic query. The cost is read
+    on the ``core-clean`` system's candidates (all systems' when it did not run).
     """
     conversations = sorted({r["conversation"] for r in rows})
     report: dict[str, Any] = {}
@@ -475,24 +480,37 @@ def fit(rows: Sequence[dict[str, Any]], embedder: str) -> dict[str, Any]:
             x, y, _ = _stack([r for r in rows if r["conversation"] != conv])
             models[conv] = fit_calibration(x, y, name=f"loco-{conv}", embedder=model_embedder)
 
-        def simulated(gate: float, floor: float, models: dict[str, Calibration] = models) -> list[Simulated]:
+        def simulated(
+            gate: float, floor: float, close: float = 1.0, models: dict[str, Calibration] = models
+        ) -> list[Simulated]:
             return [
                 b
                 for conv in conversations
-                for b in _blocks([r for r in rows if r["conversation"] == conv], models[conv], floor=floor, gate=gate)
+                for b in _blocks(
+                    [r for r in rows if r["conversation"] == conv], models[conv], floor=floor, gate=gate, close=close
+                )
             ]
 
         base = block_recall(simulated(0.0, 0.0))
         gate = floor = 0.0
+        close = 1.0
         if model_embedder is not None:
-            steps = [i / 200 for i in range(0, 41)]
-            # The highest threshold that costs the clean LoCoMo dev at most 0.005 evidence recall@10
-            # (as much abstention as that budget buys), then the highest per-memory floor that costs
-            # it nothing more. The off-topic questions only measure the result.
+            # Abstain when the best score is under ``gate`` and the best relevance under ``close``:
+            # of the pairs that empty 90% of the blocks of the off-topic questions used for fitting
+            # (the held-out ones only measure it), the one costing clean LoCoMo dev the least
+            # evidence recall@10; then the highest per-memory floor that costs it nothing more.
             clean = "recall@10 core-clean" if any(r["system"] == "core-clean" for r in rows) else "recall@10 pooled"
-            gate = max(g for g in steps if block_recall(simulated(g, 0.0))[clean] >= base[clean] - 0.005)
-            at_gate = block_recall(simulated(gate, 0.0))[clean]
-            floor = max(f for f in steps if block_recall(simulated(gate, f))[clean] >= at_gate)
+            options = []
+            for g in [i / 40 for i in range(1, 13)]:
+                for c in [0.2, 0.25, 0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 1.0]:
+                    result = block_recall(simulated(g, 0.0, c))
+                    if result["empty, off-topic fit"] >= 0.9:
+                        options.append((base[clean] - result[clean], -result["empty, off-topic fit"], c, g))
+            if options:
+                _, _, close, gate = min(options)
+            at_gate = block_recall(simulated(gate, 0.0, close))[clean]
+            steps = [i / 200 for i in range(0, 41)]
+            floor = max(f for f in steps if block_recall(simulated(gate, f, close))[clean] >= at_gate)
         x, y, _ = _stack(rows)
         final = fit_calibration(
             x,
@@ -501,13 +519,15 @@ def fit(rows: Sequence[dict[str, Any]], embedder: str) -> dict[str, Any]:
             embedder=model_embedder,
             floor=floor,
             abstain=gate,
+            abstain_relevance=close,
         )
         report[label] = {
             "abstain": gate,
+            "abstain relevance": close,
             "floor": floor,
             "loco, never abstaining": base,
-            "loco, as shipped": block_recall(simulated(gate, floor)),
-            "loco reliability, as shipped": reliability(simulated(gate, floor)),
+            "loco, as shipped": block_recall(simulated(gate, floor, close)),
+            "loco reliability, as shipped": reliability(simulated(gate, floor, close)),
             "loco reliability, never abstaining": reliability(simulated(0.0, 0.0)),
             "shipped": final.model_dump(mode="json"),
         }
@@ -521,7 +541,7 @@ def print_constants(report: dict[str, Any]) -> None:
         print(
             f"{name} = Calibration(\n    name={c['name']!r},\n    embedder={c['embedder']!r},\n"
             f"    intercept={c['intercept']!r},\n    weights={{\n{weights},\n    }},\n    floor={c['floor']!r},\n"
-            f"    abstain={c['abstain']!r},\n)"
+            f"    abstain={c['abstain']!r},\n    abstain_relevance={c['abstain_relevance']!r},\n)"
         )
 
 

@@ -176,6 +176,11 @@ class RecallConfig(CheckedModel):
     off-topic question gets an empty block rather than filler. ``None`` (default): the
     calibration's own (``Calibration.abstain``, chosen on LoCoMo for the default model; 0, never,
     for other embedders, whose cosines it cannot read). 0 never abstains."""
+    abstain_relevance: float | None = Field(default=None, ge=0, le=1)
+    """Recall abstains only when, besides, no candidate's relevance (cosine similarity to the query,
+    clipped to [0, 1]) reaches this: a memory that close is kept even when its other signals are
+    weak, as for a question worded unlike its answer. ``None`` (default): the calibration's own
+    (``Calibration.abstain_relevance``). 1: the calibrated score alone decides."""
     min_score: float | None = Field(default=None, ge=0, le=1)
     """Candidates whose calibrated score is below this are cut (cut reason ``below_score``).
     ``None`` (default): the calibration's own floor (``Calibration.floor``). 0 keeps all. Pinned

@@ -132,14 +132,20 @@ def _floors(
 ) -> tuple[list[int], list[CutCandidate]]:
     """The candidates that pass every floor (by index), and the others with their reason.
 
-    When no candidate reaches the abstention threshold, every one but the pinned is cut: the query
-    is taken as one the memories do not answer. Pinned memories pass every floor.
+    When no candidate reaches the abstention threshold (nor the relevance that vouches for one), every
+    one but the pinned is cut: the query is taken as one the memories do not answer. Pinned memories
+    pass every floor.
     """
     floor = calibration.floor if cfg.min_score is None else cfg.min_score
     gate = calibration.abstain if cfg.abstain_below is None else cfg.abstain_below
-    abstain = bool(scored) and float(probability.max()) < gate
+    close = calibration.abstain_relevance if cfg.abstain_relevance is None else cfg.abstain_relevance
+    nearest = max((relevance(parts.semantic, s.hit.id) for s in scored), default=0.0)
+    abstain = bool(scored) and float(probability.max()) < gate and nearest < close
     if abstain:
-        parts.plan.notes.append(f"abstained: the best score {probability.max():.3f} is below {gate:.3f}")
+        parts.plan.notes.append(
+            f"abstained: the best score {probability.max():.3f} is below {gate:.3f} "
+            f"and the best relevance {nearest:.3f} below {close:.3f}"
+        )
     best = scored[0].score if scored else 0.0
     kept: list[int] = []
     cut: list[CutCandidate] = []
