@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryStore
+from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbedder
 from memory_retrievers.testing import ManualClock
 
 ROOT = Path(__file__).resolve().parent
@@ -35,6 +35,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         path = Path(item.path).resolve()
         if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix().startswith(LONG_TIER):
             item.add_marker(pytest.mark.long)
+
+
+@pytest.fixture(scope="session")
+def minilm() -> SentenceTransformerEmbedder:
+    """The real default embedder, loaded once per run (about 5 s cold): for the long tier."""
+    emb = SentenceTransformerEmbedder()
+    emb.embed_query("warm up")
+    return emb
 
 
 @pytest.fixture

@@ -27,6 +27,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from relevance import OFF_TOPIC
+
 from memory_retrievers.lines import asks, body_of, line_key
 from memory_retrievers.query import keywords
 
@@ -51,16 +53,7 @@ REASK_PREFIXES = ("Remind me, ", "Quick question: ", "Do you remember: ", "I for
 #: General-knowledge questions no conversation answers. Half fit the calibration (``FIT``), the
 #: other half only measure it (``HELD_OUT``), so the floor is never judged on questions it saw.
 OFF_TOPIC_FIT = (
-    "What is the quantum chromodynamics lecture schedule?",
-    "How do I reset the router's firmware?",
-    "What is the boiling point of tungsten?",
-    "Which compiler flags enable link-time optimisation?",
-    "What was the GDP of Portugal in 1987?",
-    "How many moons does Neptune have?",
-    "What is the syntax of a SQL window function?",
-    "Who designed the Eiffel Tower's elevators?",
-    "How do you calculate a mortgage amortisation table?",
-    "What is the half-life of carbon-14?",
+    *OFF_TOPIC,  # the ten of benchmarks/relevance.py
     "Which enzyme breaks down lactose?",
     "What is the capital of Mongolia?",
     "How does a Kalman filter update its estimate?",

@@ -25,11 +25,6 @@ class SpyModel(FakeMessagesListChatModel):
         return super()._generate(messages, stop, run_manager, **kw)
 
 
-@pytest.fixture(scope="module")
-def minilm() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
 @pytest.fixture
 def store(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> Iterator[MemoryStore]:
     opened = MemoryStore(tmp_path / "db", embedder=minilm)

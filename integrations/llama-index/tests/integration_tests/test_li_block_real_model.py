@@ -17,11 +17,6 @@ from llama_index.memory_retrievers import MemoryDBChatStore, RecallMemory, Recal
 from memory_retrievers import MemoryStore, SentenceTransformerEmbedder
 
 
-@pytest.fixture(scope="module")
-def minilm() -> SentenceTransformerEmbedder:
-    return SentenceTransformerEmbedder()
-
-
 @pytest.fixture
 def store(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> Iterator[MemoryStore]:
     opened = MemoryStore(tmp_path / "db", embedder=minilm)
