@@ -230,3 +230,15 @@ def test_set_replaces_the_chat_and_keeps_what_a_reset_cleared(store: MemoryStore
     chat_store.set_messages("s", [user("three")])
     assert [m.content for m in chat_store.get_messages("s")] == ["three"]
     assert {m.text for m in store.list("alice")} == {"user: one", "user: two", "user: three"}
+
+
+def test_a_chat_memory_buffer_reset_keeps_the_memories(store: MemoryStore) -> None:
+    from llama_index.core.memory import ChatMemoryBuffer
+
+    buffer = ChatMemoryBuffer.from_defaults(
+        chat_store=MemoryChatStore(store=store, namespace="alice"), chat_store_key="s"
+    )
+    buffer.put(user("My sister Carla lives in Lisbon"))
+    buffer.reset()
+    assert buffer.get_all() == [] and [m.text for m in store.list("alice")] == ["user: My sister Carla lives in Lisbon"]
+    assert MemoryChatStore(store=store, namespace="alice").forget_messages("s") == 1 and store.count("alice") == 0
