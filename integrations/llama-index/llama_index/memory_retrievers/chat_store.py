@@ -28,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_seriali
 
 from memory_retrievers import Memory, MemoryKind, MemoryStore, NotFoundError, StorageError
 from memory_retrievers.integration import (
+    PAGE_SIZE,
     aall_memories,
     adelete_ids,
     check_arguments,
@@ -165,16 +166,15 @@ class _Sessions(BaseModel):
         every message of a chat is also a memory, so a reset tags them :data:`CLEARED_TAG` (same
         ids, texts, vectors and sessions) instead of deleting them. ``forget_messages`` deletes.
         """
-        if not memories:
-            return
-        ids = [m.id for m in memories]
-        found = await self.store.aget(ids, namespace=self.namespace, include_vector=True)
-        records = []
-        for memory in found if isinstance(found, list) else [found]:
-            record = {f: getattr(memory, f) for f in _KEPT_FIELDS}
-            record["tags"] = [*memory.tags, CLEARED_TAG]
-            records.append(record)
-        await self.store.areplace(self.namespace, records, filter={"ids": ids, "include_superseded": True})
+        for start in range(0, len(memories), PAGE_SIZE):  # a commit per page: bounded filters and rows
+            ids = [m.id for m in memories[start : start + PAGE_SIZE]]
+            found = await self.store.aget(ids, namespace=self.namespace, include_vector=True)
+            records = []
+            for memory in found if isinstance(found, list) else [found]:
+                record = {f: getattr(memory, f) for f in _KEPT_FIELDS}
+                record["tags"] = [*memory.tags, CLEARED_TAG]
+                records.append(record)
+            await self.store.areplace(self.namespace, records, filter={"ids": ids, "include_superseded": True})
 
     async def _forget(self, key: str) -> int:
         """Delete every message of a session for good, cleared ones included; returns the count."""
@@ -199,12 +199,14 @@ class _Sessions(BaseModel):
         # One commit, every record validated first: a rejected message leaves the old session.
         # Messages a reset cleared are not part of the chat any more: they stay memories.
         records = self._records(key, messages, archived=archived)
-        current = [m.id for m in await self.amemories(key)]
-        if not current:
-            if records:
-                await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
-            return
-        await self.store.areplace(self.namespace, records, filter={"ids": current, "include_superseded": True})
+        stored = await self.amemories(key, cleared=True)
+        current = [m.id for m in stored if CLEARED_TAG not in m.tags]
+        if len(current) == len(stored):  # nothing cleared: the whole session, as it is at the commit
+            await self.store.areplace(self.namespace, records, filter=self._session_filter(key))
+        elif current:
+            await self.store.areplace(self.namespace, records, filter={"ids": current, "include_superseded": True})
+        elif records:
+            await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
 
     async def _insert(self, key: str, message: ChatMessage, idx: int) -> None:
         records = self._records(key, [message])  # checks the message before reading anything
