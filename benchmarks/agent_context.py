@@ -629,6 +629,9 @@ def main() -> None:
             print(f"latency, interleaved: {results['latency, interleaved']}", flush=True)
         for system, _ in kept.values():
             system.close()
+    # Written before fitting too, so a long run's measurements survive a failed fit.
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(results, indent=2, default=str))
     if args.dump is not None:
         import pickle
 
