@@ -103,6 +103,7 @@ class Block:
     found: set[str] | None = None  # the dialog ids the lines stand for, when their texts do not say (facts)
     # Per candidate: its calibration features, its text and the dialog ids it stands for (None: by its text).
     features: list[tuple[list[float], str, tuple[str, ...] | None]] | None = None
+    fused: list[float] | None = None  # per candidate: the fused score the calibrated one reads
 
 
 class System:
@@ -188,6 +189,7 @@ class Core(System):
             block.features = [
                 ([m.explanation.calibration[f] for f in FEATURES], m.text, self.sources(m.id)) for m in full.memories
             ]
+            block.fused = [m.explanation.final_score for m in full.memories]
         return block
 
     def close(self) -> None:
@@ -352,6 +354,7 @@ def _candidates(block: Block, bodies: dict[str, str]) -> dict[str, Any]:
             for _, text, dias in block.features
         ],
         "texts": [text for _, text, _ in block.features],
+        "fused": block.fused,
     }
 
 
@@ -399,19 +402,26 @@ Simulated = tuple[dict[str, Any], np.ndarray, np.ndarray, int]
 
 
 def _blocks(
-    rows: Sequence[dict[str, Any]], calibration: Calibration, *, floor: float, gate: float, close: float = 1.0
+    rows: Sequence[dict[str, Any]],
+    calibration: Calibration,
+    *,
+    floor: float,
+    gate: float,
+    close: float = 1.0,
+    fused: bool = False,
 ) -> list[Simulated]:
     """Each question's block under ``calibration``: (row, scores, labels) of its top K.
 
     As recall makes it: nothing when the best score is under ``gate`` and the best relevance under
-    ``close``, else the candidates in calibrated order from ``floor`` up.
+    ``close``, else the candidates in calibrated order from ``floor`` up (``fused``: in the order of
+    the fused score the calibration reads, to measure what ordering by it is worth).
     """
     out = []
     for row in rows:
         x = np.asarray(row["features"], dtype=np.float64).reshape(-1, len(FEATURES))
         p = calibration.probabilities(x) if len(x) else np.zeros(0)
         labels = np.asarray([bool(set(dias) & row["evidence"]) for dias in row["dias"]], dtype=bool)
-        order = np.argsort(-p, kind="stable")
+        order = np.argsort(-np.asarray(row["fused"]) if fused else -p, kind="stable")
         nearest = float(np.clip(x[:, FEATURES.index("cosine")], 0, 1).max()) if len(x) else 0.0
         answers = bool(len(p)) and (p.max() >= gate or nearest >= close)
         order = order[p[order] >= floor][:K] if answers else order[:0]
@@ -526,6 +536,15 @@ def fit(rows: Sequence[dict[str, Any]], embedder: str) -> dict[str, Any]:
             "abstain relevance": close,
             "floor": floor,
             "loco, never abstaining": base,
+            "loco, never abstaining, fused order": block_recall(
+                [
+                    b
+                    for conv in conversations
+                    for b in _blocks(
+                        [r for r in rows if r["conversation"] == conv], models[conv], floor=0.0, gate=0.0, fused=True
+                    )
+                ]
+            ),
             "loco, as shipped": block_recall(simulated(gate, floor, close)),
             "loco reliability, as shipped": reliability(simulated(gate, floor, close)),
             "loco reliability, never abstaining": reliability(simulated(0.0, 0.0)),

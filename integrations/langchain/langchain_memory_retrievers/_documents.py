@@ -29,6 +29,8 @@ def _document(scored: ScoredMemory) -> Document:
     meta["explanation"] = scored.explanation.to_dict()
     if scored.note:
         meta["note"] = scored.note  # facts folded into it, contradictions (see RecallResult.to_context)
+    if scored.excerpt is not None:
+        meta["excerpt"] = scored.excerpt  # a long memory's passage holding the query's keywords (the block shows it)
     return Document(id=scored.id, page_content=scored.text, metadata=meta)
 
 

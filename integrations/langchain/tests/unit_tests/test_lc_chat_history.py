@@ -99,3 +99,18 @@ def test_no_deprecation_warning_reaches_the_user(store: MemoryStore) -> None:
         history.add_ai_message("hi")
         assert len(history.messages) == 2
         history.clear()
+
+
+def test_a_longmemeval_length_reply_is_stored_whole_and_recalled_by_its_passage(store: MemoryStore) -> None:
+    # One LongMemEval assistant turn is 77k characters, over the store's max_text_chars (32k).
+    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_000
+    assert len(reply) > 70_000 > 2 * store.config.max_text_chars
+    history = MemoryChatMessageHistory(store, namespace="alice", session_id="s1")
+    turn = [HumanMessage("How did last night's build go?", id="h1"), AIMessage(reply, id="a1")]
+    history.add_messages(turn)
+    assert history.messages == turn  # the exact reply comes back from the chat
+
+    docs = RecallRetriever(store=store, namespace="alice", k=3).invoke("which worker runs the nightly export?")
+    assert docs and docs[0].metadata["session_id"] == "s1" and docs[0].page_content.startswith("assistant: The build")
+    excerpt = docs[0].metadata["excerpt"]
+    assert "The nightly export runs on worker-3." in excerpt and len(excerpt) <= 1_202

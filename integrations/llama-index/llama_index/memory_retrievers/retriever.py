@@ -80,6 +80,8 @@ def _node(scored: ScoredMemory, score: Score) -> NodeWithScore:
     meta["explanation"] = scored.explanation.to_dict()
     if scored.note:
         meta["note"] = scored.note  # facts folded into it, contradictions: shown to the LLM
+    if scored.excerpt is not None:
+        meta["excerpt"] = scored.excerpt  # a long memory's passage holding the query's keywords
     node = TextNode(
         id_=scored.id,
         text=scored.text,

@@ -131,3 +131,23 @@ async def test_memory_archives_into_the_store_and_the_block_does_not_store_twice
     assert store.count("alice") == len(turns)
     got = await memory.aget()
     assert any("garden" in str(m.content) for m in got)
+
+
+async def test_a_longmemeval_length_reply_is_stored_whole_and_recalled_by_its_passage(
+    chat_store: MemoryDBChatStore, store: MemoryStore
+) -> None:
+    from llama_index.memory_retrievers import RecallRetriever
+
+    # One LongMemEval assistant turn is 77k characters, over the store's max_text_chars (32k).
+    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_000
+    assert len(reply) > 70_000 > 2 * store.config.max_text_chars
+    await chat_store.add_messages("s1", [msg("user", "How did last night's build go?"), msg("assistant", reply)])
+    assert [m.content for m in await chat_store.get_messages("s1")] == ["How did last night's build go?", reply]
+
+    nodes = await RecallRetriever(store=store, namespace="alice", similarity_top_k=3).aretrieve(
+        "which worker runs the nightly export?"
+    )
+    assert nodes and nodes[0].node.metadata["session_id"] == "s1" and "The build ran" in nodes[0].node.text
+    excerpt = nodes[0].node.metadata["excerpt"]
+    assert "The nightly export runs on worker-3." in excerpt and len(excerpt) <= 1_202
+    assert "excerpt" not in nodes[0].node.get_content(metadata_mode="llm")  # the LLM sees the text, not the key
