@@ -79,7 +79,12 @@ def add(inv: Invocation, /, text: str | None, **params: Any) -> None:
             raise click.BadParameter(f"not JSON: {exc}", param_hint="--metadata") from None
     store = inv.stores.open(settings, create=True)
     if params["supersedes"]:
-        result = store.supersede(params["supersedes"], {"text": text, **fields}, namespace=namespace)
+        result = store.supersede(
+            params["supersedes"],
+            {"text": text, **fields},
+            namespace=namespace,
+            dedup=False if params["no_dedup"] else None,
+        )
     else:
         result = store.add(text, namespace=namespace, dedup=False if params["no_dedup"] else None, **fields)
     if params["as_json"]:

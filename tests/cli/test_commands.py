@@ -148,6 +148,8 @@ def test_list_show_and_supersession_chain(cli: Cli, alice: dict[str, str]) -> No
     newer = json.loads(
         cli("add", "Alice now prefers the light theme", "-n", "alice", "--supersedes", alice["theme"], "--json").stdout
     )
+    again = cli("add", "Alice now prefers the light theme", "-n", "alice", "--supersedes", alice["theme"], "--json")
+    assert again.code == 0 and json.loads(again.stdout)["duplicate_of"] == newer["id"]  # a re-run piles nothing up
     listed = json.loads(cli("list", "-n", "alice", "--json").stdout)
     assert alice["theme"] not in [m["id"] for m in listed["memories"]] and listed["total"] == 3
     everything = json.loads(cli("list", "-n", "alice", "--include-superseded", "--json").stdout)
