@@ -55,3 +55,34 @@ def test_the_quick_run_records_a_block_for_every_question_through_every_adapter(
         assert overhead["turn p50 ms, with memory"] > 0 and overhead["turn p50 ms, without"] > 0
     ratio = report["latency, interleaved"]["ratio"]
     assert 0 < ratio < 10
+    tables = subprocess.run(
+        [sys.executable, str(ROOT / "benchmarks" / "agent_context.py"), "--tables", "--out", str(out)],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout
+    header, rule, *rows = tables.splitlines()
+    assert header == "| | " + " | ".join(f"`{n}`" for n in SYSTEMS) + " |" and rule.startswith("|---")
+    assert rows[0].startswith("| evidence recall@10 | ") and len(rows[0].split("|")) == len(SYSTEMS) + 3
+
+
+def test_fit_refits_the_calibration_leaving_each_conversation_out(tmp_path: Path) -> None:
+    out = tmp_path / "fit.json"
+    run = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "agent_context.py"),
+            *("--systems", "core,core-clean", "--conversations", "2", "--sessions", "3", "--fit", "--out", str(out)),
+        ],
+        check=True,
+        timeout=1500,
+        capture_output=True,
+        text=True,
+    )
+    assert "MINILM_CALIBRATION = Calibration(" in run.stdout and "RANK_CALIBRATION = Calibration(" in run.stdout
+    report = json.loads(out.read_text())["calibration"]
+    cosine, rank_only = report["cosine"], report["rank only"]
+    assert 0 <= cosine["loco reliability, as shipped"]["ece"] <= 1
+    assert cosine["shipped"]["embedder"] and rank_only["shipped"]["embedder"] is None
+    assert rank_only["abstain"] == 0 and rank_only["floor"] == 0  # without the cosine it never abstains
+    assert report["cosine"]["loco, never abstaining, fused order"]["recall@10 core-clean"] > 0
