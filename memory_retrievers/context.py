@@ -4,14 +4,23 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-__all__ = ["window_contexts"]
+__all__ = ["NEIGHBOUR_CHARS", "window_contexts"]
+
+
+#: Characters a neighbouring turn lends a turn's context: the part nearest the turn (the end of an
+#: earlier turn, the start of a later one). Context finds a short turn ("yes, the blue one") by what
+#: surrounds it; the far paragraphs of a long reply say nothing about it, and LongMemEval-length
+#: replies copied whole into four neighbours' contexts made every full-text search several times
+#: slower (benchmarks/long_turns.py). LoCoMo's longest turn is 496 characters: untouched.
+NEIGHBOUR_CHARS = 1_000
 
 
 def window_contexts(turns: Sequence[str], window: int, *, only: range | None = None) -> dict[int, str]:
     """Context text for turns of one session, in conversation order.
 
-    The context of turn ``i`` is turns ``i-window .. i-1`` then ``i+1 .. i+window``, one per line;
-    the turn itself is left out (it is the memory's own text).
+    The context of turn ``i`` is turns ``i-window .. i-1`` then ``i+1 .. i+window``, one per line,
+    each cut to its :data:`NEIGHBOUR_CHARS` nearest turn ``i``; the turn itself is left out (it is
+    the memory's own text).
 
     Args:
         turns: The session's turn texts, oldest first.
@@ -26,5 +35,5 @@ def window_contexts(turns: Sequence[str], window: int, *, only: range | None = N
     for i in indices:
         before = turns[max(0, i - window) : i] if window else []
         after = turns[i + 1 : i + 1 + window] if window else []
-        out[i] = "\n".join([*before, *after])
+        out[i] = "\n".join([*(t[-NEIGHBOUR_CHARS:] for t in before), *(t[:NEIGHBOUR_CHARS] for t in after)])
     return out

@@ -1,6 +1,6 @@
 import numpy as np
 
-from memory_retrievers.context import window_contexts
+from memory_retrievers.context import NEIGHBOUR_CHARS, window_contexts
 from memory_retrievers.dedup import first_duplicate_in_batch
 
 SCOPE = ("fact", None, None)
@@ -59,3 +59,11 @@ def test_window_contexts() -> None:
     assert window_contexts(turns, 1) == {0: "t1", 1: "t0\nt2", 2: "t1\nt3", 3: "t2"}
     assert window_contexts(turns, 2, only=range(1, 2)) == {1: "t0\nt2\nt3"}
     assert window_contexts(turns, 0) == {0: "", 1: "", 2: "", 3: ""}
+
+
+def test_a_long_neighbour_lends_a_turn_only_its_nearest_part() -> None:
+    reply = "start of the reply " + "x" * 70_000 + " end of the reply"
+    contexts = window_contexts(["earlier question", reply, "yes, the blue one"], 1)
+    assert contexts[2] == reply[-NEIGHBOUR_CHARS:] and contexts[2].endswith("end of the reply")  # its end
+    assert contexts[0] == reply[:NEIGHBOUR_CHARS] and contexts[0].startswith("start of the reply")  # its start
+    assert contexts[1] == "earlier question\nyes, the blue one"  # short turns lend all they say
