@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .dedup import content_words
-from .query import keywords
+from .query import WORD, keywords
 from .speakers import speaker_of, strip_speaker
 
 __all__ = [
@@ -164,9 +164,6 @@ def stem(word: str) -> str:
     return word[:-1] if len(word) >= 4 and word.endswith("s") and not word.endswith("ss") else word
 
 
-_WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
-
-
 def excerpt(text: str, terms: Sequence[str], max_chars: int) -> str:
     """``text`` itself when it fits in ``max_chars``, else its passage holding the most of ``terms``.
 
@@ -211,5 +208,5 @@ def excerpt(text: str, terms: Sequence[str], max_chars: int) -> str:
 @functools.lru_cache(maxsize=256)
 def _stemmed_words(text: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
     """Where each word of a long text starts, and its stem (a long memory recurs across recalls)."""
-    words = list(_WORD.finditer(text))
+    words = list(WORD.finditer(text))
     return tuple(m.start() for m in words), tuple(stem(m.group().casefold()) for m in words)

@@ -15,7 +15,8 @@ from .dates import DateSpan, mentioned_dates
 
 __all__ = ["QueryFeatures", "analyze", "feedback_terms", "keywords"]
 
-_WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
+#: A word as queries and memories are read (apostrophes and hyphens kept inside it).
+WORD = re.compile(r"[\w'\u2019-]+", re.UNICODE)
 
 # Standard English stop words plus question scaffolding ("did", "does", "ever"...): they carry no
 # topic and make BM25 queries long and slow.
@@ -65,7 +66,7 @@ _AGGREGATION_PHRASES = ("how many", "what are", "what kinds", "what types", "wha
 
 
 def _words(text: str) -> list[str]:
-    return [w.strip("'\u2019-") for w in _WORD.findall(text) if w.strip("'\u2019-")]
+    return [w.strip("'\u2019-") for w in WORD.findall(text) if w.strip("'\u2019-")]
 
 
 def keywords(text: str) -> list[str]:
@@ -108,7 +109,7 @@ def analyze(query: str) -> QueryFeatures:
     lower = [w.casefold() for w in words]
     entities: list[str] = []
     sentence_start = True
-    for raw in _WORD.finditer(query):
+    for raw in WORD.finditer(query):
         word = raw.group().strip("'\u2019-")
         before = query[: raw.start()].rstrip()
         sentence_start = not before or before[-1] in ".?!:\n"
