@@ -132,6 +132,8 @@ def _close_open_stores() -> None:
 
 
 _MAX_QUERY_K = 10_000
+# LanceDB takes limit and offset as unsigned 32-bit ints: larger ones raise OverflowError inside it.
+_MAX_PAGE = 2**32 - 1
 
 
 def default_store_path() -> Path:
@@ -715,8 +717,8 @@ class MemoryStore:
         """Async twin of :meth:`list`."""
         self._ensure_open()
         ns = self._ns(namespace)
-        self._check_int(limit, "limit", 1)
-        self._check_int(offset, "offset", 0)
+        self._check_int(limit, "limit", 1, _MAX_PAGE)
+        self._check_int(offset, "offset", 0, _MAX_PAGE)
         return await self._searcher.page(ns, self._live(filter), limit=limit, offset=offset, newest_first=newest_first)
 
     def count(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
@@ -1061,8 +1063,8 @@ class MemoryStore:
         self._ensure_open()
         ns = self._ns(namespace)
         if limit is not None:
-            self._check_int(limit, "limit", 1)
-        self._check_int(offset, "offset", 0)
+            self._check_int(limit, "limit", 1, _MAX_PAGE)
+        self._check_int(offset, "offset", 0, _MAX_PAGE)
         await self._access.flush()
         return await self._transfer().export(ns, limit=limit, offset=offset, include_vectors=include_vectors)
 
