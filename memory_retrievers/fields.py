@@ -93,6 +93,11 @@ FIELDS: tuple[FieldSpec, ...] = (
     # still has the revision it read (a conditional merge), so a stale copy never overwrites a newer
     # row or brings back a deleted one, even from another process.
     FieldSpec("revision", pa.int64(), nullable=False, writable=False, public=False, added_sql="CAST(0 AS BIGINT)"),
+    # Internal: a random number drawn afresh for every row a write commits (see ``schema.to_arrow``).
+    # Readers' views trust a row while its stamp is unchanged: unlike ``revision`` and the timestamps,
+    # which a restore or an injected clock can reproduce exactly, a new stamp cannot be mistaken for
+    # the one a reader holds (0 on rows written before this column existed).
+    FieldSpec("stamp", pa.int64(), nullable=False, writable=False, public=False, added_sql="CAST(0 AS BIGINT)"),
     # Internal: the store filled ``context`` from the session (True) or the caller set it (False);
     # null on rows written before this column existed. Only store-filled contexts are rewritten
     # when a neighbouring turn is deleted or re-worded.

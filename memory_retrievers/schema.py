@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -56,10 +57,17 @@ def search_text(text: str, context: str | None) -> str:
 
 
 def to_arrow(rows: Sequence[Mapping[str, Any]], vectors: np.ndarray, schema: pa.Schema) -> pa.Table:
-    """Build an Arrow table from row dicts (all columns but ``vector``) and a vector matrix."""
+    """Build an Arrow table from row dicts (all columns but ``vector``) and a vector matrix.
+
+    Every row gets a fresh random ``stamp`` (whatever the dict holds): each write of a row is then
+    told apart from every earlier one, even when it carries the same revision and timestamps.
+    """
     columns: dict[str, Any] = {}
     for field in schema:
-        if field.name == "vector":
+        if field.name == "stamp":
+            # os.urandom, not a seeded generator: a forked child would repeat its parent's draws.
+            columns["stamp"] = pa.array(np.frombuffer(os.urandom(8 * len(rows)), dtype=np.int64), type=pa.int64())
+        elif field.name == "vector":
             dim = field.type.list_size
             flat = pa.array(np.ascontiguousarray(vectors, dtype=np.float32).ravel(), type=pa.float32())
             columns["vector"] = pa.FixedSizeListArray.from_arrays(flat, dim)

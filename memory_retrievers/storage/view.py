@@ -20,17 +20,18 @@ from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
 
 __all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 
-# What changes whenever a row does: a rewrite bumps ``revision`` and ``updated_at`` (a delete and
-# re-add of one id gets a new ``updated_at``), an access bumps ``access_count``/``last_accessed_at``.
-SIGNATURE = ("id", "revision", "updated_at", "access_count", "last_accessed_at")
-# A view holds every public column, the vector, and ``revision`` (for the signature).
-VIEW_COLUMNS = [*SCALAR_COLUMNS, "revision", "vector"]
+# What changes whenever a row does: every write of a row draws a new ``stamp`` (a restore or a
+# delete and re-add can reproduce ``revision`` and ``updated_at`` exactly, so those alone can be
+# fooled), and an access bumps ``access_count``/``last_accessed_at`` without rewriting the row.
+SIGNATURE = ("id", "stamp", "revision", "updated_at", "access_count", "last_accessed_at")
+# A view holds every public column, the vector, and ``stamp`` and ``revision`` (for the signature).
+VIEW_COLUMNS = [*SCALAR_COLUMNS, "stamp", "revision", "vector"]
 
 
 class NamespaceView:
     """Rows, vectors and derived arrays of one namespace at one table version, column by column.
 
-    Rows stay an Arrow table (every public column and ``revision``; the vector apart as a numpy
+    Rows stay an Arrow table (every public column, ``stamp`` and ``revision``; the vector apart as a numpy
     matrix) and become Python objects only when recall touches them: a view of 20,000 memories is
     built, patched and checked with array operations, not 20,000 dicts.
 
@@ -44,7 +45,7 @@ class NamespaceView:
         live: Not superseded.
         created: ``created_at`` in POSIX seconds.
         newest: Row indices newest first, equal timestamps by id (LanceDB's order for the same query).
-        signature: Per row ``revision``, ``updated_at``, ``access_count``, ``last_accessed_at``
+        signature: Per row ``stamp``, ``revision``, ``updated_at``, ``access_count``, ``last_accessed_at``
             (integers): what changes whenever the stored row does.
         present: Not replaced or deleted since the view was built. A rewritten or deleted row
             stays in the arrays as a tombstone (its id indexed at its new row, if any) until a
@@ -131,7 +132,7 @@ class NamespaceView:
 
     @classmethod
     def from_table(cls, namespace: str, version: int, table: pa.Table) -> NamespaceView:
-        """Build from a query result with every public column, ``revision`` and ``vector``."""
+        """Build from a query result with every public column, ``stamp``, ``revision`` and ``vector``."""
         return cls(namespace, version, table.drop_columns(["vector"]), vectors_of(table))
 
     def patched(self, touched: set[str], fresh: pa.Table | None, version: int) -> NamespaceView:
@@ -367,15 +368,16 @@ def _microseconds(column: pa.ChunkedArray) -> np.ndarray:
 
 
 def _signature(table: pa.Table) -> np.ndarray:
-    """The ``SIGNATURE`` columns but ``id`` as an (n, 4) int64 matrix."""
-    if "revision" not in table.column_names:
-        raise ValueError("a namespace view needs the revision column")
+    """The ``SIGNATURE`` columns but ``id`` as an (n, 5) int64 matrix."""
+    if "revision" not in table.column_names or "stamp" not in table.column_names:
+        raise ValueError("a namespace view needs the stamp and revision columns")
     return np.stack(
         [
+            np.asarray(pc.fill_null(table.column("stamp"), 0).to_numpy(zero_copy_only=False), dtype=np.int64),
             np.asarray(pc.fill_null(table.column("revision"), -1).to_numpy(zero_copy_only=False), dtype=np.int64),
             _microseconds(table.column("updated_at")),
             np.asarray(pc.fill_null(table.column("access_count"), -1).to_numpy(zero_copy_only=False), dtype=np.int64),
             _microseconds(table.column("last_accessed_at")),
         ],
         axis=1,
-    ).reshape(table.num_rows, 4)
+    ).reshape(table.num_rows, 5)

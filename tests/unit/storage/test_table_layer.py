@@ -146,18 +146,20 @@ async def test_an_older_table_gets_the_new_columns_on_open(tmp_path: Path) -> No
     from .conftest import EMBEDDER
 
     legacy = memory_schema(EMBEDDER.dimension, EMBEDDER.name)
-    for added in ("revision", "context_auto"):
+    for added in ("revision", "stamp", "context_auto"):
         legacy = legacy.remove(legacy.get_field_index(added))
-    data = rows("u", ["written by 0.1"]).drop_columns(["revision", "context_auto"])
+    data = rows("u", ["written by 0.1"]).drop_columns(["revision", "stamp", "context_auto"])
     db = await lancedb.connect_async(str(tmp_path))
     await db.create_table("memories", data=data, schema=legacy)
     t = new_table(tmp_path)
     await t.open()
-    assert (await t.rows(build_where("u"), ["text", "revision", "context_auto"])).to_pylist() == [
-        {"text": "written by 0.1", "revision": 0, "context_auto": None}
+    assert (await t.rows(build_where("u"), ["text", "revision", "stamp", "context_auto"])).to_pylist() == [
+        {"text": "written by 0.1", "revision": 0, "stamp": 0, "context_auto": None}
     ]
     await t.add(rows("u", ["written now"]))
     assert await t.count() == 2
+    stamps = (await t.rows(build_where("u"), ["stamp"])).column("stamp").to_pylist()
+    assert stamps[0] == 0 and stamps[1] != 0  # every write draws a fresh one
 
 
 async def test_another_handle_sees_commits_only_with_a_consistency_interval(tmp_path: Path) -> None:
