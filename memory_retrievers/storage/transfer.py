@@ -19,6 +19,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 
 from ..config import StoreConfig
 from ..errors import InvalidInputError, StorageError
@@ -34,6 +35,13 @@ from .writes import Writer
 _ATTEMPTS = 5
 
 __all__ = ["EXPORT_FIELDS", "RestoreResult", "RestoreRow", "Transfer", "parse_restore_record"]
+
+#: Writable timestamp fields an export record may hold (``created_at`` is required, so apart).
+_OPTIONAL_TIMESTAMPS = tuple(
+    f.name
+    for f in FIELDS
+    if f.name in WRITABLE_FIELDS and f.name != "created_at" and f.type == pa.timestamp("us", tz="UTC")
+)
 
 #: The keys of an export record: every public field (``vector`` only when vectors are exported).
 EXPORT_FIELDS: frozenset[str] = frozenset(f.name for f in FIELDS if f.public)
@@ -113,6 +121,10 @@ def parse_restore_record(raw: Any, config: StoreConfig, *, namespace: str | None
         raise InvalidInputError("id is required in an export record (a restore keeps every memory's id)")
     writable = {k: v for k, v in raw.items() if k in WRITABLE_FIELDS and k not in ("vector", "created_at")}
     writable["created_at"] = _required_timestamp(raw.get("created_at"), "created_at")
+    # Timestamps come back as the ISO 8601 strings an export's JSON holds them as.
+    for field in _OPTIONAL_TIMESTAMPS:
+        if writable.get(field) is not None:
+            writable[field] = _timestamp(writable[field], field)
     rec = validate_record(writable, config, namespace=namespace)
     count = raw.get("access_count", 0)
     if isinstance(count, bool) or not isinstance(count, int) or count < 0:

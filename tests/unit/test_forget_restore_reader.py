@@ -39,7 +39,8 @@ def test_item1_a_reader_does_not_keep_text_forgotten_and_restored_redacted(tmp_p
         texts = [m.text for m in retriever.recall("doctor Weber Mondays").memories]
         assert SECRET not in texts
         assert "Ana sees a doctor on Mondays" in texts
-        assert sorted(m.text for m in reader.list("ana")) == ["Ana likes hiking in the Alps", "Ana sees a doctor on Mondays"]
+        listed = sorted(m.text for m in reader.list("ana"))
+        assert listed == ["Ana likes hiking in the Alps", "Ana sees a doctor on Mondays"]
     finally:
         reader.close()
         admin.close()

@@ -115,3 +115,26 @@ def test_stats_counts_namespaces_kinds_indexes_fragments_and_size(
     after = store.stats()
     assert all(i.unindexed_rows == 0 for i in after.indexes) and after.fragments <= stats.fragments
     assert json.loads(json.dumps(after.to_dict()))["namespaces"][0]["namespace"] == "alice"
+
+
+def test_item8_backups_with_expiring_memories_restore(
+    make_store: Callable[..., MemoryStore], clock: ManualClock, tmp_path: Path
+) -> None:
+    # Issue 27 item 8: restore(export()) raised "expires_at must be a datetime, got str".
+    source = make_store()
+    source.add("the door code is 4711 until Friday", namespace="u", expires_at=clock() + timedelta(days=3))
+    source.add("Alice likes tea", namespace="u")
+    exported = source.export("u")
+    assert any(r["expires_at"] for r in exported)
+    target = MemoryStore(tmp_path / "copy", embedder=source.embedder, clock=clock)
+    try:
+        assert target.restore(exported).added == 2  # as export returns them
+        assert target.export("u") == exported
+        assert target.restore([json.loads(json.dumps(r)) for r in exported]).replaced == 2  # through JSON text
+        assert target.export("u") == exported
+        clock.advance(days=4)  # the restored expiry still counts
+        assert [m.text for m in target.list("u")] == ["Alice likes tea"]
+        with pytest.raises(InvalidInputError, match="expires_at"):
+            target.restore([{**exported[0], "expires_at": "next Friday"}])
+    finally:
+        target.close()
