@@ -28,6 +28,7 @@ from typing import Any, overload
 import numpy as np
 
 from . import _loop
+from ._barrier import ForgetBarrier, Ticket, current_check
 from .config import StoreConfig, validated
 from .embeddings import Embedder, SentenceTransformerEmbedder
 from .errors import (
@@ -227,12 +228,15 @@ class MemoryStore:
         duplicates = DuplicateFinder(self._table, cfg, self._clock)
         self._writer = Writer(self._table, cfg, self._vectors, duplicates, context, self._searcher, self._clock)
         self._editor = Editor(self._table, cfg, self._vectors, self._writer, duplicates, context, self._clock)
-        # Every write of this store goes through one queue (see storage/queue.py).
+        # Every write of this store goes through one queue (see storage/queue.py); writes of work
+        # handed over before a forget are checked there against it (see _barrier.py).
+        self._forgets = ForgetBarrier()
         self._queue = WriteQueue(
             self._writer.write_group,
             max_records=cfg.write_batch_size,
             prepare=self._table.refresh,
             linger_s=cfg.write_linger.total_seconds(),
+            barrier=lambda: current_check(self._forgets),
         )
         self._closed = False
         self._embedder_loaded = False
@@ -653,14 +657,30 @@ class MemoryStore:
         return await self._queue.exclusive(lambda: self._editor.delete(ns, wanted, missing_ok=missing_ok))
 
     def forget(self, namespace: str) -> int:
-        """Delete every memory of a namespace (a user's right to be forgotten); returns the count."""
+        """Delete every memory of a namespace (a user's right to be forgotten); returns the count.
+
+        A barrier: writes queued before it (``add_later``) commit first and are deleted with the
+        rest, and memory formation handed over before it (``MemoryFormer.form_later``, a running
+        ``form``) stores nothing once it is applied; that run fails with
+        :class:`~memory_retrievers.errors.NamespaceForgottenError`.
+        """
         return _loop.run_sync(self.aforget(namespace))
 
     async def aforget(self, namespace: str) -> int:
         """Async twin of :meth:`forget`."""
         self._ensure_open()
         ns = self._ns(namespace)
-        return await self._queue.exclusive(lambda: self._editor.forget(ns))
+        number = self._forgets.request(ns)
+
+        async def run() -> int:
+            self._forgets.apply(ns, number)  # first: a failed delete still refuses work from before it
+            return await self._editor.forget(ns)
+
+        return await self._queue.exclusive(run)
+
+    def _forget_ticket(self, namespace: str) -> Ticket:
+        """A ticket for work on ``namespace`` handed over now: its writes never land after a later forget."""
+        return self._forgets.ticket(self._ns(namespace))
 
     # ------------------------------------------------------------------ reads
     @overload
@@ -985,17 +1005,10 @@ class MemoryStore:
     async def aexpire(self, namespace: str | None = None) -> int:
         """Async twin of :meth:`expire`."""
         self._ensure_open()
-        clauses = [f"expires_at <= {sql_literal(self._clock())}"]
-        if namespace is not None:
-            clauses.insert(0, f"namespace = {sql_literal(self._ns(namespace))}")
-        found = await self._table.rows(" AND ".join(f"({c})" for c in clauses), ["id", "namespace"])
-        by_namespace: dict[str, list[str]] = {}
-        for row in found.to_pylist():
-            by_namespace.setdefault(row["namespace"], []).append(row["id"])
-        deleted = 0
-        for ns, ids in by_namespace.items():
-            deleted += await self.adelete(ids, namespace=ns, missing_ok=True)
-        return deleted
+        ns = self._ns(namespace) if namespace is not None else None
+        # Read and delete in one queued operation, each delete conditional on the row being expired
+        # still: a put that refreshed it in between (issue 27 item 7) is never deleted.
+        return await self._queue.exclusive(lambda: self._editor.expire(ns, self._clock()))
 
     # ------------------------------------------------------------------ access statistics
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:

@@ -1,17 +1,22 @@
-"""Keeping a store healthy: ``stats``, ``optimize`` and ``dedup`` (an offline near-duplicate report)."""
+"""Keeping a store healthy: ``stats``, ``optimize``, ``purge`` and ``dedup`` (an offline near-duplicate report)."""
 
 from __future__ import annotations
 
+import contextlib
 from typing import TYPE_CHECKING, Any
 
 import click
 
+from . import exits
 from .common import ensure_namespace
 from .options import common_options, namespace_option, settings_for
 from .runtime import Invocation
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
+
     from ..storage.stats import StoreStats
+    from .settings import Settings
 
 __all__ = ["COMMANDS", "duplicate_groups"]
 
@@ -119,6 +124,83 @@ def optimize(inv: Invocation, /, **params: Any) -> None:
         f"unindexed rows {b['unindexed_rows']} -> {a['unindexed_rows']}, "
         f"disk {_size(b['disk_bytes'])} -> {_size(a['disk_bytes'])}"
     )
+
+
+@click.command(
+    "purge",
+    epilog="""\b
+Examples:
+  memory-retrievers forget alice --yes && memory-retrievers purge        # asks first
+  memory-retrievers purge --yes --json
+
+\b
+delete and forget hide memories at once, but their bytes stay in older table versions and
+files until those are pruned (optimize keeps versions for an hour). purge rewrites every file
+holding a deleted memory, rebuilds the indexes and deletes every older version now: afterwards
+the forgotten text is in no file of the store. It needs the store to itself: it stops this
+store's worker and keeps it stopped until done, but other programs (an app, an MCP server) must
+not read or write the store meanwhile. Earlier versions can no longer be read afterwards.""",
+)
+@click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@common_options
+@click.pass_obj
+def purge(inv: Invocation, /, **params: Any) -> None:
+    """Remove deleted and forgotten memories from disk for good (needs the store to itself)."""
+    settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
+    from .runtime import store_exists
+
+    if not store_exists(settings.store):
+        inv.stores.open(settings, create=False)  # raises the usual "no store at ..." (exit 3)
+    if not params["yes"]:
+        if not inv.stdin_tty:
+            raise click.UsageError("refusing to purge without --yes when not at a terminal")
+        click.confirm(
+            f"Purge {settings.store}? No other program may read or write it until this finishes "
+            "(this store's worker is stopped first); older versions are deleted.",
+            abort=True,
+            err=True,
+        )
+    with _store_to_itself(inv, settings):
+        store = inv.stores.open(settings, create=False)
+        before = store.stats()
+        store.purge()
+        after = store.stats()
+    result = {
+        "versions": {"before": before.versions, "after": after.versions},
+        "disk_bytes": {"before": before.disk_bytes, "after": after.disk_bytes},
+        "rows": after.rows,
+    }
+    if params["as_json"]:
+        inv.json(result)
+        return
+    inv.out(
+        f"purged: versions {before.versions} -> {after.versions}, disk {_size(before.disk_bytes)} -> "
+        f"{_size(after.disk_bytes)}; deleted and forgotten memories are no longer on disk"
+    )
+
+
+@contextlib.contextmanager
+def _store_to_itself(inv: Invocation, /, settings: Settings) -> Iterator[None]:
+    """Stop the store's worker (it keeps the table open) and keep a new one from starting until the block ends."""
+    from .workerproto import WorkerUnavailableError, no_worker_meanwhile, package_version, runtime_dir, socket_path
+    from .workerproto import supported as workers_supported
+
+    if not workers_supported():
+        yield
+        return
+    try:
+        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version())
+    except WorkerUnavailableError:  # no safe runtime folder: no worker can serve this store
+        yield
+        return
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(no_worker_meanwhile(path))
+        except WorkerUnavailableError as exc:
+            raise exits.CliError(
+                f"{exc}; stop it with `memory-retrievers worker stop` and purge again", exits.STORAGE
+            ) from None
+        yield
 
 
 def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[list[tuple[dict[str, Any], float]]]:
@@ -274,4 +356,4 @@ def dedup(inv: Invocation, /, **params: Any) -> None:
     inv.out(f"{total} duplicate(s) in {groups_count} group(s) at cosine >= {threshold}: {verb}")
 
 
-COMMANDS = [stats, optimize, dedup]
+COMMANDS = [stats, optimize, purge, dedup]

@@ -249,14 +249,19 @@ def delete(inv: Invocation, /, ids: tuple[str, ...], **params: Any) -> None:
     epilog="""\b
 Examples:
   memory-retrievers forget alice            # asks first
-  memory-retrievers forget alice --yes --json""",
+  memory-retrievers forget alice --yes --json
+  memory-retrievers forget alice --yes && memory-retrievers purge --yes   # and off the disk now
+
+\b
+forget hides the memories at once; their bytes stay in older table versions and files until
+those are pruned. Run `memory-retrievers purge` afterwards to remove them from disk now.""",
 )
 @click.argument("namespace")
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
 @common_options
 @click.pass_obj
 def forget(inv: Invocation, /, namespace: str, **params: Any) -> None:
-    """Delete every memory of NAMESPACE (a user's right to be forgotten)."""
+    """Delete every memory of NAMESPACE (a user's right to be forgotten; then purge erases the bytes)."""
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     store = inv.stores.open(settings, create=False)
     ensure_namespace(store, namespace)

@@ -31,8 +31,10 @@ class Tally:
     """What an import did so far."""
 
     added: int = 0
-    updated: int = 0
+    replaced: int = 0
+    """Records whose id was already stored in their namespace: the stored memory was replaced."""
     deduplicated: int = 0
+    """Records skipped as (or merged into) a duplicate of a stored memory."""
     rejected: list[tuple[str, str]] = field(default_factory=list)
     committed: int = 0
     batches: int = 0
@@ -43,7 +45,7 @@ class Tally:
             "files": files,
             "format": fmt,
             "added": self.added,
-            "updated": self.updated,
+            "replaced": self.replaced,
             "deduplicated": self.deduplicated,
             "rejected": len(self.rejected),
             "rejects": [{"where": w, "error": e} for w, e in self.rejected],
@@ -100,9 +102,14 @@ def _read(path: str, inv: Invocation) -> str:
 
 
 def _check(
-    items: list[Item], kind: str, store_config: Any, namespace: str | None, tally: Tally
+    items: list[Item], kind: str, store_config: Any, namespace: str | None, forced: str | None, tally: Tally
 ) -> list[tuple[str, Any]]:
-    """Validate every record before anything is written; rejected ones are tallied with their position."""
+    """Validate every record before anything is written; rejected ones are tallied with their position.
+
+    ``namespace`` is the default for records naming none; ``forced`` is the ``-n`` given on the
+    command line: a record naming another namespace is refused (an import never writes where it
+    was not told to).
+    """
     from ..errors import InvalidInputError
     from ..storage.transfer import parse_restore_record
     from ..validation import validate_record
@@ -112,18 +119,65 @@ def _check(
         if item.record is None:
             tally.rejected.append((item.where, item.error or "unreadable"))
             continue
-        if namespace is None and not item.record.get("namespace"):
-            tally.rejected.append((item.where, 'no namespace: add "namespace" to the record or pass -n NAME'))
-            continue
-        try:
-            if kind == "export":
-                parse_restore_record(item.record, store_config, namespace=namespace)
-            else:
-                validate_record(item.record, store_config, namespace=namespace)
-        except InvalidInputError as exc:
-            tally.rejected.append((item.where, str(exc)))
+        problem = _record_problem(item.record, namespace, forced)
+        if problem is None:
+            try:
+                if kind == "export":
+                    parse_restore_record(item.record, store_config, namespace=namespace)
+                else:
+                    validate_record(item.record, store_config, namespace=namespace)
+            except InvalidInputError as exc:
+                problem = str(exc)
+            except RecursionError:  # a field nested deeper than any check can walk
+                problem = "a field is nested too deeply to read; flatten it"
+        if problem is not None:
+            tally.rejected.append((item.where, problem))
             continue
         good.append((item.where, item.record))
+    return good
+
+
+def _record_problem(record: dict[str, Any], namespace: str | None, forced: str | None) -> str | None:
+    """Why a record cannot be imported before the store is opened (namespace, vector shape), or ``None``."""
+    named = record.get("namespace")
+    if namespace is None and not named:
+        return 'no namespace: add "namespace" to the record or pass -n NAME'
+    if forced is not None and named is not None and named != forced:
+        return (
+            f"names namespace {named!r} but -n is {forced!r}: an import writes only into the namespace it is "
+            'given; drop -n to import it into its own, or remove its "namespace" field to import it into '
+            f"{forced!r}"
+        )
+    return _vector_problem(record.get("vector"), None)
+
+
+# float32's largest finite value: a larger number is stored as infinity.
+_FLOAT32_MAX = 3.4028234663852886e38
+
+
+def _vector_problem(vector: Any, dimension: int | None) -> str | None:
+    """Why a record's ``vector`` cannot be stored (not a list of finite numbers, wrong width), or ``None``."""
+    if vector is None:
+        return None
+    fix = "leave vector out to embed the text"
+    if not isinstance(vector, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in vector):
+        return f"vector must be a JSON list of numbers, got {type(vector).__name__}; {fix}"
+    if not all(abs(x) <= _FLOAT32_MAX and x == x for x in vector):  # x == x is False for NaN
+        return f"vector must hold finite numbers within float32's range; {fix}"
+    if dimension is not None and len(vector) != dimension:
+        return f"vector has {len(vector)} numbers but the store's embedder gives {dimension}; {fix}"
+    return None
+
+
+def _check_widths(records: list[tuple[str, Any]], dimension: int, tally: Tally) -> list[tuple[str, Any]]:
+    """Records whose vector (if any) has the store's width; the others are rejected by position, before any write."""
+    good = []
+    for where, record in records:
+        problem = _vector_problem(record.get("vector"), dimension)
+        if problem is None:
+            good.append((where, record))
+        else:
+            tally.rejected.append((where, problem))
     return good
 
 
@@ -152,7 +206,8 @@ def _summary(inv: Invocation, /, tally: Tally, files: list[str], fmt: str, as_js
     else:
         verb = "would import" if dry_run else "imported"
         inv.out(
-            f"{verb} {', '.join(files)} ({fmt}): {tally.added} added, {tally.updated} updated, "
+            f"{verb} {', '.join(files)} ({fmt}): {tally.added} added, "
+            f"{tally.replaced} replaced (id already stored), "
             f"{tally.deduplicated} deduplicated, {len(tally.rejected)} rejected"
         )
     for where, error in tally.rejected[:_SHOWN_REJECTS]:
@@ -213,7 +268,8 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
         prefix = f"{path}: " if len(files) > 1 else ""
         kind = "export" if parsed.format == "export" else "write"
         items = [Item(prefix + i.where, i.record, i.error) for i in parsed.items]
-        for where, record in _check(items, parsed.format, store_config, settings.namespace, tally):
+        checked = _check(items, parsed.format, store_config, settings.namespace, params["namespace"], tally)
+        for where, record in checked:
             pending.append((where, record, kind, parsed.header))
     fmt = ",".join(sorted(formats))
     pending = pending[params["skip"] :]
@@ -229,8 +285,12 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     store = inv.stores.open(settings, create=True)
     exports = [(w, r) for w, r, k, _ in pending if k == "export"]
     header = next((h for _, _, k, h in pending if k == "export" and h is not None), None)
-    exports = _check_header(header, store, params["reembed"], exports)
-    writes = [(w, r) for w, r, k, _ in pending if k == "write"]
+    dimension = store.embedder.dimension
+    exports = _check_widths(_check_header(header, store, params["reembed"], exports), dimension, tally)
+    writes = _check_widths([(w, r) for w, r, k, _ in pending if k == "write"], dimension, tally)
+    if not exports and not writes:
+        _summary(inv, tally, list(files), fmt, params["as_json"], False)
+        raise exits.CliError("nothing to import: every record was rejected", exits.INVALID_INPUT)
     stop = _Stop(inv)
     size = params["batch_size"]
     total = len(exports) + len(writes)
@@ -245,18 +305,12 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
                     if batch_kind == "export":
                         restored = store.restore(batch, namespace=settings.namespace)
                         tally.added += restored.added
-                        tally.updated += restored.replaced
+                        tally.replaced += restored.replaced
                     else:
                         for result in store.add_many(
                             batch, namespace=settings.namespace, dedup=False if params["no_dedup"] else None
                         ):
-                            action = result.action.value
-                            if action == "added":
-                                tally.added += 1
-                            elif action == "updated":
-                                tally.updated += 1
-                            else:
-                                tally.deduplicated += 1
+                            _count(tally, result)
                     tally.committed += len(batch)
                     tally.batches += 1
                     progress.advance(len(batch), tally)
@@ -268,6 +322,17 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
         raise click.exceptions.Exit(exits.INTERRUPTED)
     if tally.rejected:
         raise click.exceptions.Exit(exits.PARTIAL)
+
+
+def _count(tally: Tally, result: Any) -> None:
+    """Tally one ``add_many`` result: an update without a duplicate is an id that was already stored."""
+    action = result.action.value
+    if action == "added":
+        tally.added += 1
+    elif action == "updated" and result.duplicate_of is None:
+        tally.replaced += 1
+    else:  # skipped as a duplicate, or merged into one (its annotations added)
+        tally.deduplicated += 1
 
 
 class _Progress:

@@ -77,13 +77,25 @@ class Parsed:
     header: dict[str, Any] | None = None
 
 
+def _loads(text: str) -> Any:
+    """``json.loads``, with nesting deeper than Python's recursion limit as a JSONDecodeError too.
+
+    The decoder recurses once per level: a hostile ``[[[[...`` line raises ``RecursionError``,
+    which must not abort a whole import.
+    """
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None
+
+
 def _lines(text: str) -> Iterator[tuple[int, Any]]:
     """(line number, parsed JSON or the JSONDecodeError) for every non-blank line."""
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
         try:
-            yield number, json.loads(line)
+            yield number, _loads(line)
         except json.JSONDecodeError as exc:
             yield number, exc
 
@@ -94,7 +106,7 @@ def _whole(text: str) -> Any:
     if not stripped.startswith(("[", "{")):
         return None
     try:
-        return json.loads(text)
+        return _loads(text)
     except json.JSONDecodeError:
         return None
 

@@ -10,6 +10,7 @@ Messages are JSON objects, one per line.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -17,7 +18,8 @@ import socket
 import stat
 import sys
 import tempfile
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -25,6 +27,8 @@ __all__ = [
     "PROTOCOL",
     "WORKER_COMMANDS",
     "WorkerUnavailableError",
+    "no_worker_meanwhile",
+    "package_version",
     "read_message",
     "runtime_dir",
     "socket_path",
@@ -74,6 +78,16 @@ def runtime_dir(env: Mapping[str, str]) -> Path:
     return folder
 
 
+def package_version() -> str:
+    """The installed package's version (part of the socket's name: an upgrade gets a new worker)."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memory-retrievers")
+    except PackageNotFoundError:  # pragma: no cover - a source tree without metadata
+        return "0.0.0"
+
+
 def socket_path(folder: Path, store: str, embedder: str, version: str) -> Path:
     """The socket of the worker for this store and embedder."""
     key = "\0".join((store, embedder, version, sys.executable))
@@ -105,3 +119,55 @@ def peer_is_same_user(sock: socket.socket) -> bool:
     creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     _pid, uid, _gid = struct.unpack("3i", creds)
     return bool(uid == os.getuid())
+
+
+def lock_path(socket_file: Path) -> Path:
+    """The lock a worker holds for its whole life (only one worker per socket)."""
+    return Path(f"{socket_file}.lock")
+
+
+@contextlib.contextmanager
+def no_worker_meanwhile(socket_file: Path, *, timeout_s: float = 60.0) -> Iterator[None]:
+    """Stop the worker of ``socket_file`` if one runs, and keep any other from starting until the block ends.
+
+    Takes the worker's own lock: a running worker is asked to stop (again every half second, in
+    case it is still warming up and not yet listening) until it exits and releases the lock; a
+    worker a client starts meanwhile finds the lock taken and exits at once (the client then runs
+    its command in its own process).
+
+    Raises:
+        WorkerUnavailableError: The worker did not stop within ``timeout_s``.
+    """
+    import fcntl
+
+    lock = open(lock_path(socket_file), "a")  # noqa: SIM115 - closed in finally, which releases the lock
+    try:
+        deadline = time.monotonic() + timeout_s
+        asked = 0.0
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except OSError:
+                pass
+            now = time.monotonic()
+            if now > deadline:
+                raise WorkerUnavailableError(
+                    f"the worker listening on {socket_file} did not stop within {timeout_s:.0f} s"
+                )
+            if now - asked >= 0.5:
+                _ask_to_stop(socket_file)
+                asked = now
+            time.sleep(0.05)
+        yield
+    finally:
+        lock.close()
+
+
+def _ask_to_stop(socket_file: Path) -> None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(5.0)
+    with sock, contextlib.suppress(OSError, ValueError):
+        sock.connect(str(socket_file))
+        write_message(sock, {"v": PROTOCOL, "op": "stop"})
+        read_message(sock.makefile("rb"))

@@ -200,7 +200,7 @@ def test_export_pipe_import_round_trips_a_store_exactly(
     copy = {"MEMORY_RETRIEVERS_STORE": str(tmp_path / "copy")}
     imported = proc("import", "-", input=exported.stdout, extra_env=copy)
     assert imported.returncode == 0, imported.stderr
-    assert "5 added, 0 updated, 0 deduplicated, 0 rejected" in imported.stdout
+    assert "5 added, 0 replaced (id already stored), 0 deduplicated, 0 rejected" in imported.stdout
     again = proc("export", "--all-namespaces", extra_env=copy)
     body = lambda text: text.splitlines()[1:]  # noqa: E731 - the header holds the export time
     assert body(again.stdout) == body(exported.stdout) and len(body(exported.stdout)) == 5
@@ -208,7 +208,7 @@ def test_export_pipe_import_round_trips_a_store_exactly(
     assert any(r["superseded_by"] for r in records) and any(r["access_count"] == 1 for r in records)
     assert all(len(r["vector"]) == 32 for r in records)
     reimport = proc("import", "-", input=exported.stdout, extra_env=copy)
-    assert "0 added, 5 updated" in reimport.stdout  # idempotent: same ids replaced, nothing new
+    assert "0 added, 5 replaced (id already stored)" in reimport.stdout  # idempotent: same ids replaced, nothing new
     other = proc(
         "import",
         "-",

@@ -1,0 +1,179 @@
+"""Issue 27 on the command line: purge after forget, imports that write only where told, hostile lines, huge pages."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import HashEmbedder, MemoryStore
+from memory_retrievers.cli import exits
+from memory_retrievers.errors import InvalidInputError
+
+from .conftest import Result
+
+Cli = Callable[..., Result]
+
+
+def _files_holding(folder: Path, values: list[str]) -> dict[str, list[str]]:
+    """Every file under ``folder`` whose bytes contain one of ``values``, by value."""
+    found: dict[str, list[str]] = {}
+    for path in folder.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            for value in values:
+                if value.encode("utf-8") in data:
+                    found.setdefault(value, []).append(str(path.relative_to(folder)))
+    return found
+
+
+def _jsonl(path: Path, records: list[dict[str, object]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+# --- item 4: the CLI can purge --------------------------------------------------------------------
+
+
+def test_item4_forget_then_purge_leaves_no_forgotten_bytes_in_any_file(
+    cli: Cli, env: dict[str, str], tmp_path: Path
+) -> None:
+    # 20 users x 5 memories in one commit (one fragment): forgetting one user deletes 5% of it,
+    # under LanceDB's default share for rewriting a fragment, so nothing but purge removes the bytes.
+    records = [
+        {
+            "text": f"user{u} note {i} " + ("quokkasecret lives at 12 Elm Street" if u == 7 else "ordinary words"),
+            "namespace": "erin@example.org" if u == 7 else f"user{u}@example.org",
+            "id": f"{'erinid' if u == 7 else 'keep'}-{u}-{i}",
+            "tags": ["erintag"] if u == 7 else ["common"],
+            "session_id": "erinsession" if u == 7 else "s",
+        }
+        for u in range(20)
+        for i in range(5)
+    ]
+    assert cli("import", str(_jsonl(tmp_path / "all.jsonl", records)), "--no-dedup").code == exits.OK
+    store = Path(env["MEMORY_RETRIEVERS_STORE"])
+    forgotten = ["quokkasecret", "erin@example.org", "erinid-7-3", "erintag", "erinsession"]
+    assert _files_holding(store, forgotten)  # the probe finds them while stored
+    assert cli("forget", "erin@example.org", "--yes").code == exits.OK
+    refused = cli("purge")  # not at a terminal and no --yes: nothing done
+    assert refused.code == exits.USAGE and "--yes" in refused.stderr
+    done = cli("purge", "--yes", "--json")
+    assert done.code == exits.OK, done.stderr
+    assert json.loads(done.stdout)["versions"]["after"] == 1
+    assert _files_holding(store, forgotten) == {}
+    listed = json.loads(cli("list", "-n", "user3@example.org", "--json").stdout)
+    assert listed["total"] == 5  # nothing kept is lost
+
+
+def test_item4_purge_is_offered_by_forget_and_refuses_a_missing_store(cli: Cli, env: dict[str, str]) -> None:
+    assert "memory-retrievers purge" in cli("forget", "--help").stdout
+    missing = cli("purge", "--yes")
+    assert missing.code == exits.NOT_FOUND and "no store at" in missing.stderr
+    assert not Path(env["MEMORY_RETRIEVERS_STORE"]).exists()
+
+
+# --- item 10: import -n writes only into that namespace, and says what it replaced ----------------
+
+
+def test_item10_import_with_n_refuses_records_naming_another_namespace(cli: Cli, tmp_path: Path) -> None:
+    added = json.loads(cli("add", "Alice keeps bees", "-n", "alice", "--json").stdout)
+    records = [
+        {"text": "replaces alice's memory", "namespace": "alice", "id": added["id"]},
+        {"text": "Carol keeps goats", "namespace": "carol"},
+        {"text": "Bob keeps cats"},
+        {"text": "Bob keeps dogs", "namespace": "bob"},
+    ]
+    done = cli("import", str(_jsonl(tmp_path / "mixed.jsonl", records)), "-n", "bob", "--json")
+    assert done.code == exits.PARTIAL
+    summary = json.loads(done.stdout)
+    assert (summary["added"], summary["replaced"], summary["rejected"]) == (2, 0, 2)
+    assert [r["where"] for r in summary["rejects"]] == ["line 1", "line 2"]
+    assert "names namespace 'alice' but -n is 'bob'" in summary["rejects"][0]["error"]
+    alice = json.loads(cli("list", "-n", "alice", "--json").stdout)["memories"]
+    assert [m["text"] for m in alice] == ["Alice keeps bees"]  # untouched
+    assert cli("list", "-n", "carol").code == exits.NOT_FOUND  # not created
+
+
+def test_item10_an_export_imported_under_another_n_writes_nothing(cli: Cli, tmp_path: Path) -> None:
+    assert cli("add", "Alice keeps bees", "-n", "alice").code == exits.OK
+    backup = tmp_path / "alice.jsonl"
+    backup.write_text(cli("export", "-n", "alice").stdout)
+    done = cli("import", str(backup), "-n", "bob")
+    assert done.code == exits.INVALID_INPUT and "but -n is 'bob'" in done.stderr
+    assert cli("list", "-n", "bob").code == exits.NOT_FOUND
+
+
+def test_item10_the_summary_counts_records_that_replaced_a_stored_id(cli: Cli, tmp_path: Path) -> None:
+    assert cli("add", "Alice keeps bees", "-n", "alice", "--id", "k1").code == exits.OK
+    records = [{"text": "Alice keeps wasps", "id": "k1"}, {"text": "Alice keeps ants", "id": "k2"}]
+    done = cli("import", str(_jsonl(tmp_path / "ids.jsonl", records)), "-n", "alice")
+    assert done.code == exits.OK
+    assert "1 added, 1 replaced (id already stored)" in done.stdout
+    backup = tmp_path / "alice.jsonl"
+    backup.write_text(cli("export", "-n", "alice").stdout)
+    again = json.loads(cli("import", str(backup), "--json").stdout)
+    assert (again["added"], again["replaced"]) == (0, 2)
+
+
+# --- item 11: a hostile line is reported and skipped, never a traceback -----------------------------
+
+
+def test_item11_hostile_memory_lines_are_rejected_by_number_and_the_rest_imported(cli: Cli, tmp_path: Path) -> None:
+    lines = [
+        json.dumps({"text": "Alice keeps bees"}),
+        "[" * 100_000 + "]" * 100_000,  # json.loads raises RecursionError
+        '{"text": "deep", "metadata": ' + '{"a": ' * 3000 + "1" + "}" * 3000 + "}",
+        json.dumps({"text": "a string vector", "vector": "0.1, 0.2"}),
+        json.dumps({"text": "a short vector", "vector": [0.1, 0.2]}),
+        json.dumps({"text": "a huge vector", "vector": [1e39] * 32}),
+        json.dumps({"text": "booleans", "vector": [True] * 32}),
+        json.dumps({"text": "Alice keeps wasps"}),
+    ]
+    path = tmp_path / "hostile.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = cli("import", str(path), "-n", "alice", "--json")
+    assert done.code == exits.PARTIAL, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["added"] == 2
+    assert sorted(r["where"] for r in summary["rejects"]) == [f"line {n}" for n in range(2, 8)]
+    assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
+    assert "vector must be a JSON list of numbers" in done.stderr
+    assert "vector has 2 numbers but the store's embedder gives 32" in done.stderr
+
+
+def test_item11_hostile_export_records_are_rejected_by_number_and_the_rest_restored(cli: Cli, tmp_path: Path) -> None:
+    assert cli("add", "Alice keeps bees", "-n", "alice").code == exits.OK
+    header, record = cli("export", "-n", "alice").stdout.splitlines()
+    good = json.loads(record)
+    bad = [{**good, "id": f"bad{i}", "text": f"bad {i}", "vector": v} for i, v in enumerate(["x", [0.5] * 3])]
+    lines = [header, *(json.dumps(b) for b in bad), "{" * 50_000, json.dumps({**good, "id": "fine", "text": "fine"})]
+    path = tmp_path / "hostile-export.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    done = cli("import", str(path), "--json")
+    assert done.code == exits.PARTIAL, done.stderr
+    summary = json.loads(done.stdout)
+    assert summary["added"] == 1 and sorted(r["where"] for r in summary["rejects"]) == ["line 2", "line 3", "line 4"]
+
+
+# --- item 15: limit and offset beyond LanceDB's range are typed errors ------------------------------
+
+
+@pytest.mark.parametrize(("name", "value"), [("limit", 2**32), ("offset", 2**32), ("offset", 2**63)])
+def test_item15_list_and_export_refuse_huge_limit_or_offset_with_a_typed_error(
+    tmp_path: Path, name: str, value: int
+) -> None:
+    with MemoryStore(tmp_path / "s", embedder=HashEmbedder(16)) as store:
+        store.add("Alice keeps bees", namespace="alice")
+        for call in (store.list, store.export):
+            with pytest.raises(InvalidInputError, match=name):
+                call("alice", **{name: value})
+        assert len(store.list("alice", limit=2**32 - 1, offset=0)) == 1  # the largest accepted
+
+
+def test_item15_cli_list_with_a_huge_offset_is_invalid_input(cli: Cli) -> None:
+    assert cli("add", "Alice keeps bees", "-n", "alice").code == exits.OK
+    done = cli("list", "-n", "alice", "--offset", str(2**32))
+    assert done.code == exits.INVALID_INPUT and "offset must be an int in [0, 4294967295]" in done.stderr
