@@ -9,6 +9,7 @@ subclass also inherits the built-in exception a caller would naturally catch, so
     ├── InvalidInputError (ValueError)       a text, id, namespace or field that cannot be stored
     │   └── FilterError                      a malformed metadata filter
     ├── NotFoundError (LookupError)          ids that do not exist in the namespace
+    ├── NamespaceForgottenError (RuntimeError)  a write from before a forget, refused after it
     ├── EmbeddingError (RuntimeError)        the embedder failed or returned unusable vectors
     │   └── DimensionMismatchError (ValueError)  vector width differs from the table's
     └── StorageError (RuntimeError)          the LanceDB table could not be read or written
@@ -32,6 +33,7 @@ __all__ = [
     "ForkedStoreError",
     "InvalidInputError",
     "MemoryRetrieversError",
+    "NamespaceForgottenError",
     "NotFoundError",
     "SchemaMismatchError",
     "StorageError",
@@ -75,6 +77,23 @@ class NotFoundError(MemoryRetrieversError, LookupError):
     def __str__(self) -> str:
         # LookupError/KeyError would repr() the message; keep it readable.
         return str(self.args[0]) if self.args else ""
+
+
+class NamespaceForgottenError(MemoryRetrieversError, RuntimeError):
+    """A write made for a namespace before it was forgotten reached the store after the forget.
+
+    Forget is a barrier: a memory formation run (or another write carrying a forget ticket) that
+    was handed over before ``forget(namespace)`` stores nothing once the forget is applied, so
+    nothing forgotten comes back from work that was in flight. Nothing of this write was stored;
+    hand the conversation over again if it should be remembered after all.
+
+    Attributes:
+        namespace: The namespace that was forgotten.
+    """
+
+    def __init__(self, message: str, namespace: str | None = None) -> None:
+        super().__init__(message)
+        self.namespace = namespace
 
 
 class EmbeddingError(MemoryRetrieversError, RuntimeError):

@@ -11,7 +11,7 @@ from .contradictions import Contradiction, find_contradictions
 from .former import MemoryFormer, Message
 from .hygiene import FuzzyDuplicate, find_fuzzy_duplicates
 from .importance import importance
-from .report import FactOutcome, FormationReport
+from .report import FactOutcome, FormationReport, RejectedFact
 from .review import DuplicateFinding
 from .types import Confidence, Decision, Fact, LLMOutputWarning, Verdict
 
@@ -28,6 +28,7 @@ __all__ = [
     "LLMOutputWarning",
     "MemoryFormer",
     "Message",
+    "RejectedFact",
     "Verdict",
     "find_contradictions",
     "find_fuzzy_duplicates",

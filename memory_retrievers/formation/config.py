@@ -47,5 +47,11 @@ class FormationConfig(CheckedModel):
     """How many stored memories a new fact is compared with."""
     similar_min: float = Field(default=0.6, ge=-1, le=1)
     """Cosine similarity a stored memory needs to be shown to consolidation."""
+    max_facts: int = Field(default=100, ge=1, le=10_000)
+    """Most facts stored from one formed conversation; the LLM's further facts are not stored and
+    are listed in :attr:`FormationReport.rejected_facts` (an answer can list thousands)."""
+    max_facts_per_turn: int = Field(default=20, ge=1, le=1_000)
+    """Most facts per turn of the conversation: a conversation of ``n`` turns keeps at most
+    ``min(max_facts, max_facts_per_turn * n)`` facts, the rest reported as for ``max_facts``."""
     llm_timeout_s: float = Field(default=120.0, gt=0)
     """How long one LLM call may take before its step falls back (a warning, nothing lost)."""

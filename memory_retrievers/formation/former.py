@@ -9,8 +9,10 @@ any LLM is asked, so a failing, slow or garbled LLM never costs a turn.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import threading
+import uuid
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -18,18 +20,19 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from .. import _loop
+from .._barrier import Ticket, holding
 from ..config import validated
 from ..errors import InvalidInputError, NotFoundError
 from ..integration import aiter_memories
-from ..llm import as_llm
-from ..models import Memory, MemoryKind
-from ..validation import validate_record
+from ..llm import LLM, as_llm
+from ..models import AddedMemory, Memory, MemoryKind
+from ..validation import check_text, validate_record
 from .config import FormationConfig
 from .consolidate import Consolidator
 from .extract import extract_facts, summarize
 from .importance import importance
 from .lifecycle import next_tier
-from .report import FormationReport
+from .report import FactOutcome, FormationReport, RejectedFact
 from .review import DuplicateFinding, review_duplicates
 from .types import Confidence, Fact
 
@@ -41,6 +44,9 @@ __all__ = ["MemoryFormer", "Message"]
 #: A turn to form memories from: a text, a record dict (``text`` plus writable fields), or a
 #: memory already stored (chat adapters store turns as they come).
 Message = str | Mapping[str, Any] | Memory
+
+#: The uuid namespace of turn ids made by formation (see ``_turn_ids``).
+_TURN_IDS = uuid.UUID("6f1f3a52-7d0e-4d8e-9a39-2f0c7c1b5e11")
 
 
 class MemoryFormer:
@@ -94,8 +100,25 @@ class MemoryFormer:
         Returns:
             What was stored and decided, fact by fact.
 
+        Forget is a barrier: once ``store.forget(namespace)`` is applied, a run handed over before
+        it stores nothing more (not even its turns, if it had not stored them yet) and raises
+        :class:`~memory_retrievers.errors.NamespaceForgottenError`; no LLM is asked about it after.
+
+        One unusable item of an LLM answer (a fact or ``about`` the store refuses, a summary over
+        ``StoreConfig.max_text_chars``) is left out and reported in the report
+        (``rejected_facts``, ``rejected_summary``, ``notes``); the others are stored. At most
+        ``FormationConfig.max_facts`` (and ``max_facts_per_turn`` per turn) facts are stored.
+
+        New turns get ids made from the namespace, the session and the whole conversation, so
+        forming the same conversation again (a retry after a failure) rewrites its turns in
+        place instead of storing them twice.
+
         Raises:
             InvalidInputError: A message is invalid; nothing was stored.
+            NamespaceForgottenError: The namespace was forgotten while the run was in flight;
+                nothing more was stored after the forget.
+            MemoryRetrieversError: A later write failed (e.g. ``StorageError``); the turns may be
+                stored, and forming the same messages again does not store them twice.
         """
         return _loop.run_sync(self.aform(messages, namespace=namespace, session_id=session_id, when=when))
 
@@ -108,16 +131,20 @@ class MemoryFormer:
         conversation's consolidation sees the facts of the one before. Pass turns that are already
         stored (the :class:`~memory_retrievers.Memory` objects a write returned) so the caller
         never waits for an LLM and a failed run costs no turn. An exception is kept in the
-        future, never raised into the caller's thread; :meth:`flush` waits for every run.
+        future, never raised into the caller's thread; :meth:`flush` waits for every run. A
+        ``forget`` of the namespace called after this returns wins: the run stores nothing after it.
         """
         batch = self._prepare(messages, namespace, session_id)  # bad input raises in the caller's thread
+        ticket = self._store._forget_ticket(namespace)  # taken now: a forget from here on wins
         with self._lock:
             if self._worker is None or self._worker_pid != os.getpid():  # a forked child gets its own
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="memory-formation")
                 self._worker_pid = os.getpid()
                 self._pending = set()
             # The coroutine is made in the worker, so a run that never starts leaves none un-awaited.
-            future = self._worker.submit(lambda: _loop.run_sync(self._run(batch, namespace, session_id, when)))
+            future = self._worker.submit(
+                lambda: _loop.run_sync(self._run(batch, namespace, session_id, when, ticket))
+            )
             self._pending.add(future)
         future.add_done_callback(self._done)
         return future
@@ -182,7 +209,8 @@ class MemoryFormer:
         self, messages: Sequence[Message], *, namespace: str, session_id: str | None = None, when: str | None = None
     ) -> FormationReport:
         """Async twin of :meth:`form`."""
-        return await self._run(self._prepare(messages, namespace, session_id), namespace, session_id, when)
+        batch = self._prepare(messages, namespace, session_id)
+        return await self._run(batch, namespace, session_id, when, self._store._forget_ticket(namespace))
 
     def _prepare(self, messages: Any, namespace: str, session_id: str | None) -> _Batch:
         """Split and check the messages: every record is validated before anything is stored."""
@@ -209,53 +237,129 @@ class MemoryFormer:
                 dropped.append(record["text"])
             else:
                 records.append(record)
+        _name_turns(records, messages, namespace)
         return _Batch(stored, records, dropped)
 
-    async def _run(self, batch: _Batch, namespace: str, session_id: str | None, when: str | None) -> FormationReport:
+    async def _run(
+        self, batch: _Batch, namespace: str, session_id: str | None, when: str | None, ticket: Ticket
+    ) -> FormationReport:
+        # Every write of the run carries the ticket: the store's queue refuses it after a later forget.
+        with holding(ticket):
+            return await self._formed(batch, namespace, session_id, when, ticket)
+
+    async def _formed(
+        self, batch: _Batch, namespace: str, session_id: str | None, when: str | None, ticket: Ticket
+    ) -> FormationReport:
         cfg = self._config
-        stored, records, dropped = batch.stored, batch.records, batch.dropped
-        turns: list[Memory] = list(stored)
-        if records and cfg.store_turns:
-            turns += await self._store.aadd_many(records, namespace=namespace)
-        texts = [m.text for m in turns] if turns else [r["text"] for r in records]
-        ids = [m.id for m in turns]
+        turns: list[Memory] = list(batch.stored)
+        if batch.records and cfg.store_turns:
+            turns += await self._store.aadd_many(batch.records, namespace=namespace)
+        texts = [m.text for m in turns] if turns else [r["text"] for r in batch.records]
         dates = [m.created_at for m in turns if m.created_at is not None]
-        created = max(dates) if dates else None
         session = session_id or next((m.session_id for m in turns if m.session_id), None)
         when = when or (_date(min(dates)) if dates else None)
         if self._llm is None or not texts:
-            return FormationReport(tuple(turns), tuple(dropped))
+            return FormationReport(tuple(turns), tuple(batch.dropped))
 
+        ticket.check()  # a forgotten user's turns are not sent to an LLM any more
         facts = await extract_facts(self._llm, texts, when=when, timeout_s=cfg.llm_timeout_s) if cfg.extract else []
         kept = [f for f in facts if f.confidence.rank <= cfg.min_confidence.rank]
         too_unsure = tuple(f for f in facts if f.confidence.rank > cfg.min_confidence.rank)
+        base = {"kind": MemoryKind.FACT, "session_id": session, "created_at": max(dates) if dates else None}
+        base = {k: v for k, v in base.items() if v is not None}
+        fact_records, rejected, notes = self._fact_records(kept, [m.id for m in turns], base, namespace, len(texts))
+        ticket.check()
         consolidator = Consolidator(self._store, self._llm if cfg.consolidate else None, cfg, namespace)
-        base = {"kind": MemoryKind.FACT, "session_id": session, "created_at": created}
-        fact_records: list[tuple[Fact, dict[str, Any]]] = []
-        for fact in kept:
-            links = [ids[i] for i in fact.sources if i < len(ids)]
-            fields: dict[str, Any] = {
-                **{k: v for k, v in base.items() if v is not None},
-                "text": fact.text,
-                "links": links,
-                "importance": importance(fact.text),
-                "entities": [fact.about] if fact.about else [],
-                "metadata": {"confidence": fact.confidence.value, "formed_by": "extraction"},
-            }
-            if cfg.lifecycle:
-                fields["lifecycle"] = "candidate"
-            if fact.confidence is Confidence.SPECULATIVE and cfg.speculative_ttl_days is not None:
-                fields["expires_at"] = self._store.clock() + timedelta(days=cfg.speculative_ttl_days)
-            fact_records.append((fact, fields))
-        outcomes = await consolidator.apply(fact_records)
-        summary = None
+        outcomes: list[FactOutcome] = await consolidator.apply(fact_records)
+        summary, rejected_summary = None, None
         if cfg.summarize:
-            text = await summarize(self._llm, texts, when=when, timeout_s=cfg.llm_timeout_s)
-            if text:
-                extra: dict[str, Any] = {"kind": MemoryKind.INSIGHT, "metadata": {"summary_of": session or ""}}
-                extra.update({k: v for k, v in base.items() if k != "kind" and v is not None})
-                summary = await self._store.aadd(text, namespace=namespace, **extra)
-        return FormationReport(tuple(turns), tuple(dropped), tuple(outcomes), too_unsure, summary)
+            ticket.check()
+            summary, rejected_summary = await self._summary(self._llm, texts, when, base, session, namespace)
+        return FormationReport(
+            tuple(turns),
+            tuple(batch.dropped),
+            tuple(outcomes),
+            too_unsure,
+            summary,
+            rejected_facts=tuple(rejected),
+            rejected_summary=rejected_summary,
+            notes=tuple(notes),
+        )
+
+    def _fact_records(
+        self, facts: Sequence[Fact], ids: Sequence[str], base: Mapping[str, Any], namespace: str, n_turns: int
+    ) -> tuple[list[tuple[Fact, dict[str, Any]]], list[RejectedFact], list[str]]:
+        """The facts' records to store, each checked alone: a bad item is left out, never the rest.
+
+        Returns the storable records (at most the configured cap), the facts left out and why,
+        and notes on repairs (an unstorable ``about`` dropped from a fact that is kept).
+        """
+        cfg = self._config
+        cap = min(cfg.max_facts, cfg.max_facts_per_turn * max(n_turns, 1))
+        records: list[tuple[Fact, dict[str, Any]]] = []
+        rejected: list[RejectedFact] = []
+        notes: list[str] = []
+        for fact in facts:
+            fields = self._fact_fields(fact, ids, base)
+            problem = self._refusal(fields, namespace)
+            if problem is not None and fields["entities"]:
+                without = {**fields, "entities": []}
+                if self._refusal(without, namespace) is None:
+                    notes.append(f"about of fact {fact.text[:40]!r} left out: {problem}")
+                    fields, problem = without, None
+            if problem is not None:
+                rejected.append(RejectedFact(fact, f"not storable: {problem}"))
+            elif len(records) >= cap:
+                reason = f"over the cap of {cap} facts for this conversation (FormationConfig.max_facts, max_facts_per_turn)"
+                rejected.append(RejectedFact(fact, reason))
+            else:
+                records.append((fact, fields))
+        return records, rejected, notes
+
+    def _fact_fields(self, fact: Fact, ids: Sequence[str], base: Mapping[str, Any]) -> dict[str, Any]:
+        cfg = self._config
+        fields: dict[str, Any] = {
+            **base,
+            "text": fact.text,
+            "links": [ids[i] for i in fact.sources if i < len(ids)],
+            "importance": importance(fact.text),
+            "entities": [fact.about] if fact.about else [],
+            "metadata": {"confidence": fact.confidence.value, "formed_by": "extraction"},
+        }
+        if cfg.lifecycle:
+            fields["lifecycle"] = "candidate"
+        if fact.confidence is Confidence.SPECULATIVE and cfg.speculative_ttl_days is not None:
+            fields["expires_at"] = self._store.clock() + timedelta(days=cfg.speculative_ttl_days)
+        return fields
+
+    def _refusal(self, fields: Mapping[str, Any], namespace: str) -> str | None:
+        """Why the store would refuse ``fields`` (an LLM's text or entity), or ``None``."""
+        try:
+            validate_record(fields, self._store.config, namespace=namespace)
+        except InvalidInputError as exc:
+            return str(exc)
+        return None
+
+    async def _summary(
+        self,
+        llm: LLM,
+        texts: Sequence[str],
+        when: str | None,
+        base: Mapping[str, Any],
+        session: str | None,
+        namespace: str,
+    ) -> tuple[AddedMemory | None, str | None]:
+        """The stored session summary, or why the LLM's summary was not stored."""
+        text = await summarize(llm, texts, when=when, timeout_s=self._config.llm_timeout_s)
+        if not text:
+            return None, None
+        try:
+            check_text(text, field="summary", max_chars=self._store.config.max_text_chars)
+        except InvalidInputError as exc:
+            return None, f"summary not stored: {exc}"
+        extra: dict[str, Any] = {"kind": MemoryKind.INSIGHT, "metadata": {"summary_of": session or ""}}
+        extra.update({k: v for k, v in base.items() if k != "kind"})
+        return await self._store.aadd(text, namespace=namespace, **extra), None
 
 
 @dataclass(frozen=True, slots=True)
@@ -265,6 +369,25 @@ class _Batch:
     stored: list[Memory]
     records: list[dict[str, Any]]
     dropped: list[str]
+
+
+def _name_turns(records: Sequence[dict[str, Any]], messages: Sequence[Message], namespace: str) -> None:
+    """Give each new turn without an id one made from its conversation and place in it.
+
+    The id depends on the namespace, the turn's session, every message of the conversation (in
+    order) and the turn's position, so forming the same conversation again (a retry after a run
+    failed past its turns) upserts the turns already stored instead of storing them twice, while
+    another conversation never shares an id with it.
+    """
+    digest = hashlib.sha256()
+    for msg in messages:
+        text = msg.id if isinstance(msg, Memory) else msg if isinstance(msg, str) else str(msg.get("text"))
+        digest.update(text.encode("utf-8", "surrogatepass") + b"\x1f")
+    conversation = digest.hexdigest()
+    for position, record in enumerate(records):
+        if record.get("id") is None:
+            key = f"{record.get('namespace', namespace)}\x1f{record.get('session_id') or ''}\x1f{conversation}\x1f{position}"
+            record["id"] = str(uuid.uuid5(_TURN_IDS, key))
 
 
 def _check_messages(messages: Any) -> None:

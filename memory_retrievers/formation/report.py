@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from ..models import AddedMemory, Memory
 from .types import Decision, Fact
 
-__all__ = ["FactOutcome", "FormationReport"]
+__all__ = ["FactOutcome", "FormationReport", "RejectedFact"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +31,20 @@ class FactOutcome:
 
 
 @dataclass(frozen=True, slots=True)
+class RejectedFact:
+    """An extracted fact that was not stored, and why.
+
+    Attributes:
+        fact: The fact as extracted.
+        reason: Why it was left out: a field the store refuses (a lone surrogate, an over-long
+            text), or the cap on facts per conversation (``FormationConfig.max_facts``).
+    """
+
+    fact: Fact
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
 class FormationReport:
     """The outcome of :meth:`~memory_retrievers.formation.MemoryFormer.form`.
 
@@ -40,6 +54,10 @@ class FormationReport:
         facts: One outcome per extracted fact that was kept.
         dropped_facts: Facts below ``min_confidence``.
         summary: The session summary memory, when one was made.
+        rejected_facts: Facts the LLM gave that were not stored (unstorable, or over the cap);
+            the others were stored.
+        rejected_summary: Why the LLM's summary was not stored (e.g. too long), if it was not.
+        notes: Repairs made to stored facts (e.g. an unstorable ``about`` left out).
     """
 
     turns: tuple[Memory, ...] = ()
@@ -47,6 +65,9 @@ class FormationReport:
     facts: tuple[FactOutcome, ...] = ()
     dropped_facts: tuple[Fact, ...] = ()
     summary: AddedMemory | None = None
+    rejected_facts: tuple[RejectedFact, ...] = ()
+    rejected_summary: str | None = None
+    notes: tuple[str, ...] = ()
 
     def count(self, decision: Decision) -> int:
         """How many facts got ``decision``."""

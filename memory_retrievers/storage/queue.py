@@ -47,6 +47,7 @@ class _Op:
     future: Future[Any] = field(default_factory=Future)
     given_up: bool = False
     queued_at: float = field(default_factory=time.monotonic)
+    check: Callable[[], None] | None = None  # raises when the op must not be applied any more
 
 
 @dataclass(eq=False)
@@ -78,6 +79,10 @@ class WriteQueue:
         linger_s: How long the first queued add waits for others before its group commits.
         prepare: Runs before each unit of work (the store moves its table handle to the latest
             version there, so a write never acts on a stale view of the table).
+        barrier: Called as an operation is queued, in the caller's context; returns a check the
+            consumer calls right before applying it (a raise drops it and goes to its caller), or
+            ``None``. The store uses it so work handed over before a ``forget`` never lands after it
+            (see ``memory_retrievers._barrier``): the consumer that applies forgets runs the checks.
     """
 
     def __init__(
@@ -87,8 +92,10 @@ class WriteQueue:
         max_records: int,
         prepare: Callable[[], Awaitable[None]],
         linger_s: float = 0.0,
+        barrier: Callable[[], Callable[[], None] | None] | None = None,
     ) -> None:
         self._write_group = write_group
+        self._barrier = barrier
         self._prepare = prepare
         self._max = max_records
         self._linger_s = linger_s
@@ -119,6 +126,8 @@ class WriteQueue:
         return op.future
 
     def _enqueue(self, op: _Op) -> None:
+        if self._barrier is not None:
+            op.check = self._barrier()
         with self._lock:
             self._pending.append(op)
             self._idle.clear()
@@ -159,8 +168,8 @@ class WriteQueue:
     def _next(self) -> list[_Op]:
         """The next unit of work: one exclusive op, or consecutive add batches up to the size limit."""
         with self._lock:
-            while self._pending and self._pending[0].given_up:
-                self._settle(self._pending.popleft(), error=asyncio.CancelledError())
+            while self._pending and (self._pending[0].given_up or self._refused(self._pending[0])):
+                self._settle(self._pending.popleft(), error=asyncio.CancelledError())  # no-op if refused
             if not self._pending:
                 self._draining = False
                 self._hurry = False
@@ -171,11 +180,29 @@ class WriteQueue:
             if first.batch is not None:
                 size = len(first.batch.records)
                 while self._pending and (nxt := self._pending[0]).batch is not None:
+                    if self._refused(nxt):
+                        self._pending.popleft()
+                        continue
                     if nxt.batch.dedup != first.batch.dedup or size + len(nxt.batch.records) > self._max:
                         break
                     group.append(self._pending.popleft())
                     size += len(nxt.batch.records)
             return group
+
+    def _refused(self, op: _Op) -> bool:
+        """Whether ``op``'s check refuses it now (its caller then gets the check's error).
+
+        Checked when the op is taken for applying: this consumer applies every op in order, so
+        nothing (a forget) runs between the check and the op's commit.
+        """
+        if op.check is None:
+            return False
+        try:
+            op.check()
+        except Exception as exc:
+            self._settle(op, error=exc)
+            return True
+        return False
 
     def _linger_left(self) -> float:
         """Seconds the head of the queue should still wait for more adds (0: take it now)."""
