@@ -37,7 +37,7 @@ from .llm import as_llm
 from .models import Memory, MemoryKind
 from .results import render_line
 from .store import MemoryStore
-from .validation import MAX_QUERY_CHARS, check_key
+from .validation import MAX_QUERY_CHARS, check_key, check_namespace
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -222,6 +222,8 @@ def check_store_key(value: Any, *, field: str, store: MemoryStore) -> str:
             f"{field} has {len(value):,} characters, over the limit of {limit:,} (StoreConfig.max_key_chars); "
             f"use a shorter {field} or open the store with a larger max_key_chars"
         )
+    if field == "namespace":  # one rule for namespaces wherever they come in (see check_namespace)
+        return check_namespace(value, max_chars=limit)
     return check_key(value, field=field, max_chars=limit)
 
 

@@ -48,7 +48,7 @@ from .results import RecallResult
 from .scoring import ScoringContext
 from .store import MemoryStore
 from .tokens import TokenCounter, default_counter
-from .validation import MAX_QUERY_CHARS, check_key, check_text, to_utc
+from .validation import MAX_QUERY_CHARS, check_key, check_namespace, check_text, to_utc
 
 __all__ = ["MAX_QUERY_CHARS", "LLMFallbackWarning", "MemoryRetriever"]
 
@@ -87,7 +87,7 @@ class MemoryRetriever:
         if not isinstance(store, MemoryStore):
             raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = store
-        self._namespace = check_key(namespace, field="namespace", max_chars=store.config.max_key_chars)
+        self._namespace = check_namespace(namespace, max_chars=store.config.max_key_chars)
         self._config: RecallConfig = validated(RecallConfig, config, "RecallConfig")
         self._llm = as_llm(llm)
         if reranker is not None and not isinstance(reranker, Reranker):

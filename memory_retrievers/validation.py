@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
@@ -89,6 +90,43 @@ def check_key(value: Any, *, field: str, max_chars: int) -> str:
     if not value or not value.strip():
         raise InvalidInputError(f"{field} must be a non-empty str, got {value!r}")
     return check_text(value, field=field, max_chars=max_chars)
+
+
+# Characters that render as nothing (or as a line break) inside an otherwise identical-looking
+# namespace: C0/C1 controls are caught by category, these by name.
+_INVISIBLE = frozenset("\u200b\u200c\u200d\u2060\ufeff\u2028\u2029")
+
+
+def check_namespace(value: Any, *, max_chars: int) -> str:
+    """Validate a namespace and bring it to its one canonical form.
+
+    The rule, applied at every entry point (store, retrievers, adapters, records): a namespace is
+    compared exactly, case included (``"Alice"`` and ``"alice"`` are two tenants, as user ids are in
+    LangGraph and most identity systems; folding case could merge two real users). Unicode is
+    normalised to NFC, so the composed and decomposed spellings of ``"émile"`` (which look and are
+    the same text) name one namespace. What only looks like another namespace is refused rather than
+    silently made a new tenant: leading or trailing whitespace, control characters (a newline, a
+    tab) and invisible characters (zero-width spaces, a byte-order mark).
+
+    Returns:
+        The namespace in NFC.
+
+    Raises:
+        InvalidInputError: Naming the namespace and the fix.
+    """
+    ns = check_key(value, field="namespace", max_chars=max_chars)
+    if ns != ns.strip():
+        raise InvalidInputError(
+            f"namespace {ns!r} has leading or trailing whitespace, so it would be another tenant than "
+            f"{ns.strip()!r}; strip it (namespaces are compared exactly)"
+        )
+    bad = next((c for c in ns if c in _INVISIBLE or unicodedata.category(c) == "Cc"), None)
+    if bad is not None:
+        raise InvalidInputError(
+            f"namespace {ns!r} contains the control or invisible character U+{ord(bad):04X}; remove it "
+            "(it makes a namespace that looks like another one but is not)"
+        )
+    return unicodedata.normalize("NFC", ns)
 
 
 def _optional_key(value: Any, field: str, max_chars: int) -> str | None:
@@ -216,7 +254,7 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
         raise InvalidInputError("namespace is required: pass namespace='<user or tenant id>'")
     keys = config.max_key_chars
     out: dict[str, Any] = {
-        "namespace": check_key(ns, field="namespace", max_chars=keys),
+        "namespace": check_namespace(ns, max_chars=keys),
         "text": check_text(raw.get("text"), max_chars=config.max_text_chars),
         "kind": parse_kind(raw.get("kind", MemoryKind.FACT)),
         "session_id": _optional_key(raw.get("session_id"), "session_id", keys),

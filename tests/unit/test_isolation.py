@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memory_retrievers import HashEmbedder, InvalidInputError, MemoryStore, NotFoundError
+from memory_retrievers.validation import check_namespace
 
 SQLISH = [
     "x' OR '1'='1",
@@ -22,7 +23,7 @@ SQLISH = [
     "') OR ('a'='a",
     '" OR ""="',
     "victim",
-    "victim ",
+    "vic tim",
     "VICTIM",
     "victim' --",
 ]
@@ -58,11 +59,32 @@ def _valid(value: str) -> bool:
     return "\x00" not in value and value.strip() != ""
 
 
+def _valid_namespace(value: str) -> bool:
+    try:
+        check_namespace(value, max_chars=10_000)
+    except InvalidInputError:
+        return False
+    return True
+
+
+def store_add(store: MemoryStore, ns: str) -> None:
+    store.add("refused", namespace=ns)
+
+
 @pytest.mark.long
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ns=names, filter_value=names)
 def test_no_read_api_leaks_across_namespaces(shared_store: MemoryStore, ns: str, filter_value: str) -> None:
-    if ns == "victim" or not _valid(ns) or not _valid(filter_value):
+    if ns == "victim" or not _valid(filter_value):
+        return
+    if not _valid_namespace(ns):  # refused by the namespace rule: by every API, and nothing changes
+        for refused in (
+            lambda: store_add(shared_store, ns),
+            lambda: shared_store.list(ns),
+            lambda: shared_store.count(ns),
+        ):
+            with pytest.raises(InvalidInputError, match="namespace"):
+                refused()
         return
     store = shared_store
     own = store.add(f"own secret memory {len(ns)}", namespace=ns, tags=["secret"], entities=["secret"], dedup=False)
