@@ -60,7 +60,7 @@ from .storage.transfer import RestoreResult, Transfer, parse_restore_record
 from .storage.vectors import VectorMaker
 from .storage.views import ViewCache
 from .storage.writes import Writer
-from .validation import MAX_QUERY_CHARS, check_key, check_text, to_utc, validate_record
+from .validation import MAX_QUERY_CHARS, check_key, check_namespace, check_text, to_utc, validate_record
 
 __all__ = ["DEFAULT_TABLE", "MemoryStore", "default_store_path"]
 
@@ -1161,7 +1161,7 @@ class MemoryStore:
             raise InvalidInputError(f"dedup must be True, False or None (the config decides), got {dedup!r}")
 
     def _ns(self, namespace: Any) -> str:
-        return check_key(namespace, field="namespace", max_chars=self._config.max_key_chars)
+        return check_namespace(namespace, max_chars=self._config.max_key_chars)
 
     def _ids(self, ids: str | Sequence[str]) -> builtins.list[str]:
         if isinstance(ids, str):
