@@ -40,7 +40,7 @@ from .errors import (
     StorageError,
 )
 from .fields import WRITABLE_FIELDS
-from .filters import MemoryFilter, build_where, coerce_filter, recency_slot, sql_literal
+from .filters import MemoryFilter, build_where, coerce_filter, recency_slot
 from .models import AddedMemory, FtsField, Hit, Memory
 from .pending import PendingWrite
 from .recall.source import RecallSource

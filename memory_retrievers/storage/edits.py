@@ -19,7 +19,7 @@ import pyarrow as pa
 from ..config import StoreConfig
 from ..errors import InvalidInputError, NotFoundError, StorageError
 from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row, merge_annotations, stored_record
-from ..filters import MemoryFilter, build_where, matches, sql_in
+from ..filters import MemoryFilter, build_where, matches, sql_in, sql_literal
 from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
 from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
 from ..validation import content_hash, validate_record
@@ -313,17 +313,21 @@ class Editor:
         )
         return False
 
-    async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool) -> int:
+    async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool, only: str | None = None) -> int:
         """Delete memories by id, all or nothing unless ``missing_ok``; returns how many were deleted.
 
         In the same commit: a memory that a deleted one had superseded becomes live again (its
         ``superseded_by`` would otherwise point at nothing and hide it for good), and chat turns
-        next to a deleted turn get a context without its words.
+        next to a deleted turn get a context without its words. ``only`` (a SQL predicate) keeps
+        every row that does not satisfy it when read and when deleted: rows it excludes count as
+        missing.
 
         Raises:
             NotFoundError: Some ids do not exist (and not ``missing_ok``); nothing is deleted.
         """
-        found = await self._table.rows_by_id(namespace, ids, columns=["id", "kind", "session_id", "text", "created_at"])
+        found = await self._table.rows_by_id(
+            namespace, ids, columns=["id", "kind", "session_id", "text", "created_at"], only=only
+        )
         missing = [i for i in ids if i not in found]
         if missing and not missing_ok:
             raise NotFoundError(
@@ -341,13 +345,13 @@ class Editor:
             for row in await self._orphan_restores(namespace, doomed):
                 rewrites[row["id"]] = {**rewrites.get(row["id"], row), "superseded_by": None, "updated_at": now}
             if not rewrites:
-                await self._table.delete(namespace, doomed)
+                await self._table.delete(namespace, doomed, only=only)
                 await self._sweep(namespace, list(found.values()), gone)
                 return len(found)
             event = await self._table.delete_and_rewrite(
-                namespace, doomed, self._table.whole_rows(list(rewrites.values()))
+                namespace, doomed, self._table.whole_rows(list(rewrites.values())), only=only
             )
-            doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"])
+            doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"], only=only)
             if event.updated == len(rewrites) or (
                 not doomed_left and not await self._orphan_restores(namespace, doomed)
             ):  # the deletes landed (context rewrites that met a concurrent change are swept below)
@@ -377,6 +381,23 @@ class Editor:
             rows = await self._table.rows(where, self._table.schema.names)
             out.extend(r for r in rows.to_pylist() if r["id"] not in gone)
         return out
+
+    async def expire(self, namespace: str | None, now: datetime) -> int:
+        """Delete the memories expired at ``now`` (of one namespace, or all); returns how many.
+
+        Run on the write queue, and each delete is conditional on the row being expired still:
+        a write that gave a memory a later ``expires_at`` after the rows were read (another
+        process, or a write queued before this) keeps it.
+        """
+        expired = f"expires_at <= {sql_literal(now)}"
+        where = expired if namespace is None else f"namespace = {sql_literal(namespace)} AND ({expired})"
+        by_namespace: dict[str, list[str]] = {}
+        for row in (await self._table.rows(where, ["id", "namespace"])).to_pylist():
+            by_namespace.setdefault(row["namespace"], []).append(row["id"])
+        deleted = 0
+        for ns, ids in by_namespace.items():
+            deleted += await self.delete(ns, ids, missing_ok=True, only=expired)
+        return deleted
 
     async def forget(self, namespace: str) -> int:
         """Delete every memory of a namespace; returns the count."""

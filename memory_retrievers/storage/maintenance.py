@@ -80,8 +80,20 @@ async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-async def _rebuild_fts(table: Any, column: str) -> None:
-    await table.create_index(column, config=FTS(with_position=False), replace=True)
+def _vector_index() -> HnswSq:
+    return HnswSq(distance_type="cosine")
+
+
+def _index_config(index_type: str, column: str) -> Any | None:
+    """The config this library builds index ``index_type`` on ``column`` with, or None if not one of its own."""
+    if column in FTS_COLUMNS.values() and index_type == "FTS":
+        return FTS(with_position=False)
+    if column == "vector":
+        return _vector_index()
+    factory = SCALAR_INDEXES.get(column)
+    if factory is not None and type(factory()).__name__.lower() == index_type.replace("_", "").lower():
+        return factory()
+    return None
 
 
 class Maintainer:
@@ -218,7 +230,7 @@ class Maintainer:
                 await table.create_index(column, config=cfg, replace=True)
         wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
         if wanted and not any(k.endswith(":vector") for k in indexed):
-            await table.create_index("vector", config=HnswSq(distance_type="cosine"), replace=True)
+            await table.create_index("vector", config=_vector_index(), replace=True)
         await self._table.refresh_indexes()
 
     async def optimize(self, *, wait: bool) -> None:
@@ -244,35 +256,81 @@ class Maintainer:
         await self._table.handle.optimize(cleanup_older_than=self._config.version_retention)
 
     async def purge(self) -> None:
-        """Remove deleted memories from disk, with every older version and unreferenced file.
+        """Remove deleted memories from disk: their rows, index entries, older versions and files.
 
-        Compacts deleted rows out and rebuilds the full-text indexes first. Pending access
-        statistics are not flushed here: the caller runs this on the write queue, behind a flush
-        (a flush queued from here would wait for this very operation). Needs the table to
-        itself: other processes still reading an older version, or writing at this moment, fail
-        (LanceDB removes the files they use).
+        Four steps, each one commit (conflicts retried): rewrite every row of the table when the
+        latest version still hides deleted rows behind deletion files (LanceDB 0.40's ``optimize``
+        only rewrites a fragment once more than 10% of it is deleted, and its Python API takes no
+        compaction options); rebuild every index from the rows that remain (an index keeps the
+        values of deleted rows, and incremental index updates never drop them); then delete every
+        older version and every file the latest one does not reference, unverified files included.
+        Pending access statistics are not flushed here: the caller runs this on the write queue,
+        behind a flush (a flush queued from here would wait for this very operation). Needs the
+        table to itself: other processes still reading an older version, or writing at this
+        moment, fail (LanceDB removes the files they use).
         """
 
         async def work() -> None:
             await self._table.refresh()
-            table = self._table.handle
-            # A full-text index's token dictionary could keep words of deleted rows until rebuilt.
-            for column in FTS_COLUMNS.values():
-                if f"FTS:{column}" in self._table.indexed:
-                    await retry_conflicts("rebuild a full-text index", functools.partial(_rebuild_fts, table, column))
+            if await self._hides_deleted_rows():
+                await retry_conflicts("rewrite the rows of files holding deleted memories", self._rewrite_rows)
+            await self._rebuild_indexes()
             with warnings.catch_warnings():  # LanceDB warns about exactly what purge is for
                 warnings.filterwarnings("ignore", message=".*cleanup_older_than=0.*")
-
-                async def prune() -> None:
-                    await self._table.refresh()  # as in _compact
-                    await table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
-
-                await retry_conflicts("purge old versions", prune)
+                await retry_conflicts("purge old versions", self._prune_everything)
             await self._table.refresh_indexes()
 
         self._reset()
         await self._exclusive(work, wait=True)
         await asyncio.to_thread(self.remove_stale_temp_files, 0.0)
+
+    async def _hides_deleted_rows(self) -> bool:
+        """Whether the latest version has deletion files (deleted rows still in its data files)."""
+        versions = await self._table.handle.list_versions()
+        latest = max(versions, key=lambda v: int(v["version"]), default=None)
+        if latest is None:
+            return False
+        # A summary without the count (older table formats) is treated as holding deleted rows.
+        return str(latest.get("metadata", {}).get("total_deletion_files", "1")) != "0"
+
+    async def _rewrite_rows(self) -> None:
+        """Write every live row into new files, in one commit; the old files drop out of the version.
+
+        An update that sets a column to itself rewrites whole rows (all columns); a fragment whose
+        rows all moved is removed from the version, deletion file and all. The rows' content,
+        revision and timestamps are unchanged.
+        """
+        await self._table.refresh()  # as in _compact
+        await self._table.handle.update(updates_sql={"id": "id"})
+
+    async def _rebuild_indexes(self) -> None:
+        """Rebuild every index from the live rows (or drop it when no row is left).
+
+        ``replace=True`` builds the new index under a new folder and swaps it in one commit, so
+        searches keep working meanwhile; the old folder becomes unreferenced and is pruned.
+        """
+        table = self._table.handle
+        await self._table.refresh()
+        rows = await self._table.count()
+        for index in await table.list_indices():
+            column = index.columns[0]
+            config = _index_config(index.index_type, column)
+            if rows == 0 or config is None:
+                if config is None:
+                    logger.warning(
+                        "purge dropped index %r on %r: not one this library builds, so it cannot be rebuilt here "
+                        "and could hold deleted values; build it again if you need it",
+                        index.name,
+                        column,
+                    )
+                await retry_conflicts("drop an index", functools.partial(table.drop_index, index.name))
+                continue
+            build = functools.partial(table.create_index, column, config=config, replace=True)
+            await retry_conflicts(f"rebuild the {column} index", build)
+
+    async def _prune_everything(self) -> None:
+        await self._table.refresh()  # as in _compact
+        await self._table.handle.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
 
     def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
         """Delete temporary files that a killed writer left in a local table folder.

@@ -193,9 +193,12 @@ class MemoryTable:
         return await self.read(query, action)
 
     async def rows_by_id(
-        self, namespace: str, ids: Sequence[str], *, columns: Sequence[str] | None = None
+        self, namespace: str, ids: Sequence[str], *, columns: Sequence[str] | None = None, only: str | None = None
     ) -> dict[str, dict[str, Any]]:
-        """Stored rows of ``ids`` in ``namespace`` (superseded ones included), by id."""
+        """Stored rows of ``ids`` in ``namespace`` (superseded ones included), by id.
+
+        ``only``: a SQL predicate the rows must also satisfy (see :meth:`delete`).
+        """
         if not ids:
             return {}
         cols = list(columns) if columns is not None else [f.name for f in self.schema]
@@ -203,7 +206,8 @@ class MemoryTable:
         unique = list(dict.fromkeys(ids))
         for start in range(0, len(unique), _ID_CHUNK):
             chunk = unique[start : start + _ID_CHUNK]
-            table = await self.rows(build_where(namespace, MemoryFilter(include_superseded=True), ids=chunk), cols)
+            where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=chunk), only)
+            table = await self.rows(where, cols)
             for row in table.to_pylist():
                 out[row["id"]] = row
         return out
@@ -297,9 +301,13 @@ class MemoryTable:
         builder = self._table.merge_insert(_KEY).when_matched_update_all()
         return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
 
-    async def delete(self, namespace: str, ids: Sequence[str] | None) -> CommitEvent:
-        """Delete ``ids`` of a namespace, or the whole namespace for ``None``, in one commit."""
-        where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids)
+    async def delete(self, namespace: str, ids: Sequence[str] | None, *, only: str | None = None) -> CommitEvent:
+        """Delete ``ids`` of a namespace, or the whole namespace for ``None``, in one commit.
+
+        ``only``: a SQL predicate each row must still satisfy when the delete runs (``expires_at <=
+        ...`` for an expiry sweep), so a row rewritten since it was read is kept.
+        """
+        where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
         deleted = {namespace: tuple(ids)} if ids is not None else {}
         return await self._commit("delete", frozenset({namespace}), lambda: self._table.delete(where), deleted=deleted)
 
@@ -318,15 +326,18 @@ class MemoryTable:
         deleted = {namespace: tuple(ids)}
         return await self._commit("upsert", namespaces, lambda: builder.execute(data), rows=data, deleted=deleted)
 
-    async def delete_and_rewrite(self, namespace: str, ids: Sequence[str], rewrites: pa.Table) -> CommitEvent:
+    async def delete_and_rewrite(
+        self, namespace: str, ids: Sequence[str], rewrites: pa.Table, *, only: str | None = None
+    ) -> CommitEvent:
         """Delete ``ids`` and rewrite other rows (conditionally, as :meth:`rewrite`), in one commit.
 
         Deleting a successor and making its predecessor live again, or deleting a chat turn and
         taking its text out of its neighbours' context, must not be two commits: a crash between
-        them would hide the predecessor for good, or keep the deleted words searchable.
+        them would hide the predecessor for good, or keep the deleted words searchable. ``only``
+        narrows the delete as in :meth:`delete`.
         """
         self._whole(rewrites)
-        where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids)
+        where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
         builder = (
             self._table.merge_insert(_KEY)
             .when_matched_update_all(where=_UNCHANGED)
@@ -386,6 +397,11 @@ _ACTIONS: dict[CommitAction, str] = {
     "update": "update memories",
     "delete": "delete memories",
 }
+
+
+def _also(where: str, only: str | None) -> str:
+    """``where`` narrowed by the extra predicate ``only`` (none: unchanged)."""
+    return where if only is None else f"({where}) AND ({only})"
 
 
 def _namespaces(data: pa.Table) -> frozenset[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -115,3 +116,38 @@ def test_an_expired_duplicate_never_swallows_a_new_write(store: MemoryStore, clo
     again = store.add("Gate code is 1234", namespace=NS)
     assert again.action.name == "ADDED" and again.id != old.id
     assert [m.id for m in store.list(NS)] == [again.id]
+
+
+def test_item7_expire_keeps_memories_written_again(make_store: Callable[..., MemoryStore], clock: ManualClock) -> None:
+    # Issue 27 item 7: expire() read the expired ids outside the write queue, then deleted them by
+    # id: an upsert that gave a memory a later expires_at in between was deleted all the same.
+    store = make_store(config={"recall_view_max_rows": 0})
+    ids = [f"m{i}" for i in range(30)]
+    lost: list[str] = []
+    for _ in range(3):
+        for id_ in ids:
+            store.add(f"note {id_}", namespace=NS, id=id_, expires_at=clock() + timedelta(minutes=1), dedup=False)
+        clock.advance(minutes=2)  # all expired, none deleted yet
+        acked: list[str] = []
+        done = threading.Event()
+
+        def write_again() -> None:
+            try:
+                for id_ in ids:
+                    store.add(f"note {id_} again", namespace=NS, id=id_, expires_at=clock() + timedelta(days=1))
+                    acked.append(id_)
+            finally:
+                done.set()
+
+        writer = threading.Thread(target=write_again)
+        writer.start()
+        sweeps = 0
+        while not done.is_set() or not sweeps:
+            store.expire()
+            sweeps += 1
+        writer.join(timeout=120)
+        assert acked == ids
+        store.expire()
+        alive = {m.id for m in store.list(NS, limit=1000)}
+        lost += [id_ for id_ in acked if id_ not in alive]
+    assert lost == [], f"{len(lost)} of {3 * len(ids)} acknowledged writes were deleted by expire()"

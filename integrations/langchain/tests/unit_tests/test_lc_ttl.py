@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
 
 import pytest
 
@@ -84,3 +86,53 @@ def test_bad_ttl_config_is_refused(store: MemoryStore, ttl: dict, match: str) ->
 def test_the_sweeper_needs_an_interval(store: MemoryStore) -> None:
     with pytest.raises(ConfigError, match="sweep_interval_minutes"):
         MemoryStoreLangGraph(store).start_ttl_sweeper()
+
+
+def _race_puts_against_sweeps(lg: MemoryStoreLangGraph, keys: list[str], sweep: Callable[[], int]) -> list[str]:
+    """Re-put every key (ttl=60) in one thread while another sweeps; the keys whose put returned."""
+    acked: list[str] = []
+    done = threading.Event()
+    start = threading.Barrier(2)
+    sweeps = [0]
+
+    def putter() -> None:
+        start.wait()
+        try:
+            for key in keys:
+                lg.put(NS, key, {"text": f"{key} put again"}, ttl=60)
+                acked.append(key)
+        finally:
+            done.set()
+
+    def sweeper() -> None:
+        start.wait()
+        while not done.is_set() or not sweeps[0]:
+            sweep()
+            sweeps[0] += 1
+
+    threads = [threading.Thread(target=putter), threading.Thread(target=sweeper)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(t.is_alive() for t in threads) and sweeps[0] >= 1
+    return acked
+
+
+@pytest.mark.parametrize("via", ["sweep_ttl", "optimize"])
+def test_item7_ttl_sweep_keeps_items_put_again(store: MemoryStore, clock: ManualClock, via: str) -> None:
+    # Issue 27 item 7: the sweep read expired ids outside the write queue and deleted them by id,
+    # so a put that refreshed an item between the read and the delete was lost (25-35 of 30-40).
+    lg = MemoryStoreLangGraph(store)
+    keys = [f"k{i}" for i in range(30)]
+    lost: list[str] = []
+    for _ in range(3):
+        for key in keys:
+            lg.put(NS, key, {"text": f"{key} first"}, ttl=1)
+        clock.advance(minutes=2)  # every item expired, none swept yet
+        acked = _race_puts_against_sweeps(lg, keys, lg.sweep_ttl if via == "sweep_ttl" else store.optimize)
+        assert acked == keys
+        lg.sweep_ttl()  # a last sweep after every put: the refreshed items are not expired
+        lost += [key for key in acked if lg.get(NS, key, refresh_ttl=False) is None]
+    assert lost == [], f"{len(lost)} of {3 * len(keys)} acknowledged puts were deleted by the sweep"
+    assert store.count(lg.core_namespace(NS), filter={"include_expired": True}) == len(keys)
