@@ -6,6 +6,7 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 
+from .._plugin_loop import isolated
 from ..llm import LLM
 from .parse import UnusableAnswer, parse_facts, parse_verdict
 from .prompts import consolidation_prompt, extraction_prompt, summary_prompt
@@ -21,7 +22,8 @@ def _warn(step: str, reason: str) -> None:
 async def ask(llm: LLM, prompt: str, timeout_s: float, step: str) -> str | None:
     """The LLM's answer, or ``None`` (with a warning) when it failed, timed out or was not text."""
     try:
-        answer = await asyncio.wait_for(llm.acomplete(prompt), timeout=timeout_s)
+        # On the plug-in loop: an async LLM that blocks cannot stop this loop's timeout.
+        answer = await asyncio.wait_for(isolated(lambda: llm.acomplete(prompt)), timeout=timeout_s)
     except Exception as exc:  # any LLM failure degrades to "no answer"; the turns are stored already
         _warn(step, "timed out" if isinstance(exc, asyncio.TimeoutError) else f"failed: {exc!r}")
         return None

@@ -8,6 +8,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from .._plugin_loop import isolated
 from ..errors import MemoryRetrieversError
 from ..fusion import FusedHit, RankedList, weighted_rrf
 from ..models import Memory
@@ -50,9 +51,8 @@ async def rerank(
     """
     head = [h.id for h in fused[: cfg.rerank_depth]]
     try:
-        raw = await asyncio.wait_for(
-            reranker.arerank(query, [memories[i].text for i in head]), timeout=cfg.rerank_timeout_s
-        )
+        texts = [memories[i].text for i in head]
+        raw = await asyncio.wait_for(isolated(lambda: reranker.arerank(query, texts)), timeout=cfg.rerank_timeout_s)
         scores = [float(s) for s in raw]
         if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
             raise ValueError(f"expected {len(head)} finite scores, got {len(scores)}")

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from .._plugin_loop import isolated
 from ..fusion import FusedHit
 from ..llm import LLM, expansion_prompt, hyde_prompt, parse_rewrites
 from ..models import FtsField
@@ -34,7 +35,8 @@ class LLMFallbackWarning(RuntimeWarning):
 
 async def _ask(llm: LLM, prompt: str, timeout_s: float, stage: str) -> str | None:
     try:
-        return await asyncio.wait_for(llm.acomplete(prompt), timeout=timeout_s)
+        # On the plug-in loop: an async LLM that blocks cannot stop this loop's timeout.
+        return await asyncio.wait_for(isolated(lambda: llm.acomplete(prompt)), timeout=timeout_s)
     except Exception as exc:  # any LLM failure degrades to the LLM-free path
         reason = "timed out" if isinstance(exc, asyncio.TimeoutError) else f"failed: {exc!r}"
         warnings.warn(

@@ -9,11 +9,12 @@ differently depending on namespace size.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
 
+from .._plugin_loop import isolated
 from ..embeddings import Embedder, check_vectors
 from ..errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
 from ..validation import MAX_QUERY_CHARS, check_text
@@ -77,7 +78,7 @@ class VectorMaker:
         for start in range(0, len(by_length), self.batch_size):
             chunk = by_length[start : start + self.batch_size]
             try:
-                raw = await self.embedder.aembed_documents(chunk)
+                raw = await _call(self.embedder.aembed_documents, chunk)
             except MemoryRetrieversError:
                 raise
             except Exception as exc:
@@ -134,10 +135,10 @@ class VectorMaker:
         batch = getattr(self.embedder, "aembed_queries", None)
         try:
             if batch is not None and len(queries) > 1:
-                raw: Any = await batch(queries)
+                raw: Any = await _call(batch, queries)
                 rows = [(raw, len(queries))]
             else:
-                each = await asyncio.gather(*(self.embedder.aembed_query(q) for q in queries))
+                each = await asyncio.gather(*(_call(self.embedder.aembed_query, q) for q in queries))
                 rows = [(one, 1) for one in each]
         except MemoryRetrieversError:
             raise
@@ -148,3 +149,14 @@ class VectorMaker:
         except InvalidInputError as exc:  # a zero or malformed vector from the model is the model's fault
             raise EmbeddingError(str(exc)) from None
         return checked[0] if len(checked) == 1 else np.concatenate(checked)
+
+
+async def _call(method: Callable[[Any], Awaitable[Any]], arg: Any) -> Any:
+    """Await an embedder's async method; a user's own on the plug-in loop.
+
+    The library's embedders never block their loop (they embed on plug-in threads); a user's
+    ``async def`` might, and on the library's loop it would stall every store of the process.
+    """
+    if getattr(method, "__module__", "").startswith("memory_retrievers."):
+        return await method(arg)
+    return await isolated(lambda: method(arg))
