@@ -118,6 +118,29 @@ def test_an_expired_duplicate_never_swallows_a_new_write(store: MemoryStore, clo
     assert [m.id for m in store.list(NS)] == [again.id]
 
 
+def _write_again_while_expiring(store: MemoryStore, clock: ManualClock, ids: list[str]) -> list[str]:
+    """Upsert every id (expiring in a day) in a thread while this one expires in a loop; the ids written."""
+    acked: list[str] = []
+    done = threading.Event()
+
+    def write_again() -> None:
+        try:
+            for id_ in ids:
+                store.add(f"note {id_} again", namespace=NS, id=id_, expires_at=clock() + timedelta(days=1))
+                acked.append(id_)
+        finally:
+            done.set()
+
+    writer = threading.Thread(target=write_again)
+    writer.start()
+    sweeps = 0
+    while not done.is_set() or not sweeps:
+        store.expire()
+        sweeps += 1
+    writer.join(timeout=120)
+    return acked
+
+
 def test_item7_expire_keeps_memories_written_again(make_store: Callable[..., MemoryStore], clock: ManualClock) -> None:
     # Issue 27 item 7: expire() read the expired ids outside the write queue, then deleted them by
     # id: an upsert that gave a memory a later expires_at in between was deleted all the same.
@@ -128,24 +151,7 @@ def test_item7_expire_keeps_memories_written_again(make_store: Callable[..., Mem
         for id_ in ids:
             store.add(f"note {id_}", namespace=NS, id=id_, expires_at=clock() + timedelta(minutes=1), dedup=False)
         clock.advance(minutes=2)  # all expired, none deleted yet
-        acked: list[str] = []
-        done = threading.Event()
-
-        def write_again() -> None:
-            try:
-                for id_ in ids:
-                    store.add(f"note {id_} again", namespace=NS, id=id_, expires_at=clock() + timedelta(days=1))
-                    acked.append(id_)
-            finally:
-                done.set()
-
-        writer = threading.Thread(target=write_again)
-        writer.start()
-        sweeps = 0
-        while not done.is_set() or not sweeps:
-            store.expire()
-            sweeps += 1
-        writer.join(timeout=120)
+        acked = _write_again_while_expiring(store, clock, ids)
         assert acked == ids
         store.expire()
         alive = {m.id for m in store.list(NS, limit=1000)}
