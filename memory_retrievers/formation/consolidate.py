@@ -9,20 +9,22 @@ conversation are compared with what was stored before it, not with each other.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import warnings
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from ..embeddings import unit_rows
-from ..errors import EmbeddingError, NotFoundError
+from ..errors import EmbeddingError, InvalidInputError, NotFoundError
 from ..llm import LLM
 from ..models import Memory, MemoryKind, WriteAction
+from ..validation import check_text
 from .config import FormationConfig
 from .contradictions import find_contradictions
 from .extract import judge
 from .report import FactOutcome
-from .types import Decision, Fact
+from .types import Decision, Fact, LLMOutputWarning, Verdict
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -36,13 +38,25 @@ KNOWLEDGE_KINDS = (MemoryKind.FACT, MemoryKind.PREFERENCE, MemoryKind.EVENT, Mem
 
 
 class Consolidator:
-    """Applies consolidation decisions for one namespace (LLM optional)."""
+    """Applies consolidation decisions for one namespace (LLM optional).
 
-    def __init__(self, store: MemoryStore, llm: LLM | None, cfg: FormationConfig, namespace: str) -> None:
+    ``check`` runs before each LLM call and raises when the run must stop (its namespace was
+    forgotten): a forgotten user's facts are not sent to the LLM any more.
+    """
+
+    def __init__(
+        self,
+        store: MemoryStore,
+        llm: LLM | None,
+        cfg: FormationConfig,
+        namespace: str,
+        check: Callable[[], None] | None = None,
+    ) -> None:
         self._store = store
         self._llm = llm
         self._cfg = cfg
         self._ns = namespace
+        self._check = check
 
     async def apply(self, records: Sequence[tuple[Fact, dict[str, Any]]]) -> list[FactOutcome]:
         """Store each fact as its decision says; one outcome per fact, in order."""
@@ -67,8 +81,10 @@ class Consolidator:
                 record["metadata"] = {**record["metadata"], "contradicts": list(contradicts)}
             verdict = None
             if self._llm is not None and similar:
+                if self._check is not None:
+                    self._check()
                 texts = [m.text for m in similar]
-                verdict = await judge(self._llm, fact.text, texts, timeout_s=self._cfg.llm_timeout_s)
+                verdict = self._storable(await judge(self._llm, fact.text, texts, timeout_s=self._cfg.llm_timeout_s))
             if verdict is None or verdict.decision is Decision.ADD or verdict.target is None:
                 adds.append((len(outcomes), fact, record, contradicts))
                 outcomes.append(None)
@@ -83,6 +99,19 @@ class Consolidator:
                 decision = _BY_ACTION[memory.action]
                 outcomes[slot] = FactOutcome(fact, decision, memory, memory.duplicate_of, contradicts)
         return [o for o in outcomes if o is not None]
+
+    def _storable(self, verdict: Verdict | None) -> Verdict | None:
+        """``verdict``, or ``None`` (the fact is added as it is) when its merged text cannot be stored."""
+        if verdict is None or verdict.text is None:
+            return verdict
+        try:
+            check_text(verdict.text, field="merged text", max_chars=self._store.config.max_text_chars)
+        except InvalidInputError as exc:
+            warnings.warn(
+                f"memory-retrievers: consolidation: {exc}; the fact is added as it is", LLMOutputWarning, stacklevel=2
+            )
+            return None
+        return verdict
 
     async def _similar(self, vector: np.ndarray) -> list[Memory]:
         hits = await self._store.avector_search(

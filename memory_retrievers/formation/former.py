@@ -142,9 +142,7 @@ class MemoryFormer:
                 self._worker_pid = os.getpid()
                 self._pending = set()
             # The coroutine is made in the worker, so a run that never starts leaves none un-awaited.
-            future = self._worker.submit(
-                lambda: _loop.run_sync(self._run(batch, namespace, session_id, when, ticket))
-            )
+            future = self._worker.submit(lambda: _loop.run_sync(self._run(batch, namespace, session_id, when, ticket)))
             self._pending.add(future)
         future.add_done_callback(self._done)
         return future
@@ -269,7 +267,8 @@ class MemoryFormer:
         base = {k: v for k, v in base.items() if v is not None}
         fact_records, rejected, notes = self._fact_records(kept, [m.id for m in turns], base, namespace, len(texts))
         ticket.check()
-        consolidator = Consolidator(self._store, self._llm if cfg.consolidate else None, cfg, namespace)
+        llm = self._llm if cfg.consolidate else None
+        consolidator = Consolidator(self._store, llm, cfg, namespace, check=ticket.check)
         outcomes: list[FactOutcome] = await consolidator.apply(fact_records)
         summary, rejected_summary = None, None
         if cfg.summarize:
@@ -310,7 +309,7 @@ class MemoryFormer:
             if problem is not None:
                 rejected.append(RejectedFact(fact, f"not storable: {problem}"))
             elif len(records) >= cap:
-                reason = f"over the cap of {cap} facts for this conversation (FormationConfig.max_facts, max_facts_per_turn)"
+                reason = f"over the cap of {cap} facts per conversation (FormationConfig.max_facts, max_facts_per_turn)"
                 rejected.append(RejectedFact(fact, reason))
             else:
                 records.append((fact, fields))
@@ -386,8 +385,8 @@ def _name_turns(records: Sequence[dict[str, Any]], messages: Sequence[Message], 
     conversation = digest.hexdigest()
     for position, record in enumerate(records):
         if record.get("id") is None:
-            key = f"{record.get('namespace', namespace)}\x1f{record.get('session_id') or ''}\x1f{conversation}\x1f{position}"
-            record["id"] = str(uuid.uuid5(_TURN_IDS, key))
+            parts = (record.get("namespace", namespace), record.get("session_id") or "", conversation, str(position))
+            record["id"] = str(uuid.uuid5(_TURN_IDS, "\x1f".join(parts)))
 
 
 def _check_messages(messages: Any) -> None:

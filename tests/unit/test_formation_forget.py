@@ -34,8 +34,10 @@ class GatedLLM:
         self.extraction = extraction
         self.entered = threading.Event()
         self.release = threading.Event()
+        self.prompts: list[str] = []
 
     def complete(self, prompt: str) -> str:
+        self.prompts.append(prompt)
         if prompt.startswith("Extract"):
             self.entered.set()
             assert self.release.wait(WAIT_S), "the test never released the LLM"
@@ -90,6 +92,8 @@ def test_item5_formation_in_flight_stores_nothing_after_forget(make_store: Calla
         error = future.exception(WAIT_S)
         assert isinstance(error, NamespaceForgottenError)
         assert error.namespace == NS
+    # Nothing of the forgotten user went to the LLM after the forget (no summary, no second run).
+    assert len(llm.prompts) == 1 and llm.prompts[0].startswith("Extract")
     assert [m.text for m in store.list("bo")] == ["Bo likes tea."]  # other namespaces are untouched
     # A conversation handed over after the forget is formed as usual.
     report = former.form(["Ana: I like green tea."], namespace=NS)
@@ -237,3 +241,22 @@ def test_item9_a_retry_after_a_failure_does_not_store_the_turns_twice(make_store
     texts = sorted(m.text for m in store.list(NS, filter={"kinds": ["message"]}))
     assert texts == sorted(turns)  # each turn once
     assert any(m.text == GOOD["text"] for m in store.list(NS))
+
+
+def test_item9_an_unstorable_merged_text_falls_back_to_adding_the_fact(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    store.add("Ana lives in Porto.", namespace=NS, kind="fact")
+
+    class BadMerge(GatedLLM):
+        def complete(self, prompt: str) -> str:
+            if prompt.startswith("Extract") or prompt.startswith("Summarise"):
+                return super().complete(prompt)
+            return json.dumps({"action": "MERGE", "target": 1, "text": "Ana lives in \ud800 Lisbon."})
+
+    llm = BadMerge(facts_answer(GOOD))
+    llm.release.set()
+    former = MemoryFormer(store, llm=llm, config={"similar_min": -1.0})
+    with pytest.warns(LLMOutputWarning, match="surrogate"):
+        report = former.form(["Ana: I live in Lisbon."], namespace=NS)
+    assert [(o.fact.text, o.decision.value) for o in report.facts] == [(GOOD["text"], "ADD")]
+    assert {m.text for m in store.list(NS)} >= {"Ana lives in Porto.", GOOD["text"]}
