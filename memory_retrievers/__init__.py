@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         MemoryRetrieversError,
         NamespaceForgottenError,
         NotFoundError,
+        QueueFullError,
         SchemaMismatchError,
         StorageError,
     )
@@ -61,6 +62,7 @@ _EXPORTS: dict[str, str] = {
     "MemoryRetrieversError": ".errors",
     "NamespaceForgottenError": ".errors",
     "NotFoundError": ".errors",
+    "QueueFullError": ".errors",
     "SchemaMismatchError": ".errors",
     "StorageError": ".errors",
     "MemoryFilter": ".filters",
@@ -168,6 +170,7 @@ __all__ = [
     "MemoryStore",
     "NamespaceForgottenError",
     "NotFoundError",
+    "QueueFullError",
     "SchemaMismatchError",
     "SentenceTransformerEmbedder",
     "StorageError",

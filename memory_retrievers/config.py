@@ -140,6 +140,19 @@ class StoreConfig(CheckedModel):
     ``timedelta(milliseconds=50)`` turns a burst of small writes into far fewer commits, at the
     price of up to that much extra latency per write. At most 10 seconds."""
 
+    max_queued_records: int = Field(default=4_096, ge=1, le=10_000_000)
+    """Most records :meth:`~memory_retrievers.MemoryStore.add_later` keeps queued (not yet being
+    committed). Past it, ``add_later`` applies backpressure: it waits for the queue to drain below
+    the bound, at most ``queue_full_timeout``, then raises :class:`~memory_retrievers.QueueFullError`
+    with nothing queued. It bounds the memory a burst holds and how long ``flush``/``close``/
+    ``os.fork()`` take to commit what is queued (4,096 short turns embed in about 8 s with the
+    default model on 2 cores)."""
+
+    queue_full_timeout: timedelta = timedelta(seconds=30)
+    """How long ``add_later`` waits for room in a full queue before it raises
+    :class:`~memory_retrievers.QueueFullError` (``timedelta(0)``: raise at once). Called on the
+    store's own event loop thread (from a plug-in) it never waits: it raises when full."""
+
     @model_validator(mode="after")
     def _view_ceiling(self) -> StoreConfig:
         if self.recall_view_total_rows < self.recall_view_max_rows:
@@ -154,6 +167,13 @@ class StoreConfig(CheckedModel):
     def _linger_bounds(cls, value: timedelta) -> timedelta:
         if value < timedelta(0) or value > timedelta(seconds=10):
             raise ValueError("must be between timedelta(0) (commit at once) and timedelta(seconds=10)")
+        return value
+
+    @field_validator("queue_full_timeout")
+    @classmethod
+    def _wait_bounds(cls, value: timedelta) -> timedelta:
+        if value < timedelta(0):
+            raise ValueError("must be >= timedelta(0) (0 raises QueueFullError at once when the queue is full)")
         return value
 
     @field_validator("read_consistency_interval")

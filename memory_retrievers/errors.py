@@ -108,6 +108,15 @@ class StorageError(MemoryRetrieversError, RuntimeError):
     """The underlying LanceDB table could not be opened, read or written."""
 
 
+class QueueFullError(StorageError):
+    """The write queue stayed full for longer than the store waits for room; nothing was queued.
+
+    ``add_later`` applies backpressure: past ``StoreConfig.max_queued_records`` queued records it
+    waits for the queue to drain below the bound, at most ``StoreConfig.queue_full_timeout``, then
+    raises this. Slow down, or call ``add``/``add_many`` (which wait for their own commit).
+    """
+
+
 class SchemaMismatchError(StorageError):
     """The table was created by another schema version or another embedding model."""
 

@@ -79,7 +79,8 @@ def _forget_parents_stores() -> None:
     _OPEN.clear()
 
 
-#: How long ``os.fork()`` waits for queued writes to commit before it forks anyway.
+#: How long ``os.fork()`` waits for the writes queued when it was called to commit before it forks
+#: anyway. Only those: writes other threads keep queueing meanwhile are the parent's to commit.
 _FORK_COMMIT_WAIT_S = 60.0
 
 
@@ -94,7 +95,7 @@ def _commit_before_fork() -> None:
     if _loop.on_loop_thread():  # the queue's own thread cannot wait for itself
         return
     for store in _stores_with_queued_writes():
-        if not store._queue.wait_idle(_FORK_COMMIT_WAIT_S):
+        if not store._queue.wait_queued(_FORK_COMMIT_WAIT_S):
             logger.warning(
                 "memory-retrievers: forking while writes to %s are still queued after %.0f s; the parent "
                 "commits them, the child may not see them",
@@ -237,6 +238,8 @@ class MemoryStore:
             prepare=self._table.refresh,
             linger_s=cfg.write_linger.total_seconds(),
             barrier=lambda: current_check(self._forgets),
+            max_queued=cfg.max_queued_records,
+            full_timeout_s=cfg.queue_full_timeout.total_seconds(),
         )
         self._closed = False
         self._embedder_loaded = False
@@ -396,8 +399,12 @@ class MemoryStore:
         :class:`PendingWrite` that is committed once its ``result()`` returns. :meth:`flush`,
         :meth:`close`, interpreter exit and ``os.fork()`` all wait for queued writes, so a program
         that ends normally loses none; a process killed (or ended by ``os._exit``) before the commit
-        loses what was still queued. It never blocks, so async code may call it too
+        loses what was still queued. It does not wait for the commit, so async code may call it too
         (``await store.add_later(...)`` waits for the commit).
+
+        Backpressure: when ``StoreConfig.max_queued_records`` records are already queued, it waits
+        for room (at most ``StoreConfig.queue_full_timeout``), then raises
+        :class:`~memory_retrievers.QueueFullError` with nothing queued.
 
         Args:
             text: What to remember. Stored verbatim.
@@ -410,6 +417,7 @@ class MemoryStore:
 
         Raises:
             InvalidInputError: Bad text or field (nothing is queued).
+            QueueFullError: The queue stayed full (nothing is queued).
             StorageError: The store is closed.
         """
         self._ensure_open()

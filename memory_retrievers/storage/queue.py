@@ -26,10 +26,12 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
+from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import _loop
+from ..errors import QueueFullError
 
 __all__ = ["Abandoned", "AddBatch", "WriteQueue"]
 
@@ -93,6 +95,8 @@ class WriteQueue:
         prepare: Callable[[], Awaitable[None]],
         linger_s: float = 0.0,
         barrier: Callable[[], Callable[[], None] | None] | None = None,
+        max_queued: int | None = None,
+        full_timeout_s: float = 30.0,
     ) -> None:
         self._write_group = write_group
         self._barrier = barrier
@@ -105,6 +109,11 @@ class WriteQueue:
         self._draining = False
         self._idle = threading.Event()
         self._idle.set()
+        self._max_queued = max_queued
+        self._full_timeout_s = full_timeout_s
+        self._queued_records = 0  # records of add batches waiting (not yet taken for a commit)
+        self._room = threading.Condition(self._lock)
+        self._current: list[_Op] = []  # the unit of work being applied
 
     async def add(self, batch: AddBatch) -> list[Any]:
         """Queue records to add (grouped with other writers' when they queue at the same time)."""
@@ -117,19 +126,60 @@ class WriteQueue:
         return result
 
     def add_nowait(self, batch: AddBatch) -> Future[Any]:
-        """Queue records to add from any thread without waiting; the future gets their results.
+        """Queue records to add from any thread without waiting for their commit; the future gets their results.
 
         The records are in the queue when this returns, so a ``flush`` that follows waits for them.
+        When ``max_queued`` records are already waiting, this waits for room first (backpressure),
+        at most ``full_timeout_s``; on the store's own loop thread it cannot wait (the queue drains
+        there) and raises at once.
+
+        Raises:
+            QueueFullError: No room in time; nothing was queued.
         """
+        self._wait_for_room(len(batch.records))
         op = _Op(None, batch)
         self._enqueue(op)
         return op.future
+
+    def _wait_for_room(self, records: int) -> None:
+        if self._max_queued is None:
+            return
+        wait_s = 0.0 if _loop.on_loop_thread() else self._full_timeout_s
+        deadline = time.monotonic() + wait_s
+        with self._room:
+            # An empty queue always takes a batch, however large: the bound stops growth, not writes.
+            while self._queued_records and self._queued_records + records > self._max_queued:
+                self._hurry = True  # a full queue commits without lingering
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise QueueFullError(
+                        f"the write queue holds {self._queued_records:,} records, the most "
+                        f"StoreConfig.max_queued_records ({self._max_queued:,}) allows, and did not drain in "
+                        f"{wait_s:g} s (StoreConfig.queue_full_timeout); nothing was queued. Slow down, "
+                        "or use add()/add_many(), which wait for their commit"
+                    )
+                self._room.wait(left)
+
+    def wait_queued(self, timeout: float) -> bool:
+        """Wait for what is queued or being applied *now* (not for later arrivals), at most ``timeout`` s.
+
+        ``os.fork()`` waits this way: with other threads still queueing, an idle queue may never come.
+        Returns whether all of it was settled in time.
+        """
+        with self._lock:
+            futures = [op.future for op in (*self._current, *self._pending)]
+            if futures:
+                self._hurry = True
+        _, not_done = wait_futures(futures, timeout=timeout)
+        return not not_done
 
     def _enqueue(self, op: _Op) -> None:
         if self._barrier is not None:
             op.check = self._barrier()
         with self._lock:
             self._pending.append(op)
+            if op.batch is not None:
+                self._queued_records += len(op.batch.records)
             self._idle.clear()
             start = not self._draining
             self._draining = True
@@ -169,25 +219,35 @@ class WriteQueue:
         """The next unit of work: one exclusive op, or consecutive add batches up to the size limit."""
         with self._lock:
             while self._pending and (self._pending[0].given_up or self._refused(self._pending[0])):
-                self._settle(self._pending.popleft(), error=asyncio.CancelledError())  # no-op if refused
+                self._settle(self._popleft(), error=asyncio.CancelledError())  # no-op if refused
             if not self._pending:
                 self._draining = False
                 self._hurry = False
                 self._idle.set()
+                self._current = []
                 return []
-            first = self._pending.popleft()
+            first = self._popleft()
             group = [first]
             if first.batch is not None:
                 size = len(first.batch.records)
                 while self._pending and (nxt := self._pending[0]).batch is not None:
                     if self._refused(nxt):
-                        self._pending.popleft()
+                        self._popleft()
                         continue
                     if nxt.batch.dedup != first.batch.dedup or size + len(nxt.batch.records) > self._max:
                         break
-                    group.append(self._pending.popleft())
+                    group.append(self._popleft())
                     size += len(nxt.batch.records)
+            self._current = group
             return group
+
+    def _popleft(self) -> _Op:
+        """Take the head of the queue (the lock is held), freeing its records' room."""
+        op = self._pending.popleft()
+        if op.batch is not None:
+            self._queued_records -= len(op.batch.records)
+            self._room.notify_all()
+        return op
 
     def _refused(self, op: _Op) -> bool:
         """Whether ``op``'s check refuses it now (its caller then gets the check's error).
@@ -301,6 +361,9 @@ class WriteQueue:
         self._hurry = False
         self._idle = threading.Event()
         self._idle.set()
+        self._queued_records = 0
+        self._room = threading.Condition(self._lock)
+        self._current = []
 
 
 def _proceed(ops: list[_Op]) -> Callable[[], bool]:
