@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore, NamespaceForgottenError
+from memory_retrievers._barrier import Ticket, holding
 from memory_retrievers.formation import FormationConfig, LLMOutputWarning, MemoryFormer
 
 NS = "ana"
@@ -138,6 +139,39 @@ def test_item5_add_later_queued_behind_a_slow_write_is_deleted_by_forget(
         assert write.result(WAIT_S).namespace == NS
     assert deleted == len(pending)
     assert [m.id for m in store.list(NS)] == [after.id]  # a write queued after the forget stays
+
+
+def test_item5_every_kind_of_write_from_before_a_forget_is_refused_after_it(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    store = make_store()
+    kept = store.add("Ana likes tea.", namespace=NS)
+    early = store._forget_ticket(NS)  # work handed over before the forget
+    store.forget(NS)
+    late = store._forget_ticket(NS)  # and after it
+
+    async def writes(ticket: Ticket) -> list[BaseException | None]:
+        outcomes: list[BaseException | None] = []
+        with holding(ticket):
+            for write in (
+                lambda: store.aadd("Ana has HIV.", namespace=NS),
+                lambda: store.aupdate(kept.id, namespace=NS, text="Ana likes coffee."),
+                lambda: store.asupersede(kept.id, {"text": "Ana likes juice."}, namespace=NS),
+                lambda: store.adelete([kept.id], namespace=NS, missing_ok=True),
+            ):
+                try:
+                    await write()
+                    outcomes.append(None)
+                except Exception as exc:
+                    outcomes.append(exc)
+        return outcomes
+
+    refused = asyncio.run(writes(early))
+    assert all(isinstance(e, NamespaceForgottenError) for e in refused), refused
+    assert _count_all(store, NS) == 0
+    allowed = asyncio.run(writes(late))
+    assert not isinstance(allowed[0], NamespaceForgottenError) and allowed[0] is None
+    assert [m.text for m in store.list(NS)] == ["Ana has HIV."]
 
 
 # --- item 9: one bad LLM item never aborts formation ------------------------------------------
