@@ -46,6 +46,7 @@ from .recall_config import RecallConfig, SupersededPolicy
 from .rerank import Reranker
 from .results import RecallResult
 from .scoring import ScoringContext
+from .storage.vectors import unit
 from .store import MemoryStore
 from .tokens import TokenCounter, default_counter
 from .validation import MAX_QUERY_CHARS, check_key, check_namespace, check_text, to_utc
@@ -235,11 +236,8 @@ class MemoryRetriever:
         qvec = None
         if query_vector is not None:
             dim = self._store.embedder.dimension
-            qvec = check_vectors(query_vector, rows=1, dimension=dim, source="query_vector")[0]
-            norm = float(np.linalg.norm(qvec))
-            if norm == 0:
-                raise InvalidInputError("query_vector is all zeros; pass a real embedding or leave it out")
-            qvec = qvec / norm
+            given = check_vectors(query_vector, rows=1, dimension=dim, source="query_vector")
+            qvec = unit(given, source="query_vector")[0]
         excluded = _id_set(exclude_ids)
         shown = frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts"))
         calibration = calibration_for(self._store.embedder.name, cfg.calibration)

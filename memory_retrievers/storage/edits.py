@@ -32,6 +32,7 @@ from .writes import Writer, added, duplicate_kind, public
 __all__ = ["Editor"]
 
 _ATTEMPTS = 5
+_DELETE_COLUMNS = ["id", "kind", "session_id", "text", "created_at"]
 
 
 def _gone(namespace: str, id_: str) -> NotFoundError:
@@ -318,16 +319,13 @@ class Editor:
 
         In the same commit: a memory that a deleted one had superseded becomes live again (its
         ``superseded_by`` would otherwise point at nothing and hide it for good), and chat turns
-        next to a deleted turn get a context without its words. ``only`` (a SQL predicate) keeps
-        every row that does not satisfy it when read and when deleted: rows it excludes count as
-        missing.
+        next to a deleted turn get a context without its words. Rows not satisfying ``only`` (a SQL
+        predicate, checked when read and when deleted) are kept and count as missing.
 
         Raises:
             NotFoundError: Some ids do not exist (and not ``missing_ok``); nothing is deleted.
         """
-        found = await self._table.rows_by_id(
-            namespace, ids, columns=["id", "kind", "session_id", "text", "created_at"], only=only
-        )
+        found = await self._table.rows_by_id(namespace, ids, columns=_DELETE_COLUMNS, only=only)
         missing = [i for i in ids if i not in found]
         if missing and not missing_ok:
             raise NotFoundError(
@@ -385,19 +383,14 @@ class Editor:
     async def expire(self, namespace: str | None, now: datetime) -> int:
         """Delete the memories expired at ``now`` (of one namespace, or all); returns how many.
 
-        Run on the write queue, and each delete is conditional on the row being expired still:
-        a write that gave a memory a later ``expires_at`` after the rows were read (another
-        process, or a write queued before this) keeps it.
+        Each delete requires the row to be expired still: one refreshed since (by another process) stays.
         """
         expired = f"expires_at <= {sql_literal(now)}"
         where = expired if namespace is None else f"namespace = {sql_literal(namespace)} AND ({expired})"
         by_namespace: dict[str, list[str]] = {}
         for row in (await self._table.rows(where, ["id", "namespace"])).to_pylist():
             by_namespace.setdefault(row["namespace"], []).append(row["id"])
-        deleted = 0
-        for ns, ids in by_namespace.items():
-            deleted += await self.delete(ns, ids, missing_ok=True, only=expired)
-        return deleted
+        return sum([await self.delete(ns, ids, missing_ok=True, only=expired) for ns, ids in by_namespace.items()])
 
     async def forget(self, namespace: str) -> int:
         """Delete every memory of a namespace; returns the count."""

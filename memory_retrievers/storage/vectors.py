@@ -28,19 +28,27 @@ _UNIT_TOLERANCE = 1e-4
 def unit(vectors: np.ndarray, *, source: str) -> np.ndarray:
     """Rows scaled to length 1 (rows already unit length are returned unchanged).
 
+    Each row is divided by its largest magnitude before its length is taken: the length of a
+    finite row such as ``[1e30] * 8`` overflows float32 (and ``[1e-30] * 8`` underflows to 0),
+    yet its direction is well defined and kept.
+
     Raises:
         InvalidInputError: A row is all zeros (it has no direction to compare).
     """
-    norms = np.linalg.norm(vectors, axis=1)
-    if (norms == 0).any():
-        row = int(np.flatnonzero(norms == 0)[0])
+    scale = np.abs(vectors).max(axis=1) if vectors.shape[0] else np.zeros(0, dtype=np.float32)
+    if (scale == 0).any():
+        row = int(np.flatnonzero(scale == 0)[0])
         where = f" (row {row})" if len(vectors) > 1 else ""
         raise InvalidInputError(f"{source} is all zeros{where}; pass a real embedding or leave it out")
-    off = np.abs(norms - 1.0) > _UNIT_TOLERANCE
+    scaled = vectors / scale[:, None]  # largest magnitude 1: its length neither overflows nor underflows
+    lengths = np.linalg.norm(scaled, axis=1)
+    with np.errstate(over="ignore"):
+        norms = lengths * scale  # inf for a huge row: "off", scaled below
+    off = ~(np.abs(norms - 1.0) <= _UNIT_TOLERANCE)
     if not off.any():
         return vectors
     out = vectors.copy()
-    out[off] = vectors[off] / norms[off, None]
+    out[off] = scaled[off] / lengths[off, None]
     return out.astype(np.float32, copy=False)
 
 

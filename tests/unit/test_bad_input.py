@@ -14,6 +14,7 @@ from memory_retrievers import (
     FilterError,
     HashEmbedder,
     InvalidInputError,
+    MemoryRetriever,
     MemoryRetrieversError,
     MemoryStore,
     NotFoundError,
@@ -157,3 +158,31 @@ def test_unicode_text_is_stored_verbatim(store: MemoryStore) -> None:
     out = store.add_many([{"text": t} for t in texts], namespace="n")
     assert [m.text for m in store.get([m.id for m in out], namespace="n")] == texts
     assert store.fts_search("café", namespace="n")[0].id == out[0].id
+
+
+@pytest.mark.parametrize("size", [1e30, 3e38, 1e-30, 1e-40])
+def test_item15_a_vector_whose_length_overflows_float32_keeps_its_direction(store: MemoryStore, size: float) -> None:
+    # Issue 27 item 15: [1e30] * d has a float32 length of inf (and [1e-30] * d of 0), so it was
+    # refused as "all zeros" on write and vector_search with it returned [] without a word.
+    dim = store.embedder.dimension
+    direction = np.zeros(dim, dtype=np.float32)
+    direction[:2] = 1.0
+    store.add("first memory", namespace="u", vector=direction, dedup=False)
+    store.add("second memory", namespace="u", vector=-direction, dedup=False)
+    given = direction * np.float32(size)
+    assert [h.id for h in store.vector_search(given, namespace="u", k=2)] == [
+        h.id for h in store.vector_search(direction, namespace="u", k=2)
+    ]
+    added = store.add("third memory", namespace="u", vector=given, dedup=False)
+    stored = np.asarray(store.get(added.id, namespace="u", include_vector=True).vector)
+    assert np.allclose(stored, direction / np.linalg.norm(direction), atol=1e-6)
+    recalled = MemoryRetriever(store, namespace="u").recall("memory", k=3, query_vector=given, token_budget=None)
+    assert recalled.memories
+
+
+def test_item15_a_vector_that_is_zero_in_float32_is_refused_as_such(store: MemoryStore) -> None:
+    tiny = [1e-46] * store.embedder.dimension  # below float32's smallest subnormal: every value becomes 0
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        store.vector_search(tiny, namespace="u")
+    with pytest.raises(InvalidInputError, match="all zeros"):
+        store.add("x", namespace="u", vector=tiny)
