@@ -53,5 +53,9 @@ class FormationConfig(CheckedModel):
     max_facts_per_turn: int = Field(default=20, ge=1, le=1_000)
     """Most facts per turn of the conversation: a conversation of ``n`` turns keeps at most
     ``min(max_facts, max_facts_per_turn * n)`` facts, the rest reported as for ``max_facts``."""
+    max_queued_runs: int = Field(default=100, ge=1, le=100_000)
+    """Most :meth:`MemoryFormer.form_later` runs queued or running at once. When full, a new run
+    is not queued: its future fails at once with ``QueueFullError`` (logged at WARNING) and
+    nothing of it is stored (turns already stored stay). ``form`` is not bounded: it waits."""
     llm_timeout_s: float = Field(default=120.0, gt=0)
     """How long one LLM call may take before its step falls back (a warning, nothing lost)."""

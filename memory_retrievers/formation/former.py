@@ -10,6 +10,7 @@ any LLM is asked, so a failing, slow or garbled LLM never costs a turn.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import threading
 import uuid
@@ -22,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from .. import _loop
 from .._barrier import Ticket, holding
 from ..config import validated
-from ..errors import InvalidInputError, NotFoundError
+from ..errors import InvalidInputError, NotFoundError, QueueFullError
 from ..integration import aiter_memories
 from ..llm import LLM, as_llm
 from ..models import AddedMemory, Memory, MemoryKind
@@ -40,6 +41,8 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 __all__ = ["MemoryFormer", "Message"]
+
+logger = logging.getLogger("memory_retrievers")
 
 #: A turn to form memories from: a text, a record dict (``text`` plus writable fields), or a
 #: memory already stored (chat adapters store turns as they come).
@@ -133,6 +136,11 @@ class MemoryFormer:
         never waits for an LLM and a failed run costs no turn. An exception is kept in the
         future, never raised into the caller's thread; :meth:`flush` waits for every run. A
         ``forget`` of the namespace called after this returns wins: the run stores nothing after it.
+
+        Bounded: with ``FormationConfig.max_queued_runs`` runs queued or running, a new run is
+        not queued (a caller faster than the LLM would otherwise grow the queue without end):
+        its future fails at once with :class:`~memory_retrievers.errors.QueueFullError` and a
+        warning is logged. Nothing of it is stored; turns already stored stay stored.
         """
         batch = self._prepare(messages, namespace, session_id)  # bad input raises in the caller's thread
         ticket = self._store._forget_ticket(namespace)  # taken now: a forget from here on wins
@@ -141,6 +149,8 @@ class MemoryFormer:
                 self._worker = ThreadPoolExecutor(1, thread_name_prefix="memory-formation")
                 self._worker_pid = os.getpid()
                 self._pending = set()
+            if len(self._pending) >= self._config.max_queued_runs:
+                return _shed(self._config.max_queued_runs, namespace)
             # The coroutine is made in the worker, so a run that never starts leaves none un-awaited.
             future = self._worker.submit(lambda: _loop.run_sync(self._run(batch, namespace, session_id, when, ticket)))
             self._pending.add(future)
@@ -387,6 +397,19 @@ def _name_turns(records: Sequence[dict[str, Any]], messages: Sequence[Message], 
         if record.get("id") is None:
             parts = (record.get("namespace", namespace), record.get("session_id") or "", conversation, str(position))
             record["id"] = str(uuid.uuid5(_TURN_IDS, "\x1f".join(parts)))
+
+
+def _shed(limit: int, namespace: str) -> Future[FormationReport]:
+    """The already failed future of a run the full queue does not take."""
+    error = QueueFullError(
+        f"memory formation queue is full ({limit} runs queued or running, FormationConfig.max_queued_runs): "
+        f"this conversation of namespace {namespace!r} is not formed; its stored turns stay. Call "
+        "former.flush() to wait for room, form() to wait for the run, or raise max_queued_runs"
+    )
+    logger.warning("memory-retrievers: %s", error)
+    future: Future[FormationReport] = Future()
+    future.set_exception(error)
+    return future
 
 
 def _check_messages(messages: Any) -> None:

@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import numpy as np
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryStore, NamespaceForgottenError
+from memory_retrievers import HashEmbedder, MemoryStore, NamespaceForgottenError, QueueFullError
 from memory_retrievers._barrier import Ticket, holding
 from memory_retrievers.formation import FormationConfig, LLMOutputWarning, MemoryFormer
 
@@ -294,3 +294,24 @@ def test_item9_an_unstorable_merged_text_falls_back_to_adding_the_fact(make_stor
         report = former.form(["Ana: I live in Lisbon."], namespace=NS)
     assert [(o.fact.text, o.decision.value) for o in report.facts] == [(GOOD["text"], "ADD")]
     assert {m.text for m in store.list(NS)} >= {"Ana lives in Porto.", GOOD["text"]}
+
+
+# --- bounded formation queue --------------------------------------------------------------------
+
+
+def test_formation_queue_is_bounded_and_sheds_new_runs_when_full(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    llm = GatedLLM(facts_answer(GOOD))
+    former = MemoryFormer(store, llm=llm, config={"max_queued_runs": 2})
+    first = former.form_later(["Ana: one."], namespace=NS)
+    second = former.form_later(["Ana: two."], namespace=NS)
+    assert llm.entered.wait(WAIT_S)
+    shed = former.form_later(["Ana: three."], namespace=NS)  # returns at once, never blocks
+    assert isinstance(shed.exception(0), QueueFullError)
+    assert "max_queued_runs" in str(shed.exception(0))
+    llm.release.set()
+    former.flush(WAIT_S)
+    assert first.result().turns and second.result().turns
+    assert "Ana: three." not in {m.text for m in store.list(NS)}
+    assert former.form_later(["Ana: four."], namespace=NS).result(WAIT_S).turns  # room again
+    former.close()
