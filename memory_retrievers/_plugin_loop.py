@@ -81,8 +81,8 @@ async def isolated(make: Callable[[], Awaitable[T]]) -> T:
                 return
             if t.cancelled():  # cancelled on its own loop (not by us): the caller sees a cancellation
                 done.set_exception(asyncio.CancelledError())
-            elif t.exception() is not None:
-                done.set_exception(t.exception())  # type: ignore[arg-type]
+            elif (error := t.exception()) is not None:
+                done.set_exception(error)
             else:
                 done.set_result(t.result())
 
