@@ -31,7 +31,8 @@ import lancedb
 import pytest
 from lancedb.index import BTree
 
-from memory_retrievers import MemoryStore
+from memory_retrievers import HashEmbedder, MemoryStore, _fork
+from memory_retrievers.storage.remote import RemoteTable
 
 Make = Callable[..., MemoryStore]
 Files = Mapping[str, bytes]  # path inside the table folder -> content
@@ -284,3 +285,21 @@ def test_item2_purge_rebuilds_every_index_and_drops_one_it_cannot(
     assert set(after) == set(before) - {"lifecycle_idx"}
     assert all(after[name] != before[name] for name in after)  # every one rebuilt
     assert "purge dropped index 'lifecycle_idx'" in caplog.text
+
+
+@pytest.mark.long
+def test_item2_purge_through_the_engine_process_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A forked child's store runs LanceDB in an engine process; its purge must work the same."""
+    monkeypatch.setattr(_fork, "lancedb_inherited", lambda: True)
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32)) as store:
+        assert isinstance(store._table.handle, RemoteTable)
+        store.add_many([r for user in range(20) for r in user_records(user)], dedup=False, progress=False)
+        store.optimize()
+        before = folder_files(tmp_path / "db")
+        store.forget(f"person{FORGOTTEN_USER:02d}@example.com")
+        store.purge()
+        assert store.stats().rows == 95
+    monkeypatch.setattr(_fork, "lancedb_inherited", lambda: False)
+    files = folder_files(tmp_path / "db")
+    table = lancedb.connect(tmp_path / "db").open_table("memories")
+    assert audit(table, files, user_values(FORGOTTEN_USER), index_folders(before)) == []
