@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import contextlib
 import sys
 from collections.abc import Sequence
 
 import click
 
 from . import exits
-from .runtime import Invocation, WrongStoreError
+from .runtime import Invocation, WrongStoreError, std_streams_to
 
 __all__ = ["cli", "run"]
 
@@ -67,7 +66,7 @@ def run(argv: Sequence[str], inv: Invocation) -> int:
         try:
             # Click writes --help, --version and prompts to sys.stdout/stderr: send them where the
             # invocation's output goes (the worker's client, a test's buffer).
-            with contextlib.redirect_stdout(inv.stdout), contextlib.redirect_stderr(inv.stderr):
+            with std_streams_to(inv.stdout, inv.stderr):
                 returned = cli.main(args=list(argv), prog_name="memory-retrievers", standalone_mode=False, obj=inv)
             # Without standalone mode, Click returns the code of a click.exceptions.Exit (e.g. import's 5).
             return returned if isinstance(returned, int) else exits.OK

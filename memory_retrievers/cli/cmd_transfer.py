@@ -110,26 +110,12 @@ def _check(
     command line: a record naming another namespace is refused (an import never writes where it
     was not told to).
     """
-    from ..errors import InvalidInputError
-    from ..storage.transfer import parse_restore_record
-    from ..validation import validate_record
-
     good: list[tuple[str, Any]] = []
     for item in items:
         if item.record is None:
-            tally.rejected.append((item.where, item.error or "unreadable"))
-            continue
-        problem = _record_problem(item.record, namespace, forced)
-        if problem is None:
-            try:
-                if kind == "export":
-                    parse_restore_record(item.record, store_config, namespace=namespace)
-                else:
-                    validate_record(item.record, store_config, namespace=namespace)
-            except InvalidInputError as exc:
-                problem = str(exc)
-            except RecursionError:  # a field nested deeper than any check can walk
-                problem = "a field is nested too deeply to read; flatten it"
+            problem: str | None = item.error or "unreadable"
+        else:
+            problem = _record_problem(item.record, kind, store_config, namespace, forced)
         if problem is not None:
             tally.rejected.append((item.where, problem))
             continue
@@ -137,18 +123,36 @@ def _check(
     return good
 
 
-def _record_problem(record: dict[str, Any], namespace: str | None, forced: str | None) -> str | None:
-    """Why a record cannot be imported before the store is opened (namespace, vector shape), or ``None``."""
-    named = record.get("namespace")
-    if namespace is None and not named:
+def _record_problem(
+    record: dict[str, Any], kind: str, store_config: Any, namespace: str | None, forced: str | None
+) -> str | None:
+    """Why a record cannot be imported (checked before the store is opened), or ``None``."""
+    from ..errors import InvalidInputError
+    from ..storage.transfer import parse_restore_record
+    from ..validation import validate_record
+
+    if namespace is None and not record.get("namespace"):
         return 'no namespace: add "namespace" to the record or pass -n NAME'
+    problem = _vector_problem(record.get("vector"), None)  # first: a restore reads it as an array
+    if problem is not None:
+        return problem
+    try:
+        if kind == "export":
+            parse_restore_record(record, store_config, namespace=namespace)
+        else:
+            validate_record(record, store_config, namespace=namespace)
+    except InvalidInputError as exc:
+        return str(exc)
+    except RecursionError:  # a field nested deeper than any check can walk
+        return "a field is nested too deeply to read; flatten it"
+    named = record.get("namespace")
     if forced is not None and named is not None and named != forced:
         return (
             f"names namespace {named!r} but -n is {forced!r}: an import writes only into the namespace it is "
             'given; drop -n to import it into its own, or remove its "namespace" field to import it into '
             f"{forced!r}"
         )
-    return _vector_problem(record.get("vector"), None)
+    return None
 
 
 # float32's largest finite value: a larger number is stored as infinity.

@@ -8,8 +8,12 @@ stdout is a terminal), so the output is the same byte for byte either way.
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
-from collections.abc import Callable, Mapping
+import sys
+import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
@@ -24,7 +28,7 @@ if TYPE_CHECKING:
     from ..embeddings import Embedder
     from ..store import MemoryStore
 
-__all__ = ["Invocation", "StoreProvider", "WrongStoreError", "make_embedder"]
+__all__ = ["Invocation", "StoreProvider", "WrongStoreError", "make_embedder", "route_std_streams", "std_streams_to"]
 
 
 class WrongStoreError(Exception):
@@ -72,6 +76,8 @@ class StoreProvider:
         self._keep_open = keep_open
         self._serves = serves
         self._open: dict[tuple[str, str], MemoryStore] = {}
+        # The worker runs commands on several threads: they must share one store, not open two.
+        self._lock = threading.Lock()
 
     def open(self, settings: Settings, *, create: bool) -> MemoryStore:
         """The store of ``settings``.
@@ -87,9 +93,12 @@ class StoreProvider:
         key = (settings.store, settings.embedder)
         if self._serves is not None and key != self._serves:
             raise WrongStoreError(f"this worker serves {self._serves}, not {key}")
-        store = self._open.get(key)
-        if store is not None:
-            return store
+        with self._lock:
+            store = self._open.get(key)
+            return store if store is not None else self._opened(settings, key, create=create)
+
+    def _opened(self, settings: Settings, key: tuple[str, str], *, create: bool) -> MemoryStore:
+        """Open the store of ``settings`` now and remember it (the caller holds the lock)."""
         if not create and not store_exists(settings.store):
             raise exits.CliError(
                 f"no store at {settings.store} (from {settings.store_source}); add a memory first "
@@ -112,9 +121,76 @@ class StoreProvider:
 
     def close(self) -> None:
         """Close every store (pending access statistics are written)."""
-        stores, self._open = list(self._open.values()), {}
+        with self._lock:
+            stores, self._open = list(self._open.values()), {}
         for store in stores:
             store.close()
+
+
+class _ThreadRouted(io.TextIOBase):
+    """``sys.stdout``/``sys.stderr`` of the worker: each thread writes where its command's output goes.
+
+    Click writes help, version and error text to ``sys.stdout``/``sys.stderr``;
+    ``contextlib.redirect_stdout`` swaps them for the whole process, which mixes the output of
+    commands run at the same time on different threads.
+    """
+
+    def __init__(self, default: Any) -> None:
+        self._default = default
+        self._local = threading.local()
+
+    @property
+    def target(self) -> Any:
+        return getattr(self._local, "target", None) or self._default
+
+    @contextlib.contextmanager
+    def routed(self, target: TextIO) -> Iterator[None]:
+        previous = getattr(self._local, "target", None)
+        self._local.target = target
+        try:
+            yield
+        finally:
+            self._local.target = previous
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return str(getattr(self.target, "encoding", None) or "utf-8")
+
+    @property
+    def errors(self) -> str | None:  # type: ignore[override]
+        return getattr(self.target, "errors", None)
+
+    def write(self, text: str) -> int:
+        return int(self.target.write(text) or 0)
+
+    def flush(self) -> None:
+        self.target.flush()
+
+    def isatty(self) -> bool:
+        return bool(self.target.isatty())
+
+    def writable(self) -> bool:
+        return True
+
+
+def route_std_streams() -> None:
+    """Make ``sys.stdout``/``sys.stderr`` per-thread (the worker, which runs commands concurrently)."""
+    if not isinstance(sys.stdout, _ThreadRouted):
+        sys.stdout = _ThreadRouted(sys.stdout)
+    if not isinstance(sys.stderr, _ThreadRouted):
+        sys.stderr = _ThreadRouted(sys.stderr)
+
+
+@contextlib.contextmanager
+def std_streams_to(stdout: TextIO, stderr: TextIO) -> Iterator[None]:
+    """Send what is written to ``sys.stdout``/``sys.stderr`` to these streams: per thread when routed, else globally."""
+    out, err = sys.stdout, sys.stderr
+    if isinstance(out, _ThreadRouted) and isinstance(err, _ThreadRouted):
+        with out.routed(stdout), err.routed(stderr):
+            yield
+    else:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            yield
 
 
 @dataclass

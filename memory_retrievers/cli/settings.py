@@ -34,6 +34,7 @@ __all__ = [
     "ENV_RUNTIME_DIR",
     "ENV_STORE",
     "ENV_WORKER_IDLE",
+    "ENV_WORKER_TIMEOUT",
     "Settings",
     "SettingsError",
     "config_path",
@@ -48,6 +49,7 @@ ENV_EMBEDDER = "MEMORY_RETRIEVERS_EMBEDDER"
 ENV_CONFIG = "MEMORY_RETRIEVERS_CONFIG"
 ENV_NO_WORKER = "MEMORY_RETRIEVERS_NO_WORKER"
 ENV_WORKER_IDLE = "MEMORY_RETRIEVERS_WORKER_IDLE"
+ENV_WORKER_TIMEOUT = "MEMORY_RETRIEVERS_WORKER_TIMEOUT"
 ENV_RUNTIME_DIR = "MEMORY_RETRIEVERS_RUNTIME_DIR"
 
 #: Keys the config file may hold, with what each sets.
@@ -57,10 +59,12 @@ CONFIG_KEYS: dict[str, str] = {
     "embedder": "embedder spec: minilm, hash[:DIM] or st:<model name or path>",
     "worker": "true/false: route recall, list, show, add and stats through the persistent worker",
     "worker_idle_seconds": "seconds a worker waits for a request before it exits",
+    "worker_timeout_seconds": "seconds a command waits for the worker before it runs in its own process",
 }
 
 DEFAULT_EMBEDDER = "minilm"
 DEFAULT_WORKER_IDLE_S = 900.0
+DEFAULT_WORKER_TIMEOUT_S = 30.0
 
 
 class SettingsError(Exception):
@@ -116,9 +120,10 @@ def load_config(path: Path) -> dict[str, Any]:
             raise SettingsError(f"{key} in {path} must be a non-empty string, got {data[key]!r}")
     if "worker" in data and not isinstance(data["worker"], bool):
         raise SettingsError(f"worker in {path} must be true or false, got {data['worker']!r}")
-    idle = data.get("worker_idle_seconds")
-    if idle is not None and (isinstance(idle, bool) or not isinstance(idle, (int, float)) or idle <= 0):
-        raise SettingsError(f"worker_idle_seconds in {path} must be a positive number, got {idle!r}")
+    for key in ("worker_idle_seconds", "worker_timeout_seconds"):
+        value = data.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0):
+            raise SettingsError(f"{key} in {path} must be a positive number, got {value!r}")
     return data
 
 
@@ -146,6 +151,8 @@ class Settings:
         worker: Whether worker-eligible commands go through the persistent worker.
         worker_idle_s: How long a worker it starts waits for requests.
         config_file: The config file consulted (it may not exist).
+        worker_timeout_s: How long a command waits for the worker (for a free slot, then for the
+            answer) before it runs in its own process instead.
     """
 
     store: str
@@ -155,6 +162,7 @@ class Settings:
     worker: bool
     worker_idle_s: float
     config_file: Path
+    worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S
 
 
 def resolve(
@@ -169,7 +177,8 @@ def resolve(
     """Apply the precedence rules to the options given, the environment and the config file.
 
     Raises:
-        SettingsError: The config file or ``MEMORY_RETRIEVERS_WORKER_IDLE`` is unusable.
+        SettingsError: The config file, ``MEMORY_RETRIEVERS_WORKER_IDLE`` or
+            ``MEMORY_RETRIEVERS_WORKER_TIMEOUT`` is unusable.
     """
     cfg_file = config_path(env)
     if not cfg_file.is_absolute():
@@ -183,16 +192,8 @@ def resolve(
         location, source = _location(cfg["store"], cfg_file.parent), f"config file {cfg_file}"
     else:
         location, source = str(default_store_location()), "default"
-    idle_raw = env.get(ENV_WORKER_IDLE)
-    if idle_raw:
-        try:
-            idle = float(idle_raw)
-        except ValueError:
-            idle = -1.0
-        if idle <= 0:
-            raise SettingsError(f"{ENV_WORKER_IDLE} must be a positive number of seconds, got {idle_raw!r}")
-    else:
-        idle = float(cfg.get("worker_idle_seconds", DEFAULT_WORKER_IDLE_S))
+    idle = _seconds(env, ENV_WORKER_IDLE, cfg, "worker_idle_seconds", DEFAULT_WORKER_IDLE_S)
+    timeout = _seconds(env, ENV_WORKER_TIMEOUT, cfg, "worker_timeout_seconds", DEFAULT_WORKER_TIMEOUT_S)
     return Settings(
         store=location,
         store_source=source,
@@ -201,7 +202,26 @@ def resolve(
         worker=not (no_worker or _truthy(env.get(ENV_NO_WORKER))) and bool(cfg.get("worker", True)),
         worker_idle_s=idle,
         config_file=cfg_file,
+        worker_timeout_s=timeout,
     )
+
+
+def _seconds(env: Mapping[str, str], variable: str, cfg: Mapping[str, Any], key: str, default: float) -> float:
+    """A positive number of seconds: the environment variable, else the config file's key, else the default.
+
+    Raises:
+        SettingsError: The variable is set but not a positive number.
+    """
+    raw = env.get(variable)
+    if not raw:
+        return float(cfg.get(key, default))
+    try:
+        value = float(raw)
+    except ValueError:
+        value = -1.0
+    if not value > 0 or value == float("inf"):
+        raise SettingsError(f"{variable} must be a positive number of seconds, got {raw!r}")
+    return value
 
 
 def env_snapshot() -> dict[str, str]:

@@ -5,7 +5,15 @@ that only its owner may enter (mode 0700, checked on every use), and (on Linux) 
 peer runs as the same user. There is one worker per (store, embedder, package version, Python):
 the socket's name is a hash of them, and a lock file next to it lets only one worker serve it.
 
-Messages are JSON objects, one per line.
+Messages are JSON objects, one per line. A ``run`` request carries the command line, the client's
+environment and terminal facts, and the client's stdin when the command reads it (read by the
+client *before* it connects, so no request ever waits on a client's input). The worker answers:
+
+- ``{"fallback": reason}`` (busy, another protocol or store): the client runs the command itself;
+- ``{"started": true}`` when a slot is free; the client answers ``{"go": true}``, or has given up
+  waiting and closed the connection, in which case the worker does not run the command (so a
+  command is run once, by the worker or by the client, never by both);
+- ``{"done": true, "stdout", "stderr", "code"}``.
 """
 
 from __future__ import annotations
@@ -30,17 +38,40 @@ __all__ = [
     "no_worker_meanwhile",
     "package_version",
     "read_message",
+    "reads_stdin",
     "runtime_dir",
     "socket_path",
     "supported",
     "write_message",
 ]
 
-PROTOCOL = 1
+PROTOCOL = 2
 
 #: Commands the client sends to a worker: the ones people run often, where a warm model and an open
 #: table save seconds. Imports, exports and maintenance run in the caller's process.
 WORKER_COMMANDS = frozenset({"recall", "list", "show", "add", "stats"})
+
+
+#: Options of ``add`` that take no value (a test pins them to the Click command): every other option
+#: takes one, so the client can tell ``add -n x TEXT`` (no stdin) from ``add -n x`` (stdin).
+ADD_FLAGS = frozenset({"--pinned", "--no-dedup", "--no-worker", "--json", "-h", "--help"})
+
+
+def reads_stdin(argv: list[str]) -> bool:
+    """Whether this command line reads its input from stdin (``add`` with TEXT ``-`` or omitted)."""
+    if not argv or argv[0] != "add":
+        return False
+    args = iter(argv[1:])
+    for arg in args:
+        if arg == "--":
+            return next(args, "-") == "-"
+        if arg.startswith("-") and arg != "-":
+            attached = "=" in arg or (arg[1] != "-" and len(arg) > 2)  # --opt=value, -nalice
+            if arg not in ADD_FLAGS and not attached:
+                next(args, None)  # the option's value
+            continue
+        return arg == "-"
+    return True
 
 
 class WorkerUnavailableError(Exception):

@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import tempfile
+import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -177,3 +183,80 @@ def test_item15_cli_list_with_a_huge_offset_is_invalid_input(cli: Cli) -> None:
     assert cli("add", "Alice keeps bees", "-n", "alice").code == exits.OK
     done = cli("list", "-n", "alice", "--offset", str(2**32))
     assert done.code == exits.INVALID_INPUT and "offset must be an int in [0, 4294967295]" in done.stderr
+
+
+# --- item 12: the worker never waits on a client, and its queue is bounded ---------------------------
+
+
+def test_item12_the_client_knows_which_command_lines_read_stdin() -> None:
+    from memory_retrievers.cli.app import cli as group
+    from memory_retrievers.cli.workerproto import ADD_FLAGS, reads_stdin
+
+    add = group.commands["add"]
+    flags = {o for p in add.params if getattr(p, "is_flag", False) for o in p.opts}
+    assert flags | {"-h", "--help"} == ADD_FLAGS  # every other option takes a value
+    assert reads_stdin(["add", "-n", "alice"]) and reads_stdin(["add", "-", "-n", "alice"])
+    assert reads_stdin(["add", "--kind", "event", "--pinned", "-nalice"])
+    assert not reads_stdin(["add", "-n", "alice", "text"]) and not reads_stdin(["add", "--tag=x", "text"])
+    assert not reads_stdin(["add", "--", "-starts with a dash"]) and reads_stdin(["add", "--", "-"])
+    assert not reads_stdin(["list", "-n", "alice"])
+
+
+def _client(path: Path) -> tuple[socket.socket, Any]:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.settimeout(30)
+    sock.connect(str(path))
+    return sock, sock.makefile("rb")
+
+
+def _in_hand(path: Path) -> int:
+    from memory_retrievers.cli.workerproto import PROTOCOL, read_message, write_message
+
+    sock, reader = _client(path)
+    with sock, reader:
+        write_message(sock, {"v": PROTOCOL, "op": "ping"})
+        return int((read_message(reader) or {})["in_hand"])
+
+
+def test_item12_a_full_worker_answers_busy_at_once_and_a_client_that_gave_up_is_never_run(
+    tmp_path: Path, env: dict[str, str]
+) -> None:
+    from memory_retrievers.cli.worker import Worker
+    from memory_retrievers.cli.workerproto import PROTOCOL, read_message, write_message
+
+    path = Path(tempfile.mkdtemp(prefix="mrq")) / "w.sock"  # short: Unix socket paths are limited
+    store = env["MEMORY_RETRIEVERS_STORE"]
+    worker = Worker(path, store, "hash:32", idle_s=60, max_running=1, max_in_hand=1)
+    server = threading.Thread(target=worker.serve, daemon=True)
+    server.start()
+    deadline = time.monotonic() + 10
+    while not path.exists() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    run = {"v": PROTOCOL, "op": "run", "argv": ["add", "-n", "alice"], "cwd": str(tmp_path), "env": env}
+    try:
+        with contextlib.ExitStack() as open_:
+            first, first_reader = _client(path)
+            write_message(first, {**run, "stdin": "never stored"})
+            assert read_message(first_reader) == {"started": True}  # holds the only slot, never says go
+            second, second_reader = (open_.enter_context(x) for x in _client(path))
+            began = time.monotonic()
+            write_message(second, {**run, "stdin": "sent while busy"})
+            busy = read_message(second_reader)
+            assert busy is not None and busy["fallback"].startswith("busy") and time.monotonic() - began < 5
+            assert _in_hand(path) == 1  # ping is answered while busy
+            first_reader.close()
+            first.close()  # gave up waiting: the worker must not run it
+            while _in_hand(path) and time.monotonic() < deadline + 20:
+                time.sleep(0.02)
+            third, third_reader = (open_.enter_context(x) for x in _client(path))
+            write_message(third, {**run, "stdin": "Alice keeps bees"})
+            assert read_message(third_reader) == {"started": True}
+            write_message(third, {"go": True})
+            done = read_message(third_reader) or {}
+            assert done.get("code") == 0, done
+            assert worker.served == 1
+    finally:
+        worker.stop()
+        server.join(30)
+    with MemoryStore(store, embedder=HashEmbedder(32)) as opened:
+        assert [m.text for m in opened.list("alice")] == ["Alice keeps bees"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import stat
 import subprocess
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -64,7 +66,7 @@ def test_the_worker_starts_on_demand_answers_identically_and_stops(proc: Proc, r
     assert local.stdout == first.stdout == second.stdout and "green tea" in second.stdout
     assert _status(proc)["served"] == 2
     piped = proc("add", "-", "-n", "alice", "--json", input="Alice walks to work\n", extra_env=WORKER)
-    assert json.loads(piped.stdout)["text"] == "Alice walks to work"  # stdin fetched through the worker
+    assert json.loads(piped.stdout)["text"] == "Alice walks to work"  # stdin read by the client, sent along
     failed = proc("show", "nope", "-n", "alice", extra_env=WORKER)
     assert failed.returncode == exits.NOT_FOUND and "not found" in failed.stderr  # exit codes pass through
     sockets = list(runtime_dir.glob("*.sock"))
@@ -98,6 +100,105 @@ def test_a_runtime_dir_others_can_enter_is_refused_and_commands_still_run(proc: 
     done = proc("list", "-n", "u", "--json", extra_env={**WORKER, "MEMORY_RETRIEVERS_RUNTIME_DIR": str(shared)})
     assert done.returncode == 0 and json.loads(done.stdout)["total"] == 1
     assert not list(shared.iterdir())  # no socket where others could reach it
+
+
+def test_item12_a_client_waiting_on_its_stdin_does_not_hold_the_worker(
+    proc: Proc, env: dict[str, str], tmp_path: Path
+) -> None:
+    assert proc("add", "Alice drinks green tea", "-n", "alice", extra_env=WORKER).returncode == 0
+    assert _status(proc)["running"] is True  # the first command on a new store started the worker
+    waiting = subprocess.Popen(
+        [PYTHON, "-m", "memory_retrievers", "add", "-", "-n", "alice"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**env, **WORKER},
+        cwd=tmp_path,
+    )
+    try:
+        time.sleep(1.0)  # it is waiting on its stdin
+        began = time.monotonic()
+        listed = proc("list", "-n", "alice", "--json", extra_env=WORKER)
+        elapsed = time.monotonic() - began
+        assert listed.returncode == 0 and json.loads(listed.stdout)["total"] == 1
+        assert elapsed < 10, elapsed  # was: blocked until the other client's stdin closed
+        out, err = waiting.communicate("Alice walks to work\n", timeout=120)
+    finally:
+        waiting.kill()
+        waiting.wait()
+    assert waiting.returncode == 0 and out.startswith("added "), err
+    assert json.loads(proc("list", "-n", "alice", "--json", extra_env=WORKER).stdout)["total"] == 2
+    assert _status(proc)["served"] == 4  # all four went through the one worker
+
+
+def _silent_worker(env: dict[str, str], tmp_path: Path, *, say_started: bool) -> tuple[socket.socket, threading.Event]:
+    """A 'worker' on the store's socket that accepts requests and never finishes one."""
+    from memory_retrievers.cli.settings import resolve
+    from memory_retrievers.cli.workerproto import package_version, runtime_dir, socket_path
+
+    settings = resolve(env, tmp_path)
+    path = socket_path(runtime_dir(env), settings.store, settings.embedder, package_version())
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(8)
+    done = threading.Event()
+    held: list[socket.socket] = []
+
+    def serve() -> None:
+        listener.settimeout(0.2)
+        while not done.is_set():
+            try:
+                conn, _ = listener.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(conn)
+            if say_started:
+                conn.sendall(b'{"started": true}\n')
+        for conn in held:
+            conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return listener, done
+
+
+@pytest.mark.parametrize("say_started", [False, True])
+def test_item12_a_worker_that_does_not_answer_is_timed_out_and_reads_run_here(
+    proc: Proc, env: dict[str, str], tmp_path: Path, say_started: bool
+) -> None:
+    assert proc("add", "Alice drinks green tea", "-n", "alice").returncode == 0  # one-shot: no worker
+    listener, done = _silent_worker(env, tmp_path, say_started=say_started)
+    quick = {**WORKER, "MEMORY_RETRIEVERS_WORKER_TIMEOUT": "2"}
+    try:
+        began = time.monotonic()
+        listed = proc("list", "-n", "alice", "--json", extra_env=quick)
+        assert listed.returncode == 0 and json.loads(listed.stdout)["total"] == 1
+        assert time.monotonic() - began < 30
+        added = proc("add", "Alice walks to work", "-n", "alice", extra_env=quick)
+    finally:
+        done.set()
+        listener.close()
+    total = json.loads(proc("list", "-n", "alice", "--json").stdout)["total"]
+    if say_started:  # the worker may be storing it: the client says so and does not store it again
+        assert added.returncode == exits.STORAGE and "may be stored" in added.stderr
+        assert total == 1
+    else:  # never started by the worker: run here, once
+        assert added.returncode == 0 and added.stdout.startswith("added ")
+        assert total == 2
+
+
+def test_item4_purge_stops_the_worker_and_erases_the_forgotten_text(proc: Proc, env: dict[str, str]) -> None:
+    assert proc("add", "Erin's quokkasecret is 12 Elm Street", "-n", "erin", extra_env=WORKER).returncode == 0
+    assert proc("add", "Alice drinks green tea", "-n", "alice", extra_env=WORKER).returncode == 0
+    assert _status(proc)["running"] is True
+    assert proc("forget", "erin", "--yes", extra_env=WORKER).returncode == 0
+    purged = proc("purge", "--yes", extra_env=WORKER)
+    assert purged.returncode == 0, purged.stderr
+    assert _status(proc)["running"] is False  # stopped first: it kept the table open
+    store = Path(env["MEMORY_RETRIEVERS_STORE"])
+    holding = [p for p in store.rglob("*") if p.is_file() and b"quokkasecret" in p.read_bytes()]
+    assert holding == []
+    assert proc("list", "-n", "alice", "--json", extra_env=WORKER).returncode == 0
 
 
 @pytest.mark.integration
