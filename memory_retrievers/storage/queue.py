@@ -24,16 +24,16 @@ import asyncio
 import threading
 import time
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import _loop
-from ..errors import QueueFullError
+from ..errors import QueueFullError, StorageError
 
-__all__ = ["Abandoned", "AddBatch", "WriteQueue"]
+__all__ = ["Abandoned", "AddBatch", "WriteQueue", "batch_specific"]
 
 T = TypeVar("T")
 
@@ -67,9 +67,10 @@ class AddBatch:
     first_index: int = 0
 
 
-#: Applies grouped batches (one commit) and returns each batch's results, in order. ``proceed``
-#: is checked right before the commit: when it says no, the writer raises :class:`Abandoned`.
-GroupWriter = Callable[[list[AddBatch], Callable[[], bool]], Awaitable[list[list[Any]]]]
+#: Applies grouped batches (one commit) and returns each batch's results, in order (or the error of
+#: a batch that did not land while the others did). ``proceed`` is checked right before the commit:
+#: when it says no, the writer raises :class:`Abandoned`.
+GroupWriter = Callable[[list[AddBatch], Callable[[], bool]], Awaitable[Sequence[list[Any] | BaseException]]]
 
 
 class WriteQueue:
@@ -329,10 +330,15 @@ class WriteQueue:
                 group = live  # a caller left before the commit: redo without it
                 continue
             except Exception as exc:
-                if len(live) == 1:
-                    self._settle(live[0], error=exc)
+                if len(live) == 1 or not batch_specific(exc):
+                    # A storage failure (an outage, a commit whose outcome is unknown) fails the whole
+                    # group at once: redoing each batch alone made every caller wait out its own
+                    # failure (issue 27 item 18), and could write again what had landed.
+                    for op in live:
+                        self._settle(op, error=exc)
                     return
-                # One writer's bad batch must not fail the others: apply each alone.
+                # One writer's bad batch must not fail the others: apply each alone (nothing of the
+                # group was committed: the writer raises these before its commit).
                 for op in live:
                     await self._run_adds([op])
                 return
@@ -341,7 +347,10 @@ class WriteQueue:
                     self._settle(op, error=exc)
                 raise
             for op, result in zip(live, results, strict=True):
-                self._settle(op, result=result)
+                if isinstance(result, BaseException):  # that batch did not land; the others did
+                    self._settle(op, error=result)
+                else:
+                    self._settle(op, result=result)
             return
 
     @staticmethod
@@ -364,6 +373,17 @@ class WriteQueue:
         self._queued_records = 0
         self._room = threading.Condition(self._lock)
         self._current = []
+
+
+def batch_specific(exc: BaseException) -> bool:
+    """Whether a group's failure may come from one caller's batch, so each batch is worth trying alone.
+
+    A :class:`~memory_retrievers.errors.StorageError` is the store's, not a batch's (the writer
+    validated every record, and a commit that raised is checked for having landed before this is
+    raised): every batch would meet it again. Nor is any error raised once part of the group
+    landed (the writer marks it ``after_commit``): redoing a batch alone would write it twice.
+    """
+    return not isinstance(exc, StorageError) and not getattr(exc, "after_commit", False)
 
 
 def _proceed(ops: list[_Op]) -> Callable[[], bool]:

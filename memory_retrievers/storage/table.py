@@ -301,6 +301,7 @@ class MemoryTable:
 
     async def update(self, data: pa.Table) -> CommitEvent:
         """Set the given columns of existing rows unconditionally (access statistics); never inserts."""
+        data = _key_not_null(data)
         builder = self._table.merge_insert(_KEY).when_matched_update_all()
         return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
 
@@ -405,6 +406,12 @@ _ACTIONS: dict[CommitAction, str] = {
 def _also(where: str, only: str | None) -> str:
     """``where`` narrowed by the extra predicate ``only`` (none: unchanged)."""
     return where if only is None else f"({where}) AND ({only})"
+
+
+def _key_not_null(data: pa.Table) -> pa.Table:
+    """``data`` with its key columns declared non-nullable, as Lance wants of primary-key columns in a merge."""
+    fields = [f.with_nullable(False) if f.name in _KEY else f for f in data.schema]
+    return data.cast(pa.schema(fields, metadata=data.schema.metadata))
 
 
 def _inserting(builder: Any) -> Any:

@@ -12,7 +12,10 @@ turn deleted meanwhile is never written back.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import logging
+import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -40,6 +43,10 @@ logger = logging.getLogger(__name__)
 
 #: Attempts at landing a record whose row another process changed between our read and commit.
 _ATTEMPTS = 5
+#: How long a commit that raised is checked for having landed all the same (the store may be down
+#: for a while right after the manifest was written): seconds in all, and the first pause.
+_VERIFY_S = 30.0
+_VERIFY_PAUSE_S = 0.25
 
 
 def public(row: dict[str, Any]) -> dict[str, Any]:
@@ -81,6 +88,7 @@ class _Plan(NamedTuple):
     refresh: list[dict[str, Any]]  # stored turns whose context the new turns extend
     used: list[dict[str, Any]]  # stored turns the new turns' contexts were made from
     rewrites: bool  # whether any row replaces a stored one (or may collide with one)
+    seen: dict[tuple[str, str], dict[str, Any]]  # stored rows that skipped records point at, as read
 
 
 class Writer:
@@ -114,15 +122,28 @@ class Writer:
         self._searcher = searcher
         self._clock = clock
 
-    async def write_group(self, batches: list[AddBatch], proceed: Callable[[], bool]) -> list[list[AddedMemory]]:
-        """Write several callers' batches as one: one embedding pass, one commit; results per batch."""
+    async def write_group(
+        self, batches: list[AddBatch], proceed: Callable[[], bool]
+    ) -> list[list[AddedMemory] | StorageError]:
+        """Write several callers' batches as one: one embedding pass, one commit; results per batch.
+
+        A batch whose records all landed gets its results even when another batch's did not: that
+        one gets the error instead (whatever committed is never reported as failed, or redone).
+        """
         recs = [r for b in batches for r in b.records]
         offsets = [b.first_index + i for b in batches for i in range(len(b.records))]
-        results = await self.write(recs, dedup=batches[0].dedup, offsets=offsets, proceed=proceed)
-        out, start = [], 0
+        outcomes, landed, seen = await self._attempts(
+            recs, dedup=batches[0].dedup, offsets=offsets, proceed=proceed, replacing=None
+        )
+        out: list[list[AddedMemory] | StorageError] = []
+        start = 0
         for b in batches:
-            out.append(results[start : start + len(b.records)])
+            mine = outcomes[start : start + len(b.records)]
             start += len(b.records)
+            done = [o for o in mine if o is not None]
+            out.append(
+                await self._results(done, landed, seen) if len(done) == len(mine) else _unlanded(len(mine) - len(done))
+            )
         return out
 
     async def write(
@@ -141,23 +162,50 @@ class Writer:
 
         Raises:
             Abandoned: ``proceed`` said no before the commit (nothing was written).
-            StorageError: A record could not land after several fresh reads.
+            StorageError: A record could not land after several fresh reads, or the store failed
+                before the commit (nothing was written), or a commit's outcome could not be read back.
         """
         if not recs:
             return []
+        outcomes, landed, seen = await self._attempts(
+            recs, dedup=dedup, offsets=offsets, proceed=proceed, replacing=replacing
+        )
+        done = [o for o in outcomes if o is not None]
+        if len(done) < len(outcomes):
+            raise _unlanded(len(outcomes) - len(done))
+        return await self._results(done, landed, seen)
+
+    async def _attempts(
+        self,
+        recs: list[dict[str, Any]],
+        *,
+        dedup: bool | None,
+        offsets: Sequence[int] | None,
+        proceed: Callable[[], bool],
+        replacing: tuple[str, Sequence[str]] | None,
+    ) -> tuple[list[_Outcome | None], dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+        """Plan and commit until every record landed (or attempts run out): outcomes (``None``: not landed)."""
         offsets = list(offsets) if offsets is not None else list(range(len(recs)))
         vectors = await self._vectors.for_records(recs)
         hashes = [content_hash(r["text"]) for r in recs]
         outcomes: list[_Outcome | None] = [None] * len(recs)
         landed: dict[tuple[str, str], dict[str, Any]] = {}
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
         todo = list(range(len(recs)))
+        committed = False
         for attempt in range(_ATTEMPTS):
             sub = [recs[i] for i in todo]
             isolated = replacing is not None
-            plan = await self._plan(
-                sub, [hashes[i] for i in todo], vectors[todo], [offsets[i] for i in todo], dedup, isolated=isolated
-            )
-            if not proceed():
+            try:
+                plan = await self._plan(
+                    sub, [hashes[i] for i in todo], vectors[todo], [offsets[i] for i in todo], dedup, isolated=isolated
+                )
+            except Exception as exc:
+                if committed:  # part of the write landed: the queue must not redo its batches alone
+                    with contextlib.suppress(AttributeError):
+                        exc.after_commit = True  # type: ignore[attr-defined]
+                raise
+            if not committed and not proceed():  # once part landed, the rest follows whoever waits
                 raise Abandoned
             failed_keys: set[tuple[str, str]] = set()
             if plan.rows:
@@ -176,29 +224,57 @@ class Writer:
                     replacing = (replacing[0], [])  # a retry inserts what did not land: the deletes are done
                 else:
                     event = await self.commit(rows, picked, upsert=plan.rewrites)
+                committed = True
                 if event.landed is not None and event.landed < len(rows):
-                    failed_keys = await self.not_landed(rows)
+                    failed_keys = await self._not_landed_after_commit(rows, event)
             for j, i in enumerate(todo):
                 if plan.outcomes[j].key not in failed_keys:
                     outcomes[i] = plan.outcomes[j]
             landed.update({k: r for k, r in plan.rows.items() if k not in failed_keys})
-            await self._context.refresh(plan.refresh)
-            # The words of the turns used, and of the new turns put into earlier turns' context: any
-            # of them deleted meanwhile by another process is taken back out.
+            seen.update(plan.seen)
             new_turns = [r for k, r in plan.rows.items() if k not in failed_keys]
-            await self._context.scrub_vanished([*plan.used, *new_turns])
+            await self._after_commit(plan, new_turns)
             todo = [i for i, o in enumerate(outcomes) if o is None]
             if not todo:
                 break
             logger.info(
                 "memory-retrievers: %d record(s) met a concurrent write; reading again (%d)", len(todo), attempt + 1
             )
-        if todo:
-            raise StorageError(
-                f"{len(todo)} record(s) could not be written: their rows kept changing under concurrent writers; "
-                "nothing else failed, retry these"
+        return outcomes, landed, seen
+
+    async def _after_commit(self, plan: _Plan, new_turns: list[dict[str, Any]]) -> None:
+        """Context upkeep after a commit: best effort, never a failure of the write that landed.
+
+        Raising here once made the queue redo every batch of a group alone, storing chat turns twice
+        (issue 27 items 6 and 17); the turns are stored, and their neighbours' context is a search aid.
+        """
+        try:
+            await self._context.refresh(plan.refresh)
+            # The words of the turns used, and of the new turns put into earlier turns' context: any
+            # of them deleted meanwhile by another process is taken back out.
+            await self._context.scrub_vanished([*plan.used, *new_turns])
+        except Exception:
+            logger.warning(
+                "memory-retrievers: the context of neighbouring chat turns could not be brought up to date after a "
+                "write (it is stored); the next write or optimize() of the session does it",
+                exc_info=True,
             )
-        return await self._results([o for o in outcomes if o is not None], landed)
+
+    async def _not_landed_after_commit(self, rows: list[dict[str, Any]], event: CommitEvent) -> set[tuple[str, str]]:
+        """:meth:`not_landed`, read again while the store does not answer (the commit has happened)."""
+        deadline = time.monotonic() + _VERIFY_S
+        pause = _VERIFY_PAUSE_S
+        while True:
+            try:
+                return await self.not_landed(rows, event)
+            except StorageError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise StorageError(
+                        f"a write committed, but which of its {len(rows)} record(s) landed could not be read back "
+                        f"({exc}); check with get() before writing them again"
+                    ) from exc
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 4.0)
 
     async def _plan(
         self,
@@ -228,6 +304,7 @@ class Writer:
         )
         last_with_id = {(r["namespace"], r["id"]): i for i, r in enumerate(recs) if r.get("id") is not None}
         policy = self._config.dedup_policy
+        seen: dict[tuple[str, str], dict[str, Any]] = {}
         target: list[str] = [""] * len(recs)
         outcomes: list[_Outcome] = []
         rows: dict[tuple[str, str], dict[str, Any]] = {}
@@ -288,6 +365,8 @@ class Writer:
                 chash, vector_of = base["content_hash"], base.get("_vector")
             why = f"{duplicate_kind(hit)} {dup_id}"
             if not changed:
+                if key in existing:  # reported as read: a delete after this write is not its failure
+                    seen[key] = existing[key]
                 outcomes.append(_Outcome(key, WriteAction.SKIPPED, dup_id, hit.similarity, why))
                 continue
             prior = base if key not in rows or key not in existing else {**base, "revision": existing[key]["revision"]}
@@ -310,7 +389,7 @@ class Writer:
         filled = await self._context.fill(list(rows.values()), isolated=isolated)
         # Caller ids may collide with rows another process is creating: those commits are merges.
         rewrites = bool(existing) or any(r.get("id") is not None for r in recs)
-        return _Plan(rows, outcomes, filled.refresh, filled.used, rewrites)
+        return _Plan(rows, outcomes, filled.refresh, filled.used, rewrites, seen)
 
     @staticmethod
     def _row(
@@ -328,34 +407,55 @@ class Writer:
         row["_vector"] = vector_of
         return row
 
-    async def not_landed(self, rows: list[dict[str, Any]]) -> set[tuple[str, str]]:
-        """The rows of a conditional commit that another writer's change kept out."""
+    async def not_landed(self, rows: list[dict[str, Any]], event: CommitEvent | None = None) -> set[tuple[str, str]]:
+        """The rows of a conditional commit that another writer's change kept out.
+
+        With the commit's ``event``, a row landed when the stored row carries the stamp the commit
+        drew for it (a revision and timestamps can be equal for two writers under a frozen clock).
+        """
+        stamps = _stamps(event.rows) if event is not None and event.rows is not None else {}
         out: set[tuple[str, str]] = set()
         by_ns: dict[str, list[dict[str, Any]]] = {}
         for row in rows:
             by_ns.setdefault(row["namespace"], []).append(row)
         for ns, mine in by_ns.items():
-            stored = await self._table.rows_by_id(ns, [r["id"] for r in mine], columns=["id", "revision", "updated_at"])
+            columns = ["id", "revision", "updated_at", "stamp"] if stamps else ["id", "revision", "updated_at"]
+            stored = await self._table.rows_by_id(ns, [r["id"] for r in mine], columns=columns)
             for row in mine:
                 got = stored.get(row["id"])
-                if got is None or got["revision"] != row["revision"] or got["updated_at"] != row["updated_at"]:
-                    out.add((ns, row["id"]))
+                key = (ns, row["id"])
+                if got is None:
+                    out.add(key)
+                elif key in stamps:
+                    if got["stamp"] != stamps[key]:
+                        out.add(key)
+                elif got["revision"] != row["revision"] or got["updated_at"] != row["updated_at"]:
+                    out.add(key)
         return out
 
     async def _results(
-        self, outcomes: list[_Outcome], landed: dict[tuple[str, str], dict[str, Any]]
+        self,
+        outcomes: list[_Outcome],
+        landed: dict[tuple[str, str], dict[str, Any]],
+        seen: dict[tuple[str, str], dict[str, Any]],
     ) -> list[AddedMemory]:
-        by_key = {key: rows_to_memories(pa.Table.from_pylist([public(row)]))[0] for key, row in landed.items()}
+        """Each record's result, from the rows committed and the rows read: nothing is read after the commit.
+
+        A memory a record was skipped against is reported as it was read, even if another writer
+        deleted it since (issue 27 item 6: that raised after the commit, and the queue wrote the
+        group's other records a second time).
+        """
         out: list[AddedMemory] = []
         for outcome in outcomes:
-            mem = by_key.get(outcome.key)
-            if mem is None:  # skipped as a duplicate of a stored memory
-                ns, id_ = outcome.key
-                found, _ = await self._searcher.memories(ns, [id_])
+            row = landed.get(outcome.key) or seen.get(outcome.key)
+            if row is not None:
+                mem = rows_to_memories(pa.Table.from_pylist([{k: v for k, v in public(row).items() if k != "vector"}]))[
+                    0
+                ]
+            else:  # not expected: every outcome's row was planned or read; read it rather than fail
+                found, _ = await self._searcher.memories(outcome.key[0], [outcome.key[1]])
                 if not found:
-                    raise StorageError(
-                        f"memory {id_!r} that a record duplicates was deleted while writing; write the record again"
-                    )
+                    raise StorageError(f"memory {outcome.key[1]!r} that a record duplicates could not be read back")
                 mem = found[0]
             out.append(added(mem, outcome.action, outcome.duplicate_of, outcome.similarity, outcome.reason))
         return out
@@ -379,7 +479,59 @@ class Writer:
             rows += [{k: v for k, v in r.items() if k != "vector"} for r in extra]
             vectors = np.concatenate([vectors.reshape(-1, self._vectors.dimension), extra_vectors])
         data = self.arrow(rows, vectors)
-        return await (self._table.upsert(data) if upsert else self._table.add(data))
+        try:
+            return await (self._table.upsert(data) if upsert else self._table.add(data))
+        except StorageError as exc:
+            return await self._landed_anyway(data, exc, upsert=upsert)
+
+    async def _landed_anyway(self, data: pa.Table, error: StorageError, *, upsert: bool) -> CommitEvent:
+        """A commit that raised: the rows of it that landed all the same (the stamps they carry tell).
+
+        Object stores can fail a request after the new version was written (the manifest PUT landed,
+        then a LIST or the answer was lost): reporting that as a failure made a caller's retry store
+        the memory twice (issue 27 item 17). The store is asked again for a while (``_VERIFY_S``).
+
+        Raises:
+            StorageError: ``error`` when nothing landed; a new one when the store did not answer.
+        """
+        deadline = time.monotonic() + _VERIFY_S
+        pause = _VERIFY_PAUSE_S
+        mine = _stamps(data)
+        while True:
+            try:
+                await self._table.refresh()
+                found = await self._stamps_stored(mine)
+                break
+            except StorageError as exc:
+                if time.monotonic() + pause > deadline:
+                    raise StorageError(
+                        f"{error}; whether the write landed could not be read back either ({exc}): check with get() "
+                        "before writing it again"
+                    ) from error
+            await asyncio.sleep(pause)
+            pause = min(pause * 2, 4.0)
+        if not found:
+            raise error
+        logger.warning(
+            "memory-retrievers: a commit reported a failure after it landed (%d of %d rows found): %s",
+            len(found),
+            len(mine),
+            error,
+        )
+        namespaces = frozenset(ns for ns, _ in mine)
+        action = "upsert" if upsert else "add"
+        return CommitEvent(action, namespaces, await self._table.version(), data, None, len(found), 0)
+
+    async def _stamps_stored(self, mine: dict[tuple[str, str], int]) -> set[tuple[str, str]]:
+        """Keys whose stored row carries the stamp of ``mine``."""
+        by_ns: dict[str, list[str]] = {}
+        for ns, id_ in mine:
+            by_ns.setdefault(ns, []).append(id_)
+        found: set[tuple[str, str]] = set()
+        for ns, ids in by_ns.items():
+            stored = await self._table.rows_by_id(ns, ids, columns=["id", "stamp"])
+            found |= {(ns, i) for i, row in stored.items() if row["stamp"] == mine[(ns, i)]}
+        return found
 
     def arrow(self, rows: Sequence[dict[str, Any]], vectors: np.ndarray) -> pa.Table:
         """Rows (and their vectors) as the data of a commit; ``search_text`` is derived here."""
@@ -387,3 +539,19 @@ class Writer:
         for row in clean:  # derived here, the one place every write passes through
             row["search_text"] = search_text(row["text"], row["context"])
         return to_arrow(clean, vectors, self._table.schema)
+
+
+def _stamps(data: pa.Table) -> dict[tuple[str, str], int]:
+    """The stamp each row of a commit's data carries, by key (empty for data without stamps)."""
+    if "stamp" not in data.column_names:
+        return {}
+    keys = zip(data.column("namespace").to_pylist(), data.column("id").to_pylist(), strict=True)
+    return dict(zip(keys, data.column("stamp").to_pylist(), strict=True))
+
+
+def _unlanded(count: int) -> StorageError:
+    """The error of records that never landed (their rows kept changing under other writers)."""
+    return StorageError(
+        f"{count} record(s) could not be written: their rows kept changing under concurrent writers; "
+        "nothing else failed, retry these"
+    )
