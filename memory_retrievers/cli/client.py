@@ -216,7 +216,8 @@ def _via_worker(argv: Sequence[str]) -> int | None:
     stdin = _read_stdin(argv)
     sock = _connect_or_start(address)
     if sock is None:
-        return _local_with(stdin)
+        _keep_stdin(stdin)
+        return None
     with sock:
         try:
             reply = _exchange(sock, _request(argv, env, stdin), address.timeout_s)
@@ -230,7 +231,8 @@ def _via_worker(argv: Sequence[str]) -> int | None:
         except (OSError, ValueError):
             reply = None
     if reply is None or "done" not in reply:
-        return _local_with(stdin)
+        _keep_stdin(stdin)
+        return None
     sys.stdout.write(str(reply.get("stdout", "")))
     sys.stdout.flush()
     sys.stderr.write(str(reply.get("stderr", "")))
@@ -245,13 +247,12 @@ def _read_stdin(argv: Sequence[str]) -> str | None:
     return sys.stdin.read()
 
 
-def _local_with(stdin: str | None) -> None:
-    """Fall back to this process; stdin already read is handed to the command."""
+def _keep_stdin(stdin: str | None) -> None:
+    """Before running the command here: stdin already read for the worker is the command's stdin again."""
     if stdin is not None:
         import io
 
         sys.stdin = io.StringIO(stdin)
-    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
