@@ -111,3 +111,15 @@ async def test_one_namespace_server_refuses_another_namespace_on_every_tool(env:
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
         assert [m.text for m in store.list("bob")] == ["Bob's secret is 42"]  # neither forgotten nor added to
         assert [m.text for m in store.list("alice")] == ["Alice's secret is 7"]
+
+
+async def test_item15_list_with_a_huge_limit_or_offset_is_a_typed_error(env: dict[str, str]) -> None:
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        store.add("Alice keeps bees", namespace="alice")
+    async with await _session(env, "-n", "alice") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        for name, value in (("limit", 2**32), ("offset", 2**32)):
+            refused = await session.call_tool("list", {name: value})
+            message = _text_any(refused)
+            assert refused.is_error and "InvalidInputError" in message and f"{name} must be an int" in message
+        assert len(_json(await session.call_tool("list", {"offset": 0}))) == 1
