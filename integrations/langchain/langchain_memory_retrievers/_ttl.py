@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import threading
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
@@ -10,20 +11,26 @@ from typing import Any
 
 from memory_retrievers import ConfigError, InvalidInputError
 
-__all__ = ["TTL_KEY", "Sweeper", "check_ttl", "check_ttl_config", "expires_at"]
+__all__ = ["DEFAULT_SWEEP_INTERVAL_MINUTES", "TTL_KEY", "Sweeper", "check_ttl", "check_ttl_config", "expires_at"]
 
 #: Metadata key holding an item's TTL in minutes, so a read can refresh it.
 TTL_KEY = "langgraph_ttl_minutes"
+
+#: The sweeper's interval when neither ``start_ttl_sweeper`` nor the ttl config gives one (LangGraph's
+#: Postgres store uses the same default).
+DEFAULT_SWEEP_INTERVAL_MINUTES = 5.0
 
 _KEYS = {"refresh_on_read", "default_ttl", "sweep_interval_minutes", "omit_expired"}
 
 
 def check_ttl(minutes: Any, what: str = "ttl") -> float | None:
-    """A TTL in minutes (a positive number) or ``None``."""
+    """A TTL in minutes (a finite positive number) or ``None`` (never expires)."""
     if minutes is None:
         return None
     if isinstance(minutes, bool) or not isinstance(minutes, int | float) or not minutes > 0:
         raise InvalidInputError(f"{what} must be a number of minutes > 0 or None, got {minutes!r}")
+    if not math.isfinite(float(minutes)):
+        raise InvalidInputError(f"{what} must be a finite number of minutes, got {minutes!r}; for no expiry pass None")
     return float(minutes)
 
 
@@ -45,14 +52,25 @@ def check_ttl_config(config: Mapping[str, Any] | None) -> dict[str, Any] | None:
         if key in out and not isinstance(out[key], bool):
             raise ConfigError(f"ttl[{key!r}] must be a bool, got {out[key]!r}")
     interval = out.get("sweep_interval_minutes")
-    if interval is not None and (isinstance(interval, bool) or not isinstance(interval, int | float) or interval <= 0):
-        raise ConfigError(f"ttl['sweep_interval_minutes'] must be a number > 0 or None, got {interval!r}")
+    if interval is not None and (
+        isinstance(interval, bool) or not isinstance(interval, int | float) or not 0 < interval < math.inf
+    ):
+        raise ConfigError(f"ttl['sweep_interval_minutes'] must be a finite number > 0 or None, got {interval!r}")
     return out
 
 
 def expires_at(now: datetime, minutes: float) -> datetime:
-    """When an item written or read at ``now`` with a TTL of ``minutes`` expires."""
-    return now + timedelta(minutes=minutes)
+    """When an item written or read at ``now`` with a TTL of ``minutes`` expires.
+
+    Raises:
+        InvalidInputError: That moment is past year 9999 (use ``ttl=None`` for no expiry).
+    """
+    try:
+        return now + timedelta(minutes=minutes)
+    except OverflowError:
+        raise InvalidInputError(
+            f"ttl={minutes!r} minutes reaches past year 9999; for an item that never expires pass ttl=None"
+        ) from None
 
 
 class Sweeper:

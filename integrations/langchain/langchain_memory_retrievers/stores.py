@@ -12,8 +12,15 @@ default every string of the value. With one selected text the memory's vector is
 embedding. With several (several paths, or a path matching a list), each text is embedded on its
 own, as LangGraph does: the vectors are kept in the memory's metadata and the memory's own vector
 is their normalised mean (so no extra embedding is spent on the joined text). ``index=False``, or
-a value with no selected text, makes an item that semantic search never returns (still found by
-``get``, listing and filter-only search); it is tagged :data:`UNINDEXED_TAG`.
+a value with no selected text, makes an item that semantic search does not rank: a query search
+returns it after every indexed item, with ``score=None``, as LangGraph's own stores do (``get``,
+listing and filter-only search find it as any other); it is tagged :data:`UNINDEXED_TAG`.
+
+**Values** are dicts that JSON holds exactly: str keys; str, int, finite float, bool, ``None``,
+lists (tuples come back as lists) and dicts, at most :data:`MAX_VALUE_DEPTH` levels deep. Anything
+else (a ``datetime``, a ``set``, ``bytes``, NaN) is refused with
+:class:`~memory_retrievers.InvalidInputError` naming the key and where in the value it is, rather
+than stored as something else: store a time as its ISO string.
 
 **Search.** ``search(prefix, query=...)`` selects the items (namespaces under ``prefix``, then
 ``filter``) *before* ranking them, and pages over all of them: ranking is the full recall pipeline
@@ -28,10 +35,11 @@ from __future__ import annotations
 import base64
 import contextlib
 import json
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime, time
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -64,9 +72,9 @@ from memory_retrievers import (
 from memory_retrievers.integration import PAGE_SIZE, aiter_memories, register, run_sync, unit_rows
 
 from ._recallers import Recallers
-from ._ttl import TTL_KEY, Sweeper, check_ttl, check_ttl_config, expires_at
+from ._ttl import DEFAULT_SWEEP_INTERVAL_MINUTES, TTL_KEY, Sweeper, check_ttl, check_ttl_config, expires_at
 
-__all__ = ["NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
+__all__ = ["MAX_VALUE_DEPTH", "NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
 
 #: Every core namespace holding LangGraph items starts with this.
 NAMESPACE_PREFIX = "langgraph:"
@@ -75,6 +83,8 @@ UNINDEXED_TAG = "langgraph:unindexed"
 VALUE_KEY = "langgraph_value"
 VECTORS_KEY = "langgraph_vectors"
 _OPERATORS = ("$eq", "$ne", "$gt", "$gte", "$lt", "$lte")
+#: How deeply an item's value may nest (LangGraph's Postgres store, through orjson, refuses past 254).
+MAX_VALUE_DEPTH = 200
 # Recall's candidate lists and k stop here; items beyond them are ranked by cosine.
 _RECALL_MAX = 1000
 Ranking = Literal["recall", "vector"]
@@ -112,13 +122,21 @@ def _check_labels(namespace: Sequence[str]) -> tuple[str, ...]:
 
 
 def _check_put_namespace(namespace: Sequence[str]) -> tuple[str, ...]:
+    """A put's namespace: labels as everywhere, and not empty.
+
+    The reserved root label ``"langgraph"`` is refused by ``BaseStore.put`` only: a ``PutOp`` sent
+    through ``batch`` may write under it, as LangGraph's own stores allow.
+    """
     path = _check_labels(namespace)
-    # LangGraph reserves the root "langgraph" for itself, for writes only: reads of it just find nothing.
     if not path:
         raise InvalidNamespaceError("namespace cannot be empty")
-    if path[0] == "langgraph":
-        raise InvalidNamespaceError(f'root label for namespace cannot be "langgraph", got {path!r}')
     return path
+
+
+def _condition_path(condition: MatchCondition) -> tuple[str, ...]:
+    """A match condition's labels; a plain string is one label (``"public"`` as ``("public",)``)."""
+    path = condition.path
+    return _check_labels((path,) if isinstance(path, str) else path)
 
 
 def _check_op(op: Op) -> None:
@@ -131,7 +149,7 @@ def _check_op(op: Op) -> None:
         _check_labels(op.namespace_prefix)
     elif isinstance(op, ListNamespacesOp):
         for condition in op.match_conditions or ():
-            _check_labels(condition.path)
+            _condition_path(condition)
     else:
         raise InvalidInputError(f"unknown store operation {type(op).__name__}")
 
@@ -182,11 +200,55 @@ def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
 
 
 def _path_matches(path: tuple[str, ...], condition: MatchCondition) -> bool:
-    pattern = tuple(condition.path)
+    pattern = _condition_path(condition)
     if len(pattern) > len(path):
         return False
     part = path[: len(pattern)] if condition.match_type == "prefix" else path[len(path) - len(pattern) :]
     return all(want == "*" or want == got for want, got in zip(pattern, part, strict=True))
+
+
+def _unfit(node: Any) -> str | None:
+    """Why JSON cannot hold ``node`` exactly, with the fix; ``None`` when it can (containers included)."""
+    if node is None or isinstance(node, str | int | dict | list | tuple):
+        return None
+    if isinstance(node, float):
+        return None if math.isfinite(node) else f"{node!r}, which JSON cannot hold; store None or a number"
+    name = type(node).__name__
+    if isinstance(node, datetime | date | time):
+        return f"a {name}, which JSON cannot hold; store its ISO string (value.isoformat())"
+    if isinstance(node, set | frozenset):
+        return f"a {name}, which JSON cannot hold; store it as a list"
+    return f"a {name}, which JSON cannot hold; store str, numbers, bools, None, lists or dicts"
+
+
+def _check_value(key: str, value: Any) -> None:
+    """An item's value, checked to come back exactly as given (see the module docstring).
+
+    Walked without recursion, so a hostile depth is refused by name instead of a ``RecursionError``.
+
+    Raises:
+        InvalidInputError: Not a dict, a key that is not a str, something JSON cannot hold, or
+            nested deeper than :data:`MAX_VALUE_DEPTH`.
+    """
+    if not isinstance(value, dict):
+        raise InvalidInputError(f"item values must be dicts, got {type(value).__name__} for key {key!r}")
+    stack: list[tuple[Any, str, int]] = [(value, "value", 1)]
+    while stack:
+        node, where, depth = stack.pop()
+        if depth > MAX_VALUE_DEPTH:
+            raise InvalidInputError(f"the value of key {key!r} nests deeper than {MAX_VALUE_DEPTH} levels; flatten it")
+        problem = _unfit(node)
+        if problem is not None:
+            raise InvalidInputError(f"{where} of key {key!r} is {problem}")
+        if isinstance(node, dict):
+            for name, item in node.items():
+                if not isinstance(name, str):
+                    raise InvalidInputError(
+                        f"{where} of key {key!r} has the {type(name).__name__} key {name!r}; keys must be str"
+                    )
+                stack.append((item, f"{where}[{name!r}]", depth + 1))
+        elif isinstance(node, list | tuple):
+            stack.extend((item, f"{where}[{i}]", depth + 1) for i, item in enumerate(node))
 
 
 def _strings(value: Any) -> Iterable[str]:
@@ -210,10 +272,10 @@ def _decode(text: str) -> np.ndarray:
 
 @dataclass
 class _Found:
-    """One search result before paging: the memory, its recall score (ranked ones) and its cosine."""
+    """One search result before paging: the memory and its cosine (``None``: an unindexed item)."""
 
     memory: Memory
-    cosine: float
+    cosine: float | None
 
 
 class MemoryStoreLangGraph(BaseStore):
@@ -237,7 +299,7 @@ class MemoryStoreLangGraph(BaseStore):
         ranking: ``"recall"`` (the fused pipeline orders results) or ``"vector"`` (the cosine alone).
         ttl: LangGraph's ``TTLConfig``: ``default_ttl`` (minutes, for puts that give no ``ttl``),
             ``refresh_on_read`` (default ``True``: a get or search of an item restarts its TTL),
-            ``sweep_interval_minutes`` (for :meth:`start_ttl_sweeper`). An item's TTL is the
+            ``sweep_interval_minutes`` (for :meth:`start_ttl_sweeper`, default 5). An item's TTL is the
             core's ``expires_at``: expired items leave get, search and listings at once, and
             :meth:`sweep_ttl` (or ``MemoryStore.expire``/``optimize``) deletes them.
 
@@ -289,13 +351,19 @@ class MemoryStoreLangGraph(BaseStore):
         return await self._store.aexpire()
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
-        """Sweep expired items every ``sweep_interval_minutes`` (default: the ttl config's) in a thread.
+        """Sweep expired items every ``sweep_interval_minutes`` in a thread.
 
-        Returns a future that completes when :meth:`stop_ttl_sweeper` has stopped it.
+        The interval is, in this order: the argument, the ttl config's ``sweep_interval_minutes``,
+        :data:`~langchain_memory_retrievers._ttl.DEFAULT_SWEEP_INTERVAL_MINUTES` (5, as LangGraph's
+        Postgres store). Returns a future that completes when :meth:`stop_ttl_sweeper` has stopped it.
+
+        Raises:
+            ConfigError: ``sweep_interval_minutes`` is not a number > 0.
         """
-        interval = sweep_interval_minutes or (self.ttl_config or {}).get("sweep_interval_minutes")
-        if interval is None:
-            raise ConfigError("give sweep_interval_minutes, here or in ttl={'sweep_interval_minutes': ...}")
+        if sweep_interval_minutes is not None:
+            check_ttl_config({"sweep_interval_minutes": sweep_interval_minutes})
+        configured = (self.ttl_config or {}).get("sweep_interval_minutes")
+        interval = sweep_interval_minutes or configured or DEFAULT_SWEEP_INTERVAL_MINUTES
         return self._sweeper.start(float(interval))
 
     def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
@@ -372,12 +440,14 @@ class MemoryStoreLangGraph(BaseStore):
     async def abatch(self, ops: Iterable[Op]) -> list[Result]:
         """Run ops in order; consecutive puts to one namespace share one commit.
 
-        Every op's namespace is checked before any op runs, so a batch with an invalid one changes
-        nothing.
+        Every op's namespace, and every put's value and ttl, is checked before any op runs, so a
+        batch with an invalid one changes nothing.
         """
         ops = list(ops)
         for op in ops:
             _check_op(op)
+            if isinstance(op, PutOp) and op.value is not None:
+                self._check_put(op)
         results: list[Result] = [None] * len(ops)
         i = 0
         while i < len(ops):
@@ -399,6 +469,13 @@ class MemoryStoreLangGraph(BaseStore):
                 raise InvalidInputError(f"unknown store operation {type(op).__name__}")
             i += 1
         return results
+
+    def _check_put(self, op: PutOp) -> None:
+        """A put's value and ttl, checked before any op of the batch runs."""
+        _check_value(op.key, op.value)
+        minutes = check_ttl(op.ttl)
+        if minutes is not None:
+            expires_at(self._store.clock(), minutes)  # past year 9999: refused here, not mid-batch
 
     async def _aget(self, op: GetOp) -> Item | None:
         path = _check_labels(op.namespace)
@@ -424,8 +501,6 @@ class MemoryStoreLangGraph(BaseStore):
         for key, op in latest.items():
             if op.value is None:
                 continue
-            if not isinstance(op.value, dict):
-                raise InvalidInputError(f"item values must be dicts, got {type(op.value).__name__} for key {key!r}")
             texts = [] if op.index is False else self._texts(op.value, None if op.index is None else list(op.index))
             record: dict[str, Any] = {"id": key, "kind": self.kind, "metadata": {VALUE_KEY: op.value}}
             minutes = check_ttl(op.ttl)
@@ -497,45 +572,48 @@ class MemoryStoreLangGraph(BaseStore):
         qvec = np.asarray(await self._store.aembed_query(op.query), dtype=np.float32)
         ranked: list[tuple[float, _Found]] = []
         rest: list[_Found] = []
+        unscored: list[Memory] = []
         for ns in namespaces:
-            got, tail = await self._asearch_namespace(ns, op.query, qvec, op.filter, wanted)
+            got, tail, unindexed = await self._asearch_namespace(ns, op.query, qvec, op.filter, wanted)
             ranked.extend(got)
             rest.extend(tail)
+            unscored.extend(unindexed)
         ranked.sort(key=lambda pair: -pair[0])
-        rest.sort(key=lambda found: -found.cosine)
-        found = ([f for _, f in ranked] + rest)[op.offset : wanted]
+        rest.sort(key=lambda found: -(found.cosine or 0.0))
+        # Unindexed items (index=False, nothing to embed) come last, unscored, as in LangGraph's stores.
+        unscored.sort(key=lambda m: m.updated_at or datetime.min, reverse=True)
+        found = ([f for _, f in ranked] + rest + [_Found(m, None) for m in unscored])[op.offset : wanted]
         if op.refresh_ttl:
             await self._refresh([f.memory for f in found])
         return [self._search_item(f.memory, f.cosine) for f in found]
 
     async def _asearch_namespace(
         self, ns: str, query: str, qvec: np.ndarray, flt: Mapping[str, Any] | None, wanted: int
-    ) -> tuple[list[tuple[float, _Found]], list[_Found]]:
-        """One namespace's results: those recall ranked (with their fused score), and the rest."""
+    ) -> tuple[list[tuple[float, _Found]], list[_Found], list[Memory]]:
+        """One namespace's results: those recall ranked (with their fused score), the rest, the unindexed."""
         # Select first, rank second: a filter (or index=False) decides which items compete at all.
         selected: list[Memory] | None = None
-        unindexed: list[str] = []
         if flt or self.ranking == "vector":
-            selected = [
-                m for m in await self._aall(ns) if UNINDEXED_TAG not in m.tags and _matches(self._value(m), flt)
-            ]
+            matching = [m for m in await self._aall(ns) if _matches(self._value(m), flt)]
+            selected = [m for m in matching if UNINDEXED_TAG not in m.tags]
+            unindexed = [m for m in matching if UNINDEXED_TAG in m.tags]
             if not selected:
-                return [], []
+                return [], [], unindexed
         else:
-            unindexed = [m.id for m in await self._aall(ns, {"tags_any": [UNINDEXED_TAG]})]
+            unindexed = await self._aall(ns, {"tags_any": [UNINDEXED_TAG]})
+        skip = {m.id for m in unindexed}
         ranked: list[tuple[float, _Found]] = []
         if self.ranking == "recall":
-            scored = await self._arecall(ns, query, qvec, wanted, selected, unindexed)
+            scored = await self._arecall(ns, query, qvec, wanted, selected, sorted(skip))
             ranked = [(s.score, _Found(s.memory, self._cosine(s, qvec))) for s in scored]
         if len(ranked) >= wanted:
-            return ranked, []
+            return ranked, [], unindexed
         # Beyond recall's candidate lists (or with ranking="vector"): the other items, by cosine.
         seen = {f.memory.id for _, f in ranked}
         if selected is None:
-            skip = set(unindexed)
             selected = [m for m in await self._aall(ns) if m.id not in skip and UNINDEXED_TAG not in m.tags]
         others = [m for m in selected if m.id not in seen]
-        return ranked, await self._by_cosine(ns, others, qvec)
+        return ranked, await self._by_cosine(ns, others, qvec), unindexed
 
     async def _arecall(
         self, ns: str, query: str, qvec: np.ndarray, wanted: int, selected: list[Memory] | None, unindexed: list[str]
@@ -582,7 +660,7 @@ class MemoryStoreLangGraph(BaseStore):
                 vector = full.vector
                 cosine = float(np.dot(np.asarray(vector, dtype=np.float32), qvec)) if vector is not None else 0.0
                 out.append(_Found(memory, cosine))
-        out.sort(key=lambda found: -found.cosine)
+        out.sort(key=lambda found: -(found.cosine or 0.0))
         return out
 
     async def _aall(self, ns: str, flt: Mapping[str, Any] | None = None) -> list[Memory]:
@@ -601,7 +679,7 @@ class MemoryStoreLangGraph(BaseStore):
 
     async def _alist_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         for condition in op.match_conditions or ():
-            _check_labels(condition.path)
+            _condition_path(condition)
         paths = [p for p in (langgraph_namespace(ns) for ns in await self._store.anamespaces()) if p]
         if op.match_conditions:
             paths = [p for p in paths if all(_path_matches(p, c) for c in op.match_conditions)]

@@ -1,0 +1,174 @@
+"""MemoryStoreLangGraph regressions from issue 27: LangGraph's BaseStore cases (a-d) and typed errors (item 15).
+
+Cases a-d are the ones LangGraph's in-memory and Postgres stores pass in LangGraph's own tests
+(``libs/checkpoint/tests/test_store.py``, ``libs/checkpoint-postgres/tests/test_store.py``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+from langgraph.store.base import InvalidNamespaceError, ListNamespacesOp, MatchCondition, PutOp
+
+import langchain_memory_retrievers.stores as stores_module
+from langchain_memory_retrievers import MemoryStoreLangGraph
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
+from memory_retrievers.testing import ManualClock
+
+DOC = {"foo": "bar"}
+
+
+@pytest.fixture
+def lg(store: MemoryStore) -> MemoryStoreLangGraph:
+    return MemoryStoreLangGraph(store)
+
+
+# ---------------------------------------------------------------- (a) the reserved root label, past put
+def test_basestore_case_a_a_put_op_under_the_reserved_root_goes_through_batch(lg: MemoryStoreLangGraph) -> None:
+    with pytest.raises(InvalidNamespaceError):
+        lg.put(("langgraph", "foo"), "bar", DOC)  # the guard belongs to put
+    lg.batch([PutOp(("langgraph", "foo"), "bar", DOC)])
+    assert lg.get(("langgraph", "foo"), "bar").value == DOC  # type: ignore[union-attr]
+    assert lg.search(("langgraph", "foo"))[0].value == DOC
+    lg.delete(("langgraph", "foo"), "bar")
+    assert lg.get(("langgraph", "foo"), "bar") is None
+
+
+def test_basestore_case_a_async(lg: MemoryStoreLangGraph) -> None:
+    async def run() -> None:
+        with pytest.raises(InvalidNamespaceError):
+            await lg.aput(("langgraph", "foo"), "bar", DOC)
+        await lg.abatch([PutOp(("langgraph", "foo"), "bar", DOC)])
+        assert (await lg.aget(("langgraph", "foo"), "bar")).value == DOC  # type: ignore[union-attr]
+        assert (await lg.asearch(("langgraph", "foo")))[0].value == DOC
+        await lg.adelete(("langgraph", "foo"), "bar")
+        assert await lg.aget(("langgraph", "foo"), "bar") is None
+
+    asyncio.run(run())
+
+
+def test_basestore_case_a_an_empty_namespace_is_still_refused_in_batch(lg: MemoryStoreLangGraph) -> None:
+    with pytest.raises(InvalidNamespaceError, match="empty"):
+        lg.batch([PutOp((), "bar", DOC)])
+
+
+# ---------------------------------------------------------------- (b) index=False in a query search
+def test_basestore_case_b_unindexed_items_come_back_from_a_query_search_unscored(lg: MemoryStoreLangGraph) -> None:
+    lg.put(("test",), "doc3", {"key0": "aaa", "key1": "bbb", "key2": "ccc"}, index=["key0", "key1"])
+    lg.put(("test",), "doc4", {"key0": "ddd", "key1": "eee", "key3": "ggg"}, index=["key1", "key3"])
+    lg.put(("test",), "doc5", {"key0": "hhh", "key1": "iii"}, index=False)
+    listed = lg.search(("test",))
+    assert len(listed) == 3 and all(r.score is None for r in listed)
+    found = lg.search(("test",), query="hhh")
+    assert [r.key for r in found][-1] == "doc5" and len(found) == 3
+    assert found[-1].score is None and all(r.score is not None for r in found[:-1])
+    # Paging runs over the indexed items first, then the unindexed ones.
+    assert [r.key for r in lg.search(("test",), query="hhh", limit=1, offset=2)] == ["doc5"]
+    assert lg.search(("test",), query="hhh", limit=2)[-1].score is not None
+
+
+def test_basestore_case_b_with_vector_ranking(store: MemoryStore) -> None:
+    lg = MemoryStoreLangGraph(store, ranking="vector")
+    lg.put(("t",), "on", {"text": "dogs bark"})
+    lg.put(("t",), "off", {"text": "dogs bark"}, index=False)
+    assert [(r.key, r.score is None) for r in lg.search(("t",), query="dogs")] == [("on", False), ("off", True)]
+
+
+# ---------------------------------------------------------------- (c) a match condition's path as a str
+def test_basestore_case_c_a_match_condition_path_may_be_a_plain_string(lg: MemoryStoreLangGraph) -> None:
+    for namespace, key in [
+        (("test", "documents", "public"), "doc1"),
+        (("test", "documents", "private"), "doc2"),
+        (("test", "images", "public"), "img1"),
+        (("prod", "documents", "public"), "doc3"),
+    ]:
+        lg.put(namespace, key, {"content": key})
+    suffix, prefix = lg.batch(
+        [
+            ListNamespacesOp(match_conditions=(MatchCondition("suffix", "public"),)),  # type: ignore[arg-type]
+            ListNamespacesOp(match_conditions=(MatchCondition("prefix", "prod"),)),  # type: ignore[arg-type]
+        ]
+    )
+    assert suffix == [("prod", "documents", "public"), ("test", "documents", "public"), ("test", "images", "public")]
+    assert prefix == [("prod", "documents", "public")]
+    with pytest.raises(InvalidNamespaceError):  # one label: a dot is still refused
+        lg.batch([ListNamespacesOp(match_conditions=(MatchCondition("suffix", "a.b"),))])  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- (d) the sweeper without an interval
+def test_basestore_case_d_the_sweeper_starts_without_an_interval(
+    store: MemoryStore, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    lg = MemoryStoreLangGraph(store)  # no ttl config at all
+    lg.put(("t",), "x", {"text": "gone soon"}, ttl=1)
+    clock.advance(minutes=2)
+    monkeypatch.setattr(stores_module, "DEFAULT_SWEEP_INTERVAL_MINUTES", 0.001)  # the default, made short
+    done = lg.start_ttl_sweeper()
+    ns = lg.core_namespace(("t",))
+    deadline = time.monotonic() + 20
+    while store.count(ns, filter={"include_expired": True}) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert store.count(ns, filter={"include_expired": True}) == 0
+    assert lg.stop_ttl_sweeper(timeout=10) and done.result(timeout=10) is None
+
+
+def test_basestore_case_d_the_default_interval_is_langgraphs(store: MemoryStore) -> None:
+    assert stores_module.DEFAULT_SWEEP_INTERVAL_MINUTES == 5
+    lg = MemoryStoreLangGraph(store, ttl={"default_ttl": 10})
+    done = lg.start_ttl_sweeper()
+    assert not done.done()
+    assert lg.stop_ttl_sweeper(timeout=10) and done.result(timeout=10) is None
+
+
+@pytest.mark.parametrize("interval", [0, -1, math.inf, math.nan, "5"])
+def test_basestore_case_d_a_bad_interval_is_refused(store: MemoryStore, interval: Any) -> None:
+    with pytest.raises(ConfigError, match="sweep_interval_minutes"):
+        MemoryStoreLangGraph(store).start_ttl_sweeper(interval)
+
+
+# ---------------------------------------------------------------- item 15: typed errors, nothing changed
+def _deep(levels: int) -> dict[str, Any]:
+    value: Any = "x"
+    for _ in range(levels):
+        value = {"a": value}
+    return value  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize(
+    ("value", "ttl", "match"),
+    [
+        ({"when": datetime(2024, 5, 1, tzinfo=timezone.utc)}, None, r"value\['when'\] of key 'k' is a datetime.*iso"),
+        ({"tags": {"a", "b"}}, None, r"value\['tags'\] of key 'k' is a set.*list"),
+        ({"blob": b"\x00"}, None, r"value\['blob'\] of key 'k' is a bytes"),
+        ({"x": [1, math.nan]}, None, r"value\['x'\]\[1\] of key 'k' is nan"),
+        ({1: "one"}, None, r"int key 1; keys must be str"),
+        (_deep(3000), None, r"key 'k' nests deeper than 200 levels"),
+        ({"text": "x"}, math.inf, r"ttl must be a finite number of minutes, got inf"),
+        ({"text": "x"}, 1e300, r"past year 9999.*ttl=None"),
+    ],
+    ids=["datetime", "set", "bytes", "nan", "int-key", "3000-deep", "ttl-inf", "ttl-huge"],
+)
+def test_item15_a_put_langgraph_cannot_store_faithfully_is_a_typed_error(
+    lg: MemoryStoreLangGraph, store: MemoryStore, value: dict[str, Any], ttl: float | None, match: str
+) -> None:
+    lg.put(("t",), "before", {"text": "kept"})
+    version = store.stats().version
+    with pytest.raises(InvalidInputError, match=match):
+        lg.put(("t",), "k", value, ttl=ttl)
+    with pytest.raises(InvalidInputError, match=match):  # a batch checks every put before running any op
+        lg.batch([PutOp(("u",), "first", {"text": "never written"}), PutOp(("t",), "k", value, ttl=ttl)])
+    assert lg.get(("t",), "k") is None and lg.get(("u",), "first") is None
+    assert [i.key for i in lg.search(("t",))] == ["before"]
+    assert store.stats().version == version  # nothing was written
+
+
+def test_item15_the_deepest_value_allowed_round_trips(lg: MemoryStoreLangGraph) -> None:
+    value = _deep(stores_module.MAX_VALUE_DEPTH - 1)
+    lg.put(("t",), "deep", value)
+    assert lg.get(("t",), "deep").value == value  # type: ignore[union-attr]
+    assert lg.search(("t",), query="x")[0].key == "deep"
