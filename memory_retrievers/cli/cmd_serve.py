@@ -70,6 +70,7 @@ def _ask(inv: Invocation, /, params: dict[str, Any], op: str) -> dict[str, Any] 
     from .workerproto import (
         PROTOCOL,
         WorkerUnavailableError,
+        package_version,
         read_message,
         runtime_dir,
         socket_path,
@@ -80,10 +81,8 @@ def _ask(inv: Invocation, /, params: dict[str, Any], op: str) -> dict[str, Any] 
     if not supported():
         raise exits.CliError("the worker needs Unix sockets; this platform runs every command one-shot", exits.CONFIG)
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
-    from .. import __version__
-
     try:
-        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, __version__)
+        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version())
     except WorkerUnavailableError as exc:
         raise exits.CliError(str(exc), exits.CONFIG) from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

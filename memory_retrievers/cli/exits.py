@@ -9,7 +9,7 @@
 | 4 | invalid input: bad text or field, malformed or unreadable input file, nothing importable |
 | 5 | partial import: some records were rejected (reported with their line numbers), the rest imported |
 | 6 | configuration: bad config file or environment variable, bad store config, missing optional extra |
-| 7 | storage: LanceDB could not read or write the table |
+| 7 | storage: LanceDB could not read or write the table (or purge could not stop the worker, or an add timed out) |
 | 8 | mismatch: the table was written by another schema version or embedding model |
 | 9 | embedding: the embedding model failed or could not be loaded |
 | 130 | interrupted (Ctrl-C); an import keeps every batch committed before it, never half a batch |

@@ -258,6 +258,7 @@ def test_every_command_has_json_and_help_with_examples(cli: Cli) -> None:
         "delete",
         "stats",
         "optimize",
+        "purge",
         "dedup",
         "locomo",
         "mcp",
