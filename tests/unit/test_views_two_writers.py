@@ -4,19 +4,26 @@ Two stores on one folder stand for two worker processes (each has its own LanceD
 other's commits arrive only through ``read_consistency_interval``, as across processes). Store A
 recalls through its namespace view, refreshed after B's commits by a signature check and a re-read
 of the changed rows; store C reads with no view at all. After every step of a random mix of writes
-by both (adds, rewrites, supersessions, deletes, access statistics from B's recalls, compaction),
-A's recall must equal C's, score for score.
+by both (adds, rewrites, supersessions, deletes, access statistics from B's recalls, compaction,
+and the operations of forgetting: forget then restore of an edited backup, expiry, purge, memory
+formation in flight when its namespace is forgotten), A's recall must equal C's, score for score,
+and nothing forgotten may be read by either (issue 27: the next defect of this kind is found here).
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import tempfile
+import threading
+from datetime import timedelta
 from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, NamespaceForgottenError
+from memory_retrievers.formation import MemoryFormer
 from memory_retrievers.testing import ManualClock
 
 WORDS = ["kettle", "garden", "piano", "berlin", "coffee", "train", "dog", "theme", "report", "hiking"]
@@ -29,6 +36,7 @@ OPS = st.lists(
             [
                 *("a_add", "a_update", "a_supersede", "a_delete", "a_add_many"),
                 *("b_add", "b_update", "b_supersede", "b_delete", "b_recall", "b_other_ns", "compact"),
+                *("b_forget_restore", "b_expiring", "b_expire", "b_purge", "b_form_then_forget"),
             ]
         ),
         st.integers(min_value=0, max_value=10_000),
@@ -38,11 +46,30 @@ OPS = st.lists(
 )
 
 
+class _GatedLLM:
+    """A formation LLM whose fact extraction waits for the test (formation in flight)."""
+
+    def __init__(self, fact: str) -> None:
+        self.fact = fact
+        self.entered = threading.Event()
+        self.release = threading.Event()
+
+    def complete(self, prompt: str) -> str:
+        if prompt.startswith("Extract"):
+            self.entered.set()
+            self.release.wait(30)
+            return json.dumps({"facts": [{"text": self.fact, "sources": [1], "confidence": "explicit"}]})
+        return '{"action": "ADD"}'
+
+    async def acomplete(self, prompt: str) -> str:
+        return await asyncio.to_thread(self.complete, prompt)
+
+
 def text(seed: int) -> str:
     return " ".join(WORDS[(seed * (i + 3)) % len(WORDS)] for i in range(1 + seed % 4)) + f" note {seed}"
 
 
-@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=OPS)
 def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops: list[tuple[str, int]]) -> None:
     embedder, clock = HashEmbedder(32), ManualClock()
@@ -56,6 +83,7 @@ def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops:
             mine = MemoryRetriever(a, namespace="u", config=CONFIG)
             oracle = MemoryRetriever(c, namespace="u", config=CONFIG)
             theirs = MemoryRetriever(b, namespace="u", config={**CONFIG, "record_access": True})
+            forgotten: set[str] = set()
             for q in QUERIES:
                 mine.recall(q)  # views built
             for step, (op, seed) in enumerate(ops):
@@ -88,10 +116,39 @@ def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops:
                     b.add(text(seed), namespace="other")
                 elif op == "compact":
                     b.optimize()
+                elif op == "b_forget_restore":
+                    # A backup restored redacted: ids and timestamps as exported, text edited.
+                    backup = b.export("u")
+                    b.forget("u")
+                    forgotten.update(r["text"] for r in backup)
+                    b.restore([{**r, "text": f"{r['text']} redacted {seed}"} for r in backup])
+                elif op == "b_expiring":
+                    b.add(text(seed), namespace="u", dedup=False, expires_at=clock() + timedelta(seconds=30))
+                elif op == "b_expire":
+                    clock.advance(seconds=31)
+                    b.expire("u")
+                elif op == "b_purge":
+                    b.purge()
+                elif op == "b_form_then_forget":
+                    llm = _GatedLLM(f"secret fact {seed}")
+                    former = MemoryFormer(b, llm=llm)
+                    formed = former.form_later([f"Ana: secret turn {seed}"], namespace="u")
+                    assert llm.entered.wait(30)
+                    backup = b.export("u")
+                    b.forget("u")
+                    forgotten.update([f"secret fact {seed}", f"Ana: secret turn {seed}"])
+                    forgotten.update(r["text"] for r in backup)
+                    llm.release.set()
+                    assert isinstance(formed.exception(30), NamespaceForgottenError)
+                    former.close()
+                    b.flush()
                 for q in QUERIES:
                     got = [(m.id, m.text, round(m.score, 9)) for m in mine.recall(q).memories]
                     want = [(m.id, m.text, round(m.score, 9)) for m in oracle.recall(q).memories]
                     assert got == want, (op, q)
+                    assert not forgotten & {t for _, t, _ in got}, (op, q)
+                listed = {m.text for m in c.list("u", limit=1000, filter={"include_superseded": True})}
+                assert not forgotten & listed, op
             assert a._views.reloads <= 1 + sum(1 for op, _ in ops if not op.startswith("a_"))
         finally:
             for store in (a, b, c):
