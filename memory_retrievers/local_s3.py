@@ -15,9 +15,11 @@ commits need for concurrent writers (see docs/OBJECT_STORAGE.md).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -66,15 +68,34 @@ def _free_ports(count: int) -> list[int]:
     return ports
 
 
-def _die_with_parent() -> list[str]:
-    """A command prefix that has the kernel kill the server when this process dies, however it dies.
+#: Runs the server and kills it when the pipe it is given reaches end of file: when every process
+#: holding the pipe's write end (the one that started the server) has exited, however it exited.
+_WATCHDOG = """
+import os, subprocess, sys, threading
+fd = int(sys.argv[1])
+child = subprocess.Popen(sys.argv[2:])
+def watch():
+    while os.read(fd, 1):
+        pass
+    child.kill()
+    os._exit(0)
+threading.Thread(target=watch, daemon=True).start()
+sys.exit(child.wait())
+"""
 
-    Without it, a test run killed with SIGKILL would leave a server running. util-linux's
-    ``setpriv --pdeathsig`` does it on Linux; a ``preexec_fn`` calling prctl would too, but it
-    makes Python run the at-fork hooks, and LanceDB's warns that forking is unsafe.
+
+def _die_with_parent() -> tuple[list[str], int, int]:
+    """A command prefix that kills the server when this process dies, and the pipe it watches.
+
+    Returns the prefix, the read end to pass to the child and the write end this process keeps
+    open for as long as it lives. Without it, a test run killed with SIGKILL would leave a server
+    running. A parent-death signal (``setpriv --pdeathsig``, ``prctl``) was used before, but Linux
+    sends it when the *thread* that started the server exits: a server started from a thread pool
+    or ``asyncio.to_thread`` was killed while its process still used it (issue 27 item 20). A pipe
+    belongs to the process, whichever thread made it.
     """
-    setpriv = shutil.which("setpriv") if sys.platform.startswith("linux") else None
-    return [setpriv, "--pdeathsig", "KILL"] if setpriv else []
+    read_end, write_end = os.pipe()
+    return [sys.executable, "-c", _WATCHDOG, str(read_end)], read_end, write_end
 
 
 class LocalS3Server:
@@ -110,6 +131,7 @@ class LocalS3Server:
         self._owns_root = root is None
         self.root = Path(root) if root is not None else None
         self._proc: subprocess.Popen[bytes] | None = None
+        self._watch: int | None = None  # write end of the watchdog's pipe (see _die_with_parent)
         self._sockets: Path | None = None
         self.port = 0
         """The S3 port (0 until started)."""
@@ -185,8 +207,9 @@ class LocalS3Server:
             identities["identities"].append({"name": "anonymous", "actions": ["Read", "Write", "List", "Tagging"]})
         config = self.root / "s3.json"
         config.write_text(json.dumps(identities), encoding="utf-8")
+        prefix, watched, self._watch = _die_with_parent()
         args = [
-            *_die_with_parent(),
+            *prefix,
             weed,
             "server",
             f"-dir={data}",
@@ -218,7 +241,9 @@ class LocalS3Server:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 start_new_session=True,
+                pass_fds=(watched,),
             )
+        os.close(watched)  # the watchdog holds the read end; this process only the write end
 
     def _wait_ready(self, deadline: float) -> bool:
         """Poll until a bucket can be created and written; False if the process died."""
@@ -235,10 +260,19 @@ class LocalS3Server:
     def _terminate(self) -> None:
         proc, self._proc = self._proc, None
         if proc is None or proc.poll() is not None:
+            self._close_watch()
             return
-        # SIGKILL at once: weed's graceful shutdown can hang, and the data is throwaway.
-        proc.kill()
+        # SIGKILL at once, the watchdog and the server (its process group): weed's graceful
+        # shutdown can hang, and the data is throwaway.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         proc.wait(timeout=30)
+        self._close_watch()
+
+    def _close_watch(self) -> None:
+        watch, self._watch = self._watch, None
+        if watch is not None:
+            os.close(watch)
 
     def log_tail(self, chars: int = 3000) -> str:
         """The end of the server's log (for error messages)."""
