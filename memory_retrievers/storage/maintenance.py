@@ -258,12 +258,14 @@ class Maintainer:
     async def purge(self) -> None:
         """Remove deleted memories from disk: their rows, index entries, older versions and files.
 
-        Four steps, each one commit (conflicts retried): rewrite every row of the table when the
-        latest version still hides deleted rows behind deletion files (LanceDB 0.40's ``optimize``
-        only rewrites a fragment once more than 10% of it is deleted, and its Python API takes no
-        compaction options); rebuild every index from the rows that remain (an index keeps the
-        values of deleted rows, and incremental index updates never drop them); then delete every
-        older version and every file the latest one does not reference, unverified files included.
+        Three steps, each its own commit (conflicts retried), so a purge interrupted between them
+        leaves every memory intact and the next one finishes the work: rewrite every row of the
+        table when the latest version still hides deleted rows behind deletion files (LanceDB
+        0.40's ``optimize`` only rewrites a fragment once more than 10% of it is deleted, and its
+        Python API takes no compaction options); rebuild every index from the rows that remain (an
+        index keeps the values of deleted rows, and incremental index updates never drop them);
+        then delete every older version and every file the latest one does not reference,
+        unverified files included.
         Pending access statistics are not flushed here: the caller runs this on the write queue,
         behind a flush (a flush queued from here would wait for this very operation). Needs the
         table to itself: other processes still reading an older version, or writing at this
