@@ -6,6 +6,10 @@ so the mapping is exact both ways). ``("memories", "alice")`` is the core namesp
 ``"langgraph:memories.alice"``; :meth:`MemoryStoreLangGraph.core_namespace` gives it, so a
 :class:`~langchain_memory_retrievers.RecallRetriever` can read the same memories. Core namespaces
 not of that form (``"alice.smith"`` written through the core API) are never LangGraph items.
+LangGraph allows labels the core's namespace rule refuses (a control character, such as a
+newline, or whitespace at the end); such a namespace is kept under ``"langgraph%:"`` instead, with ``%``, those
+characters and a label's trailing whitespace written as ``%`` and six hex digits, so it stays a
+namespace of its own. Labels are compared in Unicode NFC, as every core namespace.
 
 **Indexing.** An item's text is what ``index_fields`` (or the put's ``index=[...]``) select; by
 default every string of the value. With one selected text the memory's vector is that text's
@@ -36,6 +40,8 @@ import base64
 import contextlib
 import json
 import math
+import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -78,6 +84,9 @@ __all__ = ["MAX_VALUE_DEPTH", "NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreL
 
 #: Every core namespace holding LangGraph items starts with this.
 NAMESPACE_PREFIX = "langgraph:"
+#: Core namespaces of LangGraph namespaces with labels the core's rule refuses (see the module docstring).
+ESCAPED_PREFIX = "langgraph%:"
+_ESCAPED = re.compile(r"%([0-9A-F]{6})")
 #: Tag of items that semantic search must not return (``index=False``, or nothing to index).
 UNINDEXED_TAG = "langgraph:unindexed"
 VALUE_KEY = "langgraph_value"
@@ -90,13 +99,31 @@ _RECALL_MAX = 1000
 Ranking = Literal["recall", "vector"]
 
 
+def _unsafe(char: str) -> bool:
+    """A character the core's namespace rule refuses (control, invisible) or may (other format characters)."""
+    category = unicodedata.category(char)
+    return category[0] == "C" or category in ("Zl", "Zp")
+
+
+def _escape(label: str) -> str:
+    kept = label.rstrip()
+    body = "".join(f"%{ord(c):06X}" if c == "%" or _unsafe(c) else c for c in kept)
+    return body + "".join(f"%{ord(c):06X}" for c in label[len(kept) :])
+
+
 def core_namespace(namespace: Sequence[str]) -> str:
-    """The core namespace that holds the LangGraph namespace ``namespace``."""
-    return NAMESPACE_PREFIX + ".".join(namespace)
+    """The core namespace that holds the LangGraph namespace ``namespace`` (see the module docstring)."""
+    plain = NAMESPACE_PREFIX + ".".join(namespace)
+    if not any(_unsafe(c) for c in plain) and plain == plain.rstrip():
+        return plain
+    return ESCAPED_PREFIX + ".".join(_escape(label) for label in namespace)
 
 
 def langgraph_namespace(namespace: str) -> tuple[str, ...] | None:
-    """The LangGraph namespace a core namespace holds (``None``: not one of the reserved form)."""
+    """The LangGraph namespace a core namespace holds (``None``: not one of the reserved forms)."""
+    if namespace.startswith(ESCAPED_PREFIX):
+        rest = namespace[len(ESCAPED_PREFIX) :]
+        return tuple(_ESCAPED.sub(lambda m: chr(int(m.group(1), 16)), label) for label in rest.split("."))
     if not namespace.startswith(NAMESPACE_PREFIX):
         return None
     rest = namespace[len(NAMESPACE_PREFIX) :]

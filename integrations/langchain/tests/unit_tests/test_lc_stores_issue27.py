@@ -172,3 +172,22 @@ def test_item15_the_deepest_value_allowed_round_trips(lg: MemoryStoreLangGraph) 
     lg.put(("t",), "deep", value)
     assert lg.get(("t",), "deep").value == value  # type: ignore[union-attr]
     assert lg.search(("t",), query="x")[0].key == "deep"
+
+
+# ---------------------------------------------------------------- labels the core's namespace rule refuses
+@pytest.mark.parametrize("label", ["alice\n", "alice ", "al\u200bice", "a%ce", "tab\there"])
+def test_item16_a_langgraph_label_the_core_refuses_is_a_namespace_of_its_own(
+    lg: MemoryStoreLangGraph, store: MemoryStore, label: str
+) -> None:
+    # Issue 27 item 16 refuses control and invisible characters and edge whitespace in core
+    # namespaces; LangGraph allows them in labels (its own suite stores ("users", "alice\n")), so
+    # such a namespace is kept escaped, distinct from the one it looks like, and round-trips.
+    lg.put(("users", "alice"), "k", {"v": 1})
+    lg.put(("users", label), "k", {"v": 2})
+    assert lg.get(("users", "alice"), "k").value == {"v": 1}  # type: ignore[union-attr]
+    assert lg.get(("users", label), "k").value == {"v": 2}  # type: ignore[union-attr]
+    assert set(lg.list_namespaces(prefix=("users",))) == {("users", "alice"), ("users", label)}
+    found = {(h.namespace, h.value["v"]) for h in lg.search(("users",))}
+    assert found == {(("users", "alice"), 1), (("users", label), 2)}
+    assert lg.langgraph_namespace(lg.core_namespace(("users", label))) == ("users", label)
+    assert store.list(lg.core_namespace(("users", label)))[0].id == "k"
