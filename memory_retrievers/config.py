@@ -148,6 +148,15 @@ class StoreConfig(CheckedModel):
     ``os.fork()`` take to commit what is queued (4,096 short turns embed in about 8 s with the
     default model on 2 cores)."""
 
+    storage_timeout: timedelta | None = timedelta(seconds=120)
+    """Longest wait for one storage operation: opening the table, one read, one commit. Past it the
+    operation raises :class:`~memory_retrievers.StorageError` naming this deadline, instead of
+    waiting out the object-store client's retries (a server that accepts connections but never
+    answers blocked opening a store for over 190 s with 1 s request timeouts, about 12 minutes with
+    LanceDB's defaults). A write whose commit timed out is checked for having landed before it is
+    reported as failed. ``None`` waits as long as LanceDB does. Maintenance (``optimize``, index
+    builds, ``purge``) is not bounded by it."""
+
     queue_full_timeout: timedelta = timedelta(seconds=30)
     """How long ``add_later`` waits for room in a full queue before it raises
     :class:`~memory_retrievers.QueueFullError` (``timedelta(0)``: raise at once). Called on the
@@ -167,6 +176,15 @@ class StoreConfig(CheckedModel):
     def _linger_bounds(cls, value: timedelta) -> timedelta:
         if value < timedelta(0) or value > timedelta(seconds=10):
             raise ValueError("must be between timedelta(0) (commit at once) and timedelta(seconds=10)")
+        return value
+
+    @field_validator("storage_timeout")
+    @classmethod
+    def _deadline_positive(cls, value: timedelta | None) -> timedelta | None:
+        if value is not None and value <= timedelta(0):
+            raise ValueError(
+                "must be a positive timedelta (e.g. timedelta(seconds=30)), or None to wait as LanceDB does"
+            )
         return value
 
     @field_validator("queue_full_timeout")

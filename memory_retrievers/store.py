@@ -213,6 +213,7 @@ class MemoryStore:
             storage_options=storage_options,
             read_consistency_interval=cfg.read_consistency_interval,
             caches=CacheSizes(cfg.index_cache_bytes, cfg.metadata_cache_bytes),
+            timeout=cfg.storage_timeout,
         )
         self._views = ViewCache(
             self._table,

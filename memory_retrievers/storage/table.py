@@ -8,12 +8,13 @@ their bookkeeping by hand (Lucene's writer/reader split: the writer knows what i
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +32,8 @@ from .remote import RemoteTable, warn_engine
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 _KEY = ["namespace", "id"]
 #: The condition of every rewrite: the stored row is still the one the writer read.
@@ -51,6 +54,8 @@ class MemoryTable:
         storage_options: LanceDB storage options (object stores).
         read_consistency_interval: How often the handle looks for other processes' commits.
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
+        timeout: Longest wait for one LanceDB call (opening the table, a read, a commit) before it
+            raises :class:`StorageError` (``StoreConfig.storage_timeout``); ``None``: LanceDB's own.
     """
 
     def __init__(
@@ -62,8 +67,10 @@ class MemoryTable:
         storage_options: Mapping[str, str] | None,
         read_consistency_interval: timedelta | None,
         caches: CacheSizes | None = None,
+        timeout: timedelta | None = None,
     ) -> None:
         self.uri = uri
+        self._timeout_s = timeout.total_seconds() if timeout is not None else None
         self.table_name = table_name
         self.schema = schema
         self._storage_options = dict(storage_options) if storage_options else None
@@ -107,28 +114,52 @@ class MemoryTable:
                     "that can be created or already is a folder"
                 ) from exc
         try:
-            if _fork.lancedb_inherited():
-                # LanceDB's runtime came from the process this one was forked from, and is unsafe
-                # here even for a new connection: a fresh engine process does the LanceDB work.
-                table = await RemoteTable.open(
-                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
-                )
-                warn_engine(self.uri)
-            else:
-                _fork.note_lancedb()
-                table = await open_lancedb_table(
-                    self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
-                )
-            found = await table.schema()
+            table, found = await self.bounded(self._connect(), f"open {self.where}")
         except MemoryRetrieversError:
             raise
         except Exception as exc:
             raise storage_error(f"open {self.where}", exc) from exc
         check_schema(found, self.schema, self.where)
         self._table = table
-        await add_missing_columns(table, found, self.where)
-        await _ensure_primary_key(table, found, self.where)
+        await self.bounded(add_missing_columns(table, found, self.where), f"migrate {self.where}")
+        await self.bounded(_ensure_primary_key(table, found, self.where), f"migrate {self.where}")
         await self.refresh_indexes()
+
+    async def _connect(self) -> tuple[Any, pa.Schema]:
+        """Connect, open (or create) the table and read its schema."""
+        if _fork.lancedb_inherited():
+            # LanceDB's runtime came from the process this one was forked from, and is unsafe
+            # here even for a new connection: a fresh engine process does the LanceDB work.
+            table = await RemoteTable.open(
+                self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
+            )
+            warn_engine(self.uri)
+        else:
+            _fork.note_lancedb()
+            table = await open_lancedb_table(
+                self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
+            )
+        found = await table.schema()
+        return table, found
+
+    async def bounded(self, awaitable: Awaitable[T], action: str) -> T:
+        """Await one LanceDB call within the store's deadline (``StoreConfig.storage_timeout``).
+
+        Object-store clients retry an unanswered request for minutes (a server that accepts
+        connections and never answers blocked opening a store for more than 190 s, issue 27 item 19).
+
+        Raises:
+            StorageError: The deadline passed; the message names it and the action.
+        """
+        if self._timeout_s is None:
+            return await awaitable
+        try:
+            return await asyncio.wait_for(awaitable, self._timeout_s)
+        except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+            raise StorageError(
+                f"LanceDB did not {action} within {self._timeout_s:g} s (StoreConfig.storage_timeout): the storage at "
+                f"{self.uri!r} does not answer. Check that it is reachable, or raise storage_timeout"
+            ) from None
 
     def close(self) -> None:
         """Release what the table holds outside this process (the engine process of a forked child)."""
@@ -138,7 +169,7 @@ class MemoryTable:
     async def refresh_indexes(self) -> set[str]:
         """Re-read which indexes exist (another writer may have built some)."""
         indexed: set[str] = set()
-        for index in await self._table.list_indices():
+        for index in await self.bounded(self._table.list_indices(), f"list the indexes of {self.where}"):
             for column in index.columns:
                 indexed.add(f"{index.index_type}:{column}")
         self.indexed = indexed
@@ -161,7 +192,9 @@ class MemoryTable:
     async def read(self, query: Any, action: str) -> pa.Table:
         """Run a query built with :meth:`query`; a failure is a StorageError naming ``action``."""
         try:
-            return await query.to_arrow()
+            return await self.bounded(query.to_arrow(), action)
+        except StorageError:
+            raise
         except Exception as exc:
             raise storage_error(action, exc) from exc
 
@@ -218,7 +251,9 @@ class MemoryTable:
     async def count(self, where: str | None = None, *, action: str = "count rows") -> int:
         """Rows matching ``where`` (every row for ``None``)."""
         try:
-            return int(await self._table.count_rows(where))
+            return int(await self.bounded(self._table.count_rows(where), action))
+        except StorageError:
+            raise
         except Exception as exc:
             raise storage_error(action, exc) from exc
 
@@ -234,14 +269,18 @@ class MemoryTable:
         that leaves memories behind). About 0.2-0.4 ms on a local folder.
         """
         try:
-            await self._table.checkout_latest()
+            await self.bounded(self._table.checkout_latest(), "read the latest table version")
+        except StorageError:
+            raise
         except Exception as exc:
             raise storage_error("read the latest table version", exc) from exc
 
     async def version(self) -> int:
         """The version this handle sees (after ``read_consistency_interval``, others' commits too)."""
         try:
-            return int(await self._table.version())
+            return int(await self.bounded(self._table.version(), "read the table version"))
+        except StorageError:
+            raise
         except Exception as exc:
             raise storage_error("read the table version", exc) from exc
 
@@ -365,9 +404,11 @@ class MemoryTable:
         deleted: Mapping[str, tuple[str, ...]] | None = None,
     ) -> CommitEvent:
         try:
-            result = await run()
+            result = await self.bounded(run(), _ACTIONS[action])
         except Exception as exc:
             await self._emit(CommitEvent(action, namespaces, None, rows, deleted))
+            if isinstance(exc, StorageError):
+                raise
             raise storage_error(_ACTIONS[action], exc) from exc
         version = getattr(result, "version", None)
         updated, inserted = getattr(result, "num_updated_rows", None), getattr(result, "num_inserted_rows", None)
