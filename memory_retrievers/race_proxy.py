@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import http.client
 import threading
+import time
 from abc import ABC, abstractmethod
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LoopbackProxy", "RaceProxy"]
+__all__ = ["LoopbackProxy", "OutageProxy", "RaceProxy"]
 
 
 class LoopbackProxy(ABC):
@@ -139,4 +140,51 @@ class RaceProxy(LoopbackProxy):
             conn.close()
         if manifest_put:
             self.outcomes.append(resp.status)
+        self.relay(req, resp, data)
+
+
+class OutageProxy(LoopbackProxy):
+    """An HTTP proxy to the S3 server that cuts the network right after a commit landed.
+
+    When :attr:`armed`, the first manifest PUT (``_versions/<n>.manifest``: the commit itself) is
+    forwarded and answered; from then on, for ``outage_s`` seconds, every request's connection is
+    closed without an answer, as a network that drops. A writer then sees its commit's follow-up
+    requests (the LIST after the PUT, the reads after the commit) fail although the commit landed.
+
+    Args:
+        upstream_port: The S3 server's port on 127.0.0.1.
+        outage_s: How long the network stays down after the commit.
+    """
+
+    def __init__(self, upstream_port: int, *, outage_s: float) -> None:
+        self.outage_s = outage_s
+        self.armed = False
+        self.dropped = 0  # requests dropped during the outage
+        self._down_until = 0.0
+        self._lock = threading.Lock()
+        super().__init__(upstream_port)
+
+    def forward(self, req: BaseHTTPRequestHandler) -> None:
+        """Pass one request on, unless the network is down (then close its connection unanswered)."""
+        with self._lock:
+            down = time.monotonic() < self._down_until
+            if down:
+                self.dropped += 1
+        length = int(req.headers.get("content-length") or 0)
+        body = req.rfile.read(length) if length else None
+        if down:
+            req.close_connection = True
+            return
+        conn = http.client.HTTPConnection("127.0.0.1", self.upstream_port, timeout=60)
+        try:
+            conn.request(req.command, req.path, body=body, headers=dict(req.headers.items()))
+            resp = conn.getresponse()
+            data = resp.read()
+        finally:
+            conn.close()
+        if req.command == "PUT" and "/_versions/" in req.path and resp.status < 300:
+            with self._lock:
+                if self.armed:
+                    self.armed = False
+                    self._down_until = time.monotonic() + self.outage_s
         self.relay(req, resp, data)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import threading
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from memory_retrievers import HashEmbedder, MemoryStore
 from memory_retrievers.local_s3 import LocalS3Server
+from memory_retrievers.race_proxy import OutageProxy
 
 TIMEOUT_S = 120
 
@@ -74,3 +76,40 @@ def test_a_store_that_ignores_conditional_put_loses_a_racing_commit(
     assert 412 not in proxy.outcomes
     assert acked == ["written by first", "written by second"]  # both writers were told it worked
     assert len(found) == 1 and found[0] in acked  # the later manifest replaced the earlier one
+
+
+# ---------------------------------------------------------------- issue 27 item 17
+def _outage_store(anonymous_s3: LocalS3Server, proxy: OutageProxy, name: str) -> MemoryStore:
+    # 1 s requests, no client retries of note: LanceDB's own call fails inside the outage.
+    options = {**proxy.storage_options, "timeout": "1s", "connect_timeout": "1s"}
+    return MemoryStore(
+        anonymous_s3.uri(f"{name}-{uuid.uuid4().hex[:8]}"),
+        storage_options=options,
+        embedder=HashEmbedder(32),
+        config={"write_linger": timedelta(milliseconds=300)},
+    )
+
+
+def test_item17_a_short_outage_right_after_a_commit_neither_fails_nor_doubles_the_write(
+    anonymous_s3: LocalS3Server,
+) -> None:
+    proxy = OutageProxy(anonymous_s3.port, outage_s=6.0)
+    try:
+        store = _outage_store(anonymous_s3, proxy, "outage-add")
+        try:
+            store.add("seed memory", namespace="n")
+            proxy.armed = True
+            got = store.add("Ana moved to Porto", namespace="n")  # its commit lands, then the network drops
+            assert got.action.value == "added"
+            assert proxy.dropped > 0, "the outage did not hit the write"
+            proxy.armed = True
+            turns = [f"turn {i} of the chat" for i in range(4)]
+            pending = [store.add_later(t, namespace="n", kind="message", session_id="s") for t in turns]
+            store.flush()
+            assert [p.result(TIMEOUT_S).action.value for p in pending] == ["added"] * 4
+            stored = sorted(m.text for m in store.list("n", limit=100))
+            assert stored == sorted(["seed memory", "Ana moved to Porto", *turns])  # each exactly once
+        finally:
+            store.close()
+    finally:
+        proxy.close()
