@@ -32,6 +32,7 @@ from ..schema import rows_to_memories, search_text, to_arrow
 from ..validation import content_hash
 from .context_fill import ContextFiller
 from .duplicates import DuplicateFinder, Match
+from .events import CommitAction
 from .queue import Abandoned, AddBatch
 from .search import Searcher
 from .table import CommitEvent, MemoryTable
@@ -519,7 +520,7 @@ class Writer:
             error,
         )
         namespaces = frozenset(ns for ns, _ in mine)
-        action = "upsert" if upsert else "add"
+        action: CommitAction = "upsert" if upsert else "add"
         return CommitEvent(action, namespaces, await self._table.version(), data, None, len(found), 0)
 
     async def _stamps_stored(self, mine: dict[tuple[str, str], int]) -> set[tuple[str, str]]:
