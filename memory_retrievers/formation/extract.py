@@ -6,8 +6,8 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 
-from .._plugin_loop import isolated
 from ..llm import LLM
+from ..plugin_loop import isolated
 from .parse import UnusableAnswer, parse_facts, parse_verdict
 from .prompts import consolidation_prompt, extraction_prompt, summary_prompt
 from .types import Fact, LLMOutputWarning, Verdict

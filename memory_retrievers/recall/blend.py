@@ -8,10 +8,10 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from .._plugin_loop import isolated
 from ..errors import MemoryRetrieversError
 from ..fusion import FusedHit, RankedList, weighted_rrf
 from ..models import Memory
+from ..plugin_loop import isolated
 from ..plugins import PluginStalledError
 from ..recall_config import RecallConfig
 from ..rerank import Reranker

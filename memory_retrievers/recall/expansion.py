@@ -14,10 +14,10 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .._plugin_loop import isolated
 from ..fusion import FusedHit
 from ..llm import LLM, expansion_prompt, hyde_prompt, parse_rewrites
 from ..models import FtsField
+from ..plugin_loop import isolated
 from ..query import analyze, feedback_terms
 from ..recall_config import RecallConfig
 from ..validation import MAX_QUERY_CHARS

@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
-from .._plugin_loop import isolated
 from ..embeddings import Embedder, check_vectors
 from ..errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
+from ..plugin_loop import isolated
 from ..validation import MAX_QUERY_CHARS, check_text
 
 __all__ = ["VectorMaker", "unit"]
