@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import inspect
+import logging
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Literal
 
 import pyarrow as pa
 
-__all__ = ["CommitAction", "CommitEvent", "CommitListener"]
+__all__ = ["CommitAction", "CommitEvent", "CommitListener", "notify"]
+
+logger = logging.getLogger("memory_retrievers.storage.table")
 
 CommitAction = Literal["add", "upsert", "update", "delete"]
 
@@ -62,3 +66,18 @@ class CommitEvent:
 
 #: A commit subscriber; it may return an awaitable, which the commit awaits.
 CommitListener = Callable[[CommitEvent], Awaitable[None] | None]
+
+
+async def notify(listeners: list[CommitListener], event: CommitEvent) -> None:
+    """Tell every listener about a commit, in order.
+
+    The commit has happened (or failed) whatever a subscriber does: a subscriber's error is logged,
+    never raised, or a caller would retry a write that landed or report a loss.
+    """
+    for listener in listeners:
+        try:
+            outcome = listener(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+        except Exception:
+            logger.warning("memory-retrievers: a commit subscriber failed after a %s", event.action, exc_info=True)

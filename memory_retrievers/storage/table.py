@@ -8,26 +8,23 @@ their bookkeeping by hand (Lucene's writer/reader split: the writer knows what i
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 import pyarrow as pa
 from lancedb.query import ColumnOrdering
 
-from .. import _fork
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
-from ..schema import search_text, to_arrow
-from .connect import CacheSizes, is_uri, open_lancedb_table
-from .events import CommitAction, CommitEvent, CommitListener
+from .connect import CacheSizes, is_uri
+from .events import CommitAction, CommitEvent, CommitListener, notify
+from .keys import KEY, ensure_primary_key, inserting, key_not_null, whole_rows
 from .migrations import add_missing_columns, check_schema, storage_error
-from .remote import RemoteTable, warn_engine
+from .opening import connect_table, within
+from .remote import RemoteTable
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
 
@@ -35,12 +32,9 @@ logger = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-_KEY = ["namespace", "id"]
 #: The condition of every rewrite: the stored row is still the one the writer read.
 _UNCHANGED = "target.revision = source.revision - 1"
 _ID_CHUNK = 1000  # ids per IN list: keeps filters short
-#: Field metadata by which Lance records a table's (unenforced) primary key, one position per column.
-_PK_POSITION = "lance-schema:unenforced-primary-key:position"
 
 
 class MemoryTable:
@@ -54,8 +48,7 @@ class MemoryTable:
         storage_options: LanceDB storage options (object stores).
         read_consistency_interval: How often the handle looks for other processes' commits.
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
-        timeout: Longest wait for one LanceDB call (opening the table, a read, a commit) before it
-            raises :class:`StorageError` (``StoreConfig.storage_timeout``); ``None``: LanceDB's own.
+        timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
     """
 
     def __init__(
@@ -114,7 +107,8 @@ class MemoryTable:
                     "that can be created or already is a folder"
                 ) from exc
         try:
-            table, found = await self.bounded(self._connect(), f"open {self.where}")
+            args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
+            table, found = await self.bounded(connect_table(*args), f"open {self.where}")
         except MemoryRetrieversError:
             raise
         except Exception as exc:
@@ -122,44 +116,12 @@ class MemoryTable:
         check_schema(found, self.schema, self.where)
         self._table = table
         await self.bounded(add_missing_columns(table, found, self.where), f"migrate {self.where}")
-        await self.bounded(_ensure_primary_key(table, found, self.where), f"migrate {self.where}")
+        await self.bounded(ensure_primary_key(table, found, self.where), f"migrate {self.where}")
         await self.refresh_indexes()
 
-    async def _connect(self) -> tuple[Any, pa.Schema]:
-        """Connect, open (or create) the table and read its schema."""
-        if _fork.lancedb_inherited():
-            # LanceDB's runtime came from the process this one was forked from, and is unsafe
-            # here even for a new connection: a fresh engine process does the LanceDB work.
-            table = await RemoteTable.open(
-                self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
-            )
-            warn_engine(self.uri)
-        else:
-            _fork.note_lancedb()
-            table = await open_lancedb_table(
-                self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches
-            )
-        found = await table.schema()
-        return table, found
-
     async def bounded(self, awaitable: Awaitable[T], action: str) -> T:
-        """Await one LanceDB call within the store's deadline (``StoreConfig.storage_timeout``).
-
-        Object-store clients retry an unanswered request for minutes (a server that accepts
-        connections and never answers blocked opening a store for more than 190 s, issue 27 item 19).
-
-        Raises:
-            StorageError: The deadline passed; the message names it and the action.
-        """
-        if self._timeout_s is None:
-            return await awaitable
-        try:
-            return await asyncio.wait_for(awaitable, self._timeout_s)
-        except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
-            raise StorageError(
-                f"LanceDB did not {action} within {self._timeout_s:g} s (StoreConfig.storage_timeout): the storage at "
-                f"{self.uri!r} does not answer. Check that it is reachable, or raise storage_timeout"
-            ) from None
+        """Await one LanceDB call within the store's deadline (see :func:`.opening.within`)."""
+        return await within(awaitable, self._timeout_s, action, self.uri)
 
     def close(self) -> None:
         """Release what the table holds outside this process (the engine process of a forked child)."""
@@ -301,7 +263,7 @@ class MemoryTable:
         :attr:`CommitEvent.landed`.
         """
         self._whole(data)
-        builder = _inserting(self._table.merge_insert(_KEY).when_matched_update_all(where=_UNCHANGED))
+        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
         return await self._commit("upsert", _namespaces(data), lambda: builder.execute(data), rows=data)
 
     async def rewrite(self, data: pa.Table) -> CommitEvent:
@@ -311,7 +273,7 @@ class MemoryTable:
         deleted memory back).
         """
         self._whole(data)
-        builder = self._table.merge_insert(_KEY).when_matched_update_all(where=_UNCHANGED)
+        builder = self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED)
         return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
 
     def whole_rows(self, stored: Sequence[dict[str, Any]]) -> pa.Table:
@@ -319,14 +281,7 @@ class MemoryTable:
 
         Each at its stored revision + 1, its search text derived from its (possibly new) context.
         """
-        rows = []
-        for r in stored:
-            row = {k: v for k, v in r.items() if k != "vector"}
-            row["search_text"] = search_text(row["text"], row["context"])
-            row["revision"] = int(r["revision"]) + 1
-            rows.append(row)
-        vectors = np.asarray([r["vector"] for r in stored], dtype=np.float32).reshape(len(stored), -1)
-        return to_arrow(rows, vectors, self.schema)
+        return whole_rows(stored, self.schema)
 
     def _whole(self, data: pa.Table) -> None:
         """Conditional merges take whole rows.
@@ -340,8 +295,8 @@ class MemoryTable:
 
     async def update(self, data: pa.Table) -> CommitEvent:
         """Set the given columns of existing rows unconditionally (access statistics); never inserts."""
-        data = _key_not_null(data)
-        builder = self._table.merge_insert(_KEY).when_matched_update_all()
+        data = key_not_null(data)
+        builder = self._table.merge_insert(KEY).when_matched_update_all()
         return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
 
     async def delete(self, namespace: str, ids: Sequence[str] | None, *, only: str | None = None) -> CommitEvent:
@@ -361,7 +316,7 @@ class MemoryTable:
         never neither (a chat session replaced whole).
         """
         self._whole(data)
-        builder = _inserting(self._table.merge_insert(_KEY).when_matched_update_all(where=_UNCHANGED))
+        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
         if ids:
             where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids)
             builder = builder.when_not_matched_by_source_delete(where)
@@ -382,7 +337,7 @@ class MemoryTable:
         self._whole(rewrites)
         where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
         builder = (
-            self._table.merge_insert(_KEY)
+            self._table.merge_insert(KEY)
             .when_matched_update_all(where=_UNCHANGED)
             .when_not_matched_by_source_delete(where)
         )
@@ -406,7 +361,7 @@ class MemoryTable:
         try:
             result = await self.bounded(run(), _ACTIONS[action])
         except Exception as exc:
-            await self._emit(CommitEvent(action, namespaces, None, rows, deleted))
+            await notify(self._listeners, CommitEvent(action, namespaces, None, rows, deleted))
             if isinstance(exc, StorageError):
                 raise
             raise storage_error(_ACTIONS[action], exc) from exc
@@ -421,19 +376,8 @@ class MemoryTable:
             None if inserted is None else int(inserted),
             None if updated is None else int(updated),
         )
-        await self._emit(event)
+        await notify(self._listeners, event)
         return event
-
-    async def _emit(self, event: CommitEvent) -> None:
-        # The commit has happened (or failed) whatever a subscriber does: a subscriber's error is
-        # logged, never raised, or a caller would retry a write that landed or report a loss.
-        for listener in self._listeners:
-            try:
-                outcome = listener(event)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception:
-                logger.warning("memory-retrievers: a commit subscriber failed after a %s", event.action, exc_info=True)
 
 
 _ACTIONS: dict[CommitAction, str] = {
@@ -447,56 +391,6 @@ _ACTIONS: dict[CommitAction, str] = {
 def _also(where: str, only: str | None) -> str:
     """``where`` narrowed by the extra predicate ``only`` (none: unchanged)."""
     return where if only is None else f"({where}) AND ({only})"
-
-
-def _key_not_null(data: pa.Table) -> pa.Table:
-    """``data`` with its key columns declared non-nullable, as Lance wants of primary-key columns in a merge."""
-    fields = [f.with_nullable(False) if f.name in _KEY else f for f in data.schema]
-    return data.cast(pa.schema(fields, metadata=data.schema.metadata))
-
-
-def _inserting(builder: Any) -> Any:
-    """A merge that also inserts the rows it does not match, with Lance's same-key conflict check.
-
-    Lance checks concurrent inserts of one primary key only on its hash-join merge: the join
-    through the ``id`` index records no inserted keys, so two processes inserting one new id both
-    commit (see :func:`_ensure_primary_key`). The hash join scans the table's key columns instead
-    of looking the ids up in the index: an ``add`` with a caller id into a 50k-row table took
-    p50 83 ms instead of 56 ms (hash embedder, local folder); adds without ids are appends.
-    """
-    return builder.when_not_matched_insert_all().use_index(False)
-
-
-async def _ensure_primary_key(table: Any, found: pa.Schema, where: str) -> None:
-    """Record ``(namespace, id)`` as the table's primary key, so that an id stays unique.
-
-    Two concurrent merges that both insert one key touch no common fragment, so Lance rebases them
-    as compatible and the table ends up with two rows of that id (issue 27 item 3: four processes
-    adding one new id stored 2-4 rows, every writer told ``ADDED``). With the key recorded, Lance
-    treats them as conflicting and retries the later one as a merge, which then finds the row: the
-    conditional rewrite sees the revision it did not read, and the write path resolves that record
-    again from a fresh read (``UPDATED``). Measured with 4 writers x 15 keys: 15 of 15 keys
-    duplicated without it, 0 with it. LanceDB's ``set_unenforced_primary_key`` takes one column
-    only, so the key is written as field metadata (its ``position`` form, which Lance reads).
-    """
-    if all(
-        (found.field(name).metadata or {}).get(_PK_POSITION.encode()) == str(pos).encode()
-        for pos, name in enumerate(_KEY, 1)
-    ):
-        return
-    updates = [{"path": name, "metadata": {_PK_POSITION: str(pos)}} for pos, name in enumerate(_KEY, 1)]
-    try:
-        await table.update_field_metadata(*updates)
-    except Exception as exc:
-        # Opening read-only storage must still work: reads do not need the key, writes then may duplicate.
-        logger.warning(
-            "memory-retrievers: could not record (namespace, id) as the primary key of %s (%s); concurrent writers "
-            "adding the same new id may store it twice until the table is opened once with write access",
-            where,
-            exc,
-        )
-    else:
-        logger.info("memory-retrievers: recorded (namespace, id) as the primary key of %s", where)
 
 
 def _namespaces(data: pa.Table) -> frozenset[str]:

@@ -12,10 +12,8 @@ turn deleted meanwhile is never written back.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
-import time
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import datetime
@@ -27,12 +25,13 @@ import pyarrow as pa
 from ..config import StoreConfig
 from ..errors import InvalidInputError, StorageError
 from ..fields import build_row, merge_annotations, stored_record
-from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
-from ..schema import rows_to_memories, search_text, to_arrow
+from ..models import AddedMemory, DedupPolicy, WriteAction
+from ..schema import search_text, to_arrow
 from ..validation import content_hash
 from .context_fill import ContextFiller
-from .duplicates import DuplicateFinder, Match
-from .events import CommitAction
+from .duplicates import DuplicateFinder
+from .landing import landed_anyway, not_landed, not_landed_after_commit, unlanded
+from .outcomes import Outcome, added, duplicate_kind, public, results
 from .queue import Abandoned, AddBatch
 from .search import Searcher
 from .table import CommitEvent, MemoryTable
@@ -44,48 +43,13 @@ logger = logging.getLogger(__name__)
 
 #: Attempts at landing a record whose row another process changed between our read and commit.
 _ATTEMPTS = 5
-#: How long a commit that raised is checked for having landed all the same (the store may be down
-#: for a while right after the manifest was written): seconds in all, and the first pause.
-_VERIFY_S = 30.0
-_VERIFY_PAUSE_S = 0.25
-
-
-def public(row: dict[str, Any]) -> dict[str, Any]:
-    """A row without the private ``_`` bookkeeping keys of the write path."""
-    return {k: v for k, v in row.items() if not k.startswith("_")}
-
-
-def added(
-    mem: Memory, action: WriteAction, dup: str | None, sim: float | None, reason: str | None = None
-) -> AddedMemory:
-    """The result of a write for one record."""
-    fields = {f: getattr(mem, f) for f in Memory.__dataclass_fields__}
-    return AddedMemory(**fields, action=action, duplicate_of=dup, similarity=sim, reason=reason)
-
-
-def duplicate_kind(hit: Match) -> str:
-    """How a duplicate is described in a write's reason."""
-    where = " (a record of this batch)" if isinstance(hit.of, int) else ""
-    if hit.exact:
-        return f"exact duplicate{where} of"
-    return f"near duplicate{where} (cosine {hit.similarity:.3f}, same words) of"
-
-
-class _Outcome(NamedTuple):
-    """What a write did with one record: the memory it landed in, how, and why."""
-
-    key: tuple[str, str]
-    action: WriteAction
-    duplicate_of: str | None
-    similarity: float | None
-    reason: str | None
 
 
 class _Plan(NamedTuple):
     """One attempt at a set of records: the rows to commit and each record's outcome."""
 
     rows: dict[tuple[str, str], dict[str, Any]]  # key -> row; the last record for a key wins
-    outcomes: list[_Outcome]
+    outcomes: list[Outcome]
     refresh: list[dict[str, Any]]  # stored turns whose context the new turns extend
     used: list[dict[str, Any]]  # stored turns the new turns' contexts were made from
     rewrites: bool  # whether any row replaces a stored one (or may collide with one)
@@ -143,7 +107,9 @@ class Writer:
             start += len(b.records)
             done = [o for o in mine if o is not None]
             out.append(
-                await self._results(done, landed, seen) if len(done) == len(mine) else _unlanded(len(mine) - len(done))
+                await results(done, landed, seen, self._searcher)
+                if len(done) == len(mine)
+                else unlanded(len(mine) - len(done))
             )
         return out
 
@@ -173,8 +139,8 @@ class Writer:
         )
         done = [o for o in outcomes if o is not None]
         if len(done) < len(outcomes):
-            raise _unlanded(len(outcomes) - len(done))
-        return await self._results(done, landed, seen)
+            raise unlanded(len(outcomes) - len(done))
+        return await results(done, landed, seen, self._searcher)
 
     async def _attempts(
         self,
@@ -184,12 +150,12 @@ class Writer:
         offsets: Sequence[int] | None,
         proceed: Callable[[], bool],
         replacing: tuple[str, Sequence[str]] | None,
-    ) -> tuple[list[_Outcome | None], dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
+    ) -> tuple[list[Outcome | None], dict[tuple[str, str], dict[str, Any]], dict[tuple[str, str], dict[str, Any]]]:
         """Plan and commit until every record landed (or attempts run out): outcomes (``None``: not landed)."""
         offsets = list(offsets) if offsets is not None else list(range(len(recs)))
         vectors = await self._vectors.for_records(recs)
         hashes = [content_hash(r["text"]) for r in recs]
-        outcomes: list[_Outcome | None] = [None] * len(recs)
+        outcomes: list[Outcome | None] = [None] * len(recs)
         landed: dict[tuple[str, str], dict[str, Any]] = {}
         seen: dict[tuple[str, str], dict[str, Any]] = {}
         todo = list(range(len(recs)))
@@ -227,7 +193,7 @@ class Writer:
                     event = await self.commit(rows, picked, upsert=plan.rewrites)
                 committed = True
                 if event.landed is not None and event.landed < len(rows):
-                    failed_keys = await self._not_landed_after_commit(rows, event)
+                    failed_keys = await not_landed_after_commit(self._table, rows, event)
             for j, i in enumerate(todo):
                 if plan.outcomes[j].key not in failed_keys:
                     outcomes[i] = plan.outcomes[j]
@@ -261,22 +227,6 @@ class Writer:
                 exc_info=True,
             )
 
-    async def _not_landed_after_commit(self, rows: list[dict[str, Any]], event: CommitEvent) -> set[tuple[str, str]]:
-        """:meth:`not_landed`, read again while the store does not answer (the commit has happened)."""
-        deadline = time.monotonic() + _VERIFY_S
-        pause = _VERIFY_PAUSE_S
-        while True:
-            try:
-                return await self.not_landed(rows, event)
-            except StorageError as exc:
-                if time.monotonic() + pause > deadline:
-                    raise StorageError(
-                        f"a write committed, but which of its {len(rows)} record(s) landed could not be read back "
-                        f"({exc}); check with get() before writing them again"
-                    ) from exc
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 4.0)
-
     async def _plan(
         self,
         recs: list[dict[str, Any]],
@@ -307,14 +257,14 @@ class Writer:
         policy = self._config.dedup_policy
         seen: dict[tuple[str, str], dict[str, Any]] = {}
         target: list[str] = [""] * len(recs)
-        outcomes: list[_Outcome] = []
+        outcomes: list[Outcome] = []
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for i, r in enumerate(recs):
             ns = r["namespace"]
             if r.get("id") is not None and last_with_id[(ns, r["id"])] != i:
                 target[i] = r["id"]
                 why = "a later record of this batch writes this id"
-                outcomes.append(_Outcome((ns, r["id"]), WriteAction.SKIPPED, None, None, why))
+                outcomes.append(Outcome((ns, r["id"]), WriteAction.SKIPPED, None, None, why))
                 continue
             stored = existing.get((ns, r["id"])) if r.get("id") is not None else None
             if stored is not None and stored["superseded_by"] is not None:
@@ -334,11 +284,11 @@ class Writer:
                 if hit is not None:
                     dup = target[hit.of] if isinstance(hit.of, int) else hit.of
                     outcomes.append(
-                        _Outcome(key, action, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}")
+                        Outcome(key, action, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}")
                     )
                 else:
                     replaced = "an existing memory with this id was replaced" if prior is not None else None
-                    outcomes.append(_Outcome(key, action, None, None, replaced))
+                    outcomes.append(Outcome(key, action, None, None, replaced))
                 continue
             # A duplicate: its annotations merged into the memory it duplicates (skip), or it
             # rewrites that memory (update), replacing only the fields the caller set.
@@ -354,7 +304,7 @@ class Writer:
                 target[i] = r.get("id") or uuid.uuid4().hex
                 key = (ns, target[i])
                 rows[key] = self._row(r, hashes[i], None, now, offsets[i], target[i], i)
-                outcomes.append(_Outcome(key, WriteAction.ADDED, None, None, None))
+                outcomes.append(Outcome(key, WriteAction.ADDED, None, None, None))
                 continue
             kept = stored_record(base)
             vector_of: int | None
@@ -368,7 +318,7 @@ class Writer:
             if not changed:
                 if key in existing:  # reported as read: a delete after this write is not its failure
                     seen[key] = existing[key]
-                outcomes.append(_Outcome(key, WriteAction.SKIPPED, dup_id, hit.similarity, why))
+                outcomes.append(Outcome(key, WriteAction.SKIPPED, dup_id, hit.similarity, why))
                 continue
             prior = base if key not in rows or key not in existing else {**base, "revision": existing[key]["revision"]}
             if key in rows and key not in existing:
@@ -386,7 +336,7 @@ class Writer:
                 else "merged into it: " + ", ".join(changed)
             )
             action = WriteAction.UPDATED if key in existing or policy is DedupPolicy.UPDATE else WriteAction.SKIPPED
-            outcomes.append(_Outcome(key, action, dup_id, hit.similarity, f"{why}; {what}"))
+            outcomes.append(Outcome(key, action, dup_id, hit.similarity, f"{why}; {what}"))
         filled = await self._context.fill(list(rows.values()), isolated=isolated)
         # Caller ids may collide with rows another process is creating: those commits are merges.
         rewrites = bool(existing) or any(r.get("id") is not None for r in recs)
@@ -409,57 +359,8 @@ class Writer:
         return row
 
     async def not_landed(self, rows: list[dict[str, Any]], event: CommitEvent | None = None) -> set[tuple[str, str]]:
-        """The rows of a conditional commit that another writer's change kept out.
-
-        With the commit's ``event``, a row landed when the stored row carries the stamp the commit
-        drew for it (a revision and timestamps can be equal for two writers under a frozen clock).
-        """
-        stamps = _stamps(event.rows) if event is not None and event.rows is not None else {}
-        out: set[tuple[str, str]] = set()
-        by_ns: dict[str, list[dict[str, Any]]] = {}
-        for row in rows:
-            by_ns.setdefault(row["namespace"], []).append(row)
-        for ns, mine in by_ns.items():
-            columns = ["id", "revision", "updated_at", "stamp"] if stamps else ["id", "revision", "updated_at"]
-            stored = await self._table.rows_by_id(ns, [r["id"] for r in mine], columns=columns)
-            for row in mine:
-                got = stored.get(row["id"])
-                key = (ns, row["id"])
-                if got is None:
-                    out.add(key)
-                elif key in stamps:
-                    if got["stamp"] != stamps[key]:
-                        out.add(key)
-                elif got["revision"] != row["revision"] or got["updated_at"] != row["updated_at"]:
-                    out.add(key)
-        return out
-
-    async def _results(
-        self,
-        outcomes: list[_Outcome],
-        landed: dict[tuple[str, str], dict[str, Any]],
-        seen: dict[tuple[str, str], dict[str, Any]],
-    ) -> list[AddedMemory]:
-        """Each record's result, from the rows committed and the rows read: nothing is read after the commit.
-
-        A memory a record was skipped against is reported as it was read, even if another writer
-        deleted it since (issue 27 item 6: that raised after the commit, and the queue wrote the
-        group's other records a second time).
-        """
-        out: list[AddedMemory] = []
-        for outcome in outcomes:
-            row = landed.get(outcome.key) or seen.get(outcome.key)
-            if row is not None:
-                mem = rows_to_memories(pa.Table.from_pylist([{k: v for k, v in public(row).items() if k != "vector"}]))[
-                    0
-                ]
-            else:  # not expected: every outcome's row was planned or read; read it rather than fail
-                found, _ = await self._searcher.memories(outcome.key[0], [outcome.key[1]])
-                if not found:
-                    raise StorageError(f"memory {outcome.key[1]!r} that a record duplicates could not be read back")
-                mem = found[0]
-            out.append(added(mem, outcome.action, outcome.duplicate_of, outcome.similarity, outcome.reason))
-        return out
+        """The rows of a conditional commit that another writer's change kept out (see :mod:`.landing`)."""
+        return await not_landed(self._table, rows, event)
 
     async def commit(
         self,
@@ -483,56 +384,7 @@ class Writer:
         try:
             return await (self._table.upsert(data) if upsert else self._table.add(data))
         except StorageError as exc:
-            return await self._landed_anyway(data, exc, upsert=upsert)
-
-    async def _landed_anyway(self, data: pa.Table, error: StorageError, *, upsert: bool) -> CommitEvent:
-        """A commit that raised: the rows of it that landed all the same (the stamps they carry tell).
-
-        Object stores can fail a request after the new version was written (the manifest PUT landed,
-        then a LIST or the answer was lost): reporting that as a failure made a caller's retry store
-        the memory twice (issue 27 item 17). The store is asked again for a while (``_VERIFY_S``).
-
-        Raises:
-            StorageError: ``error`` when nothing landed; a new one when the store did not answer.
-        """
-        deadline = time.monotonic() + _VERIFY_S
-        pause = _VERIFY_PAUSE_S
-        mine = _stamps(data)
-        while True:
-            try:
-                await self._table.refresh()
-                found = await self._stamps_stored(mine)
-                break
-            except StorageError as exc:
-                if time.monotonic() + pause > deadline:
-                    raise StorageError(
-                        f"{error}; whether the write landed could not be read back either ({exc}): check with get() "
-                        "before writing it again"
-                    ) from error
-            await asyncio.sleep(pause)
-            pause = min(pause * 2, 4.0)
-        if not found:
-            raise error
-        logger.warning(
-            "memory-retrievers: a commit reported a failure after it landed (%d of %d rows found): %s",
-            len(found),
-            len(mine),
-            error,
-        )
-        namespaces = frozenset(ns for ns, _ in mine)
-        action: CommitAction = "upsert" if upsert else "add"
-        return CommitEvent(action, namespaces, await self._table.version(), data, None, len(found), 0)
-
-    async def _stamps_stored(self, mine: dict[tuple[str, str], int]) -> set[tuple[str, str]]:
-        """Keys whose stored row carries the stamp of ``mine``."""
-        by_ns: dict[str, list[str]] = {}
-        for ns, id_ in mine:
-            by_ns.setdefault(ns, []).append(id_)
-        found: set[tuple[str, str]] = set()
-        for ns, ids in by_ns.items():
-            stored = await self._table.rows_by_id(ns, ids, columns=["id", "stamp"])
-            found |= {(ns, i) for i, row in stored.items() if row["stamp"] == mine[(ns, i)]}
-        return found
+            return await landed_anyway(self._table, data, exc, upsert=upsert)
 
     def arrow(self, rows: Sequence[dict[str, Any]], vectors: np.ndarray) -> pa.Table:
         """Rows (and their vectors) as the data of a commit; ``search_text`` is derived here."""
@@ -540,19 +392,3 @@ class Writer:
         for row in clean:  # derived here, the one place every write passes through
             row["search_text"] = search_text(row["text"], row["context"])
         return to_arrow(clean, vectors, self._table.schema)
-
-
-def _stamps(data: pa.Table) -> dict[tuple[str, str], int]:
-    """The stamp each row of a commit's data carries, by key (empty for data without stamps)."""
-    if "stamp" not in data.column_names:
-        return {}
-    keys = zip(data.column("namespace").to_pylist(), data.column("id").to_pylist(), strict=True)
-    return dict(zip(keys, data.column("stamp").to_pylist(), strict=True))
-
-
-def _unlanded(count: int) -> StorageError:
-    """The error of records that never landed (their rows kept changing under other writers)."""
-    return StorageError(
-        f"{count} record(s) could not be written: their rows kept changing under concurrent writers; "
-        "nothing else failed, retry these"
-    )

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memory_retrievers import MemoryStore, StorageError, WriteAction
-from memory_retrievers.storage import writes
+from memory_retrievers.storage import landing
 from memory_retrievers.storage.events import CommitEvent
 
 Make = Callable[..., MemoryStore]
@@ -177,7 +177,7 @@ def test_item17_a_failure_of_the_upkeep_after_a_commit_does_not_fail_the_write(
 def test_item18_a_storage_outage_fails_a_queued_group_at_once(
     make_store: Make, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(writes, "_VERIFY_S", 1.0)  # how long a failed commit is checked for having landed
+    monkeypatch.setattr(landing, "_VERIFY_S", 1.0)  # how long a failed commit is checked for having landed
     store = make_store(config={"write_linger": timedelta(milliseconds=300)})
     store.add("seed", namespace="u")
     handle = flaky(store)

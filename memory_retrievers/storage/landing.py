@@ -1,0 +1,155 @@
+"""Which rows of a commit landed, read back by the stamps they carry, even when the commit raised.
+
+Every row a commit writes carries a stamp drawn for that write (``schema.to_arrow``): a stored row
+with our stamp is our write, whatever its revision and timestamps say (two writers under a frozen
+clock can write equal ones). The write path asks here after a conditional merge that did not land
+every row, and after a commit that raised: object stores can fail a request after the new version
+was written (the manifest PUT landed, then a LIST or the answer was lost), and reporting that as a
+failure made a caller's retry store the memory twice (issue 27 item 17). While the store does not
+answer, it is asked again for a while (``_VERIFY_S``) before the caller is told the outcome is
+unknown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from ..errors import StorageError
+from .events import CommitAction, CommitEvent
+from .table import MemoryTable
+
+__all__ = ["landed_anyway", "not_landed", "not_landed_after_commit", "stamps", "unlanded"]
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+#: How long a commit's outcome is read back while the store does not answer (it may be down for a
+#: while right after the manifest was written): seconds in all, and the first pause.
+_VERIFY_S = 30.0
+_VERIFY_PAUSE_S = 0.25
+
+Key = tuple[str, str]
+
+
+def stamps(data: pa.Table) -> dict[Key, int]:
+    """The stamp each row of a commit's data carries, by key (empty for data without stamps)."""
+    if "stamp" not in data.column_names:
+        return {}
+    keys = zip(data.column("namespace").to_pylist(), data.column("id").to_pylist(), strict=True)
+    return dict(zip(keys, data.column("stamp").to_pylist(), strict=True))
+
+
+def unlanded(count: int) -> StorageError:
+    """The error of records that never landed (their rows kept changing under other writers)."""
+    return StorageError(
+        f"{count} record(s) could not be written: their rows kept changing under concurrent writers; "
+        "nothing else failed, retry these"
+    )
+
+
+async def not_landed(table: MemoryTable, rows: list[dict[str, Any]], event: CommitEvent | None = None) -> set[Key]:
+    """The rows of a conditional commit that another writer's change kept out.
+
+    With the commit's ``event``, a row landed when the stored row carries the stamp the commit drew
+    for it; without, when its revision and ``updated_at`` are the ones written.
+    """
+    mine = stamps(event.rows) if event is not None and event.rows is not None else {}
+    out: set[Key] = set()
+    by_ns: dict[str, list[dict[str, Any]]] = {}
+    for row in rows:
+        by_ns.setdefault(row["namespace"], []).append(row)
+    for ns, group in by_ns.items():
+        columns = ["id", "revision", "updated_at", *(["stamp"] if mine else [])]
+        stored = await table.rows_by_id(ns, [r["id"] for r in group], columns=columns)
+        for row in group:
+            got, key = stored.get(row["id"]), (ns, row["id"])
+            if got is None:
+                out.add(key)
+            elif key in mine:
+                if got["stamp"] != mine[key]:
+                    out.add(key)
+            elif got["revision"] != row["revision"] or got["updated_at"] != row["updated_at"]:
+                out.add(key)
+    return out
+
+
+async def not_landed_after_commit(table: MemoryTable, rows: list[dict[str, Any]], event: CommitEvent) -> set[Key]:
+    """:func:`not_landed`, asked again while the store does not answer (the commit has happened).
+
+    Raises:
+        StorageError: The store did not answer for ``_VERIFY_S``; the message says the write committed.
+    """
+
+    def unknown(exc: StorageError) -> StorageError:
+        return StorageError(
+            f"a write committed, but which of its {len(rows)} record(s) landed could not be read back ({exc}); "
+            "check with get() before writing them again"
+        )
+
+    return await _asking(lambda: not_landed(table, rows, event), unknown)
+
+
+async def landed_anyway(table: MemoryTable, data: pa.Table, error: StorageError, *, upsert: bool) -> CommitEvent:
+    """A commit that raised: the event of what of it landed all the same (the stamps tell).
+
+    Raises:
+        StorageError: ``error`` when nothing landed; a new one, saying the write may have landed,
+            when the store did not answer for ``_VERIFY_S``.
+    """
+    mine = stamps(data)
+
+    def unknown(exc: StorageError) -> StorageError:
+        return StorageError(
+            f"{error}; whether the write landed could not be read back either ({exc}): check with get() before "
+            "writing it again"
+        )
+
+    async def found() -> set[Key]:
+        await table.refresh()
+        return await _stamps_stored(table, mine)
+
+    landed = await _asking(found, unknown)
+    if not landed:
+        raise error
+    logger.warning(
+        "memory-retrievers: a commit reported a failure after it landed (%d of %d rows found): %s",
+        len(landed),
+        len(mine),
+        error,
+    )
+    action: CommitAction = "upsert" if upsert else "add"
+    namespaces = frozenset(ns for ns, _ in mine)
+    return CommitEvent(action, namespaces, await table.version(), data, None, len(landed), 0)
+
+
+async def _asking(read: Callable[[], Awaitable[T]], unknown: Callable[[StorageError], StorageError]) -> T:
+    """``read()``, retried with growing pauses while it raises StorageError, for ``_VERIFY_S`` at most."""
+    deadline = time.monotonic() + _VERIFY_S
+    pause = _VERIFY_PAUSE_S
+    while True:
+        try:
+            return await read()
+        except StorageError as exc:
+            if time.monotonic() + pause > deadline:
+                raise unknown(exc) from exc
+        await asyncio.sleep(pause)
+        pause = min(pause * 2, 4.0)
+
+
+async def _stamps_stored(table: MemoryTable, mine: dict[Key, int]) -> set[Key]:
+    """Keys whose stored row carries the stamp of ``mine``."""
+    by_ns: dict[str, list[str]] = {}
+    for ns, id_ in mine:
+        by_ns.setdefault(ns, []).append(id_)
+    found: set[Key] = set()
+    for ns, ids in by_ns.items():
+        stored = await table.rows_by_id(ns, ids, columns=["id", "stamp"])
+        found |= {(ns, i) for i, row in stored.items() if row["stamp"] == mine[(ns, i)]}
+    return found
