@@ -158,9 +158,22 @@ def _connect_or_start(address: WorkerAddress) -> socket.socket | None:
             return sock
         if child.poll() is not None and child.returncode != 0:
             return None  # it failed (see the .log next to the socket): run the command here
-        if child.poll() == 0:  # lost the lock race: another worker is starting; keep waiting for it
-            continue
+        if child.poll() == 0 and _lock_free(address.path):
+            # It lost the lock race to a worker that has exited since (e.g. one told to stop): start another.
+            child = _start(address)
     return None
+
+
+def _lock_free(path: Path) -> bool:
+    """Whether no worker holds the lock of this socket (a worker holds it for its whole life)."""
+    import fcntl
+
+    try:
+        with open(f"{path}.lock", "a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)  # released when the file is closed
+    except OSError:
+        return False
+    return True
 
 
 class _NoAnswer(Exception):

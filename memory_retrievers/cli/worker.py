@@ -121,8 +121,14 @@ class Worker:
             self.stores.close()
 
     def stop(self, *_: Any) -> None:
-        """Stop accepting requests; running ones finish (SIGTERM handler too)."""
+        """Stop accepting requests; running ones finish (SIGTERM handler too).
+
+        The socket is removed at once, so from now on clients see no worker (and may start a new
+        one, which waits for this one's lock).
+        """
         self._stop.set()
+        with contextlib.suppress(OSError):
+            self.socket_path.unlink()
 
     def _idle(self) -> bool:
         with self._lock:
@@ -179,8 +185,8 @@ class Worker:
         if op == "ping":
             write_message(conn, self.status())
         elif op == "stop":
+            self.stop()
             write_message(conn, {"stopping": True, "pid": os.getpid()})
-            self._stop.set()
         elif op == "run":
             self._queue_and_run(request, conn, reader)
 
