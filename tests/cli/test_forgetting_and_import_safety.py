@@ -260,3 +260,17 @@ def test_item12_a_full_worker_answers_busy_at_once_and_a_client_that_gave_up_is_
         server.join(30)
     with MemoryStore(store, embedder=HashEmbedder(32)) as opened:
         assert [m.text for m in opened.list("alice")] == ["Alice keeps bees"]
+
+
+def test_item12_the_worker_timeout_is_a_setting_with_a_default(tmp_path: Path) -> None:
+    from memory_retrievers.cli.settings import DEFAULT_WORKER_TIMEOUT_S, SettingsError, resolve
+
+    none = {"MEMORY_RETRIEVERS_CONFIG": str(tmp_path / "none.toml")}
+    assert resolve(none, tmp_path).worker_timeout_s == DEFAULT_WORKER_TIMEOUT_S == 30.0
+    assert resolve({**none, "MEMORY_RETRIEVERS_WORKER_TIMEOUT": "2.5"}, tmp_path).worker_timeout_s == 2.5
+    config = tmp_path / "config.toml"
+    config.write_text("worker_timeout_seconds = 5\n")
+    assert resolve({"MEMORY_RETRIEVERS_CONFIG": str(config)}, tmp_path).worker_timeout_s == 5.0
+    for bad in ("0", "-1", "soon", "inf", "nan"):
+        with pytest.raises(SettingsError, match="MEMORY_RETRIEVERS_WORKER_TIMEOUT"):
+            resolve({**none, "MEMORY_RETRIEVERS_WORKER_TIMEOUT": bad}, tmp_path)
