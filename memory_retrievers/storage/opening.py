@@ -55,5 +55,6 @@ async def within(awaitable: Awaitable[T], timeout_s: float | None, action: str, 
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
         raise StorageError(
             f"LanceDB did not {action} within {timeout_s:g} s (StoreConfig.storage_timeout): the storage at {uri!r} "
-            "does not answer. Check that it is reachable, or raise storage_timeout"
+            "does not answer. Check that it is reachable, or raise storage_timeout (a write given up on may still "
+            "land: check with get() before writing it again)"
         ) from None
