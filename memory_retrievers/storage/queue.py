@@ -31,7 +31,8 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from .. import _loop
-from ..errors import QueueFullError, StorageError
+from ..errors import QueueFullError
+from .outage import Outages, batch_specific
 
 __all__ = ["Abandoned", "AddBatch", "WriteQueue", "batch_specific"]
 
@@ -110,6 +111,7 @@ class WriteQueue:
         self._draining = False
         self._idle = threading.Event()
         self._idle.set()
+        self._outages = Outages()
         self._max_queued = max_queued
         self._full_timeout_s = full_timeout_s
         self._queued_records = 0  # records of add batches waiting (not yet taken for a commit)
@@ -294,11 +296,16 @@ class WriteQueue:
             group = self._next()
             if not group:
                 return
+            if group[0].batch is not None and (failed := self._outages.backlog_error(max(o.queued_at for o in group))):
+                for op in group:  # queued before the store failed: not tried (see outage.Outages)
+                    self._settle(op, error=failed)
+                continue
             try:
                 await self._prepare()
             except Exception as exc:  # the group cannot start: its callers hear why
                 for op in group:
                     self._settle(op, error=exc)
+                self._outages.note(exc)
                 continue
             if group[0].run is not None:
                 await self._run_exclusive(group[0])
@@ -330,6 +337,7 @@ class WriteQueue:
                 group = live  # a caller left before the commit: redo without it
                 continue
             except Exception as exc:
+                self._outages.note(exc)
                 if len(live) == 1 or not batch_specific(exc):
                     # A storage failure (an outage, a commit whose outcome is unknown) fails the whole
                     # group at once: redoing each batch alone made every caller wait out its own
@@ -373,17 +381,6 @@ class WriteQueue:
         self._queued_records = 0
         self._room = threading.Condition(self._lock)
         self._current = []
-
-
-def batch_specific(exc: BaseException) -> bool:
-    """Whether a group's failure may come from one caller's batch, so each batch is worth trying alone.
-
-    A :class:`~memory_retrievers.errors.StorageError` is the store's, not a batch's (the writer
-    validated every record, and a commit that raised is checked for having landed before this is
-    raised): every batch would meet it again. Nor is any error raised once part of the group
-    landed (the writer marks it ``after_commit``): redoing a batch alone would write it twice.
-    """
-    return not isinstance(exc, StorageError) and not getattr(exc, "after_commit", False)
 
 
 def _proceed(ops: list[_Op]) -> Callable[[], bool]:

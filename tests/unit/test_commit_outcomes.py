@@ -209,3 +209,33 @@ def test_item18_a_commit_failure_with_nothing_landed_fails_the_group_once(make_s
             p.result(60)
     assert handle.commits == 1
     assert texts(store, "u") == ["seed"]
+
+
+def test_item18_writes_queued_through_an_outage_fail_with_it_untried(
+    make_store: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(landing, "_VERIFY_S", 1.0)
+    store = make_store(config={"write_batch_size": 2})  # six writes: three groups
+    store.add("seed", namespace="u")
+    handle = flaky(store)
+    handle.fail_commits = 100
+    handle.down_reads = 10_000
+    tried: list[int] = []
+    write_group = store._queue._write_group
+
+    async def counting(batches: Any, proceed: Any) -> Any:
+        tried.append(len(batches))
+        return await write_group(batches, proceed)
+
+    monkeypatch.setattr(store._queue, "_write_group", counting)
+    gate = store.add_later("first", namespace="u")  # its group goes first; the others queue behind it
+    pending = [gate, *(store.add_later(f"note {i}", namespace="u") for i in range(5))]
+    store.flush()
+    for p in pending:
+        with pytest.raises(StorageError):
+            p.result(60)
+    assert handle.commits == 1
+    assert len(tried) == 1, tried  # the groups queued behind the failing one were not tried
+    handle.fail_commits = 0
+    handle.fail_reads = handle.down_reads = 0
+    assert store.add_later("after the outage", namespace="u").result(30).action is WriteAction.ADDED
