@@ -13,6 +13,7 @@ to the loop they first ran on, so a plug-in always meets the same loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import contextvars
 import os
 import threading
@@ -25,6 +26,8 @@ __all__ = ["isolated"]
 T = TypeVar("T")
 
 _THREAD_NAME = "memory-retrievers-plugins"
+#: How long a cancelled caller waits for its plug-in call to acknowledge the cancellation.
+_CANCEL_WAIT_S = 1.0
 _lock = threading.Lock()
 _loop: asyncio.AbstractEventLoop | None = None
 
@@ -92,6 +95,10 @@ async def isolated(make: Callable[[], Awaitable[T]]) -> T:
     try:
         return await asyncio.wrap_future(done)
     except asyncio.CancelledError:
-        if not done.cancel():  # running: cancel the task on its loop (a blocked one stops when it can)
+        if not done.cancel():  # running: cancel the task on its loop
             loop.call_soon_threadsafe(lambda: box[0].cancel() if box else None)
+            # Give it a moment to stop, so a caller that gave up finds its plug-in calls ended as
+            # when they ran on its own loop; one blocked in sync code is left behind after that.
+            with contextlib.suppress(BaseException):
+                await asyncio.wait_for(asyncio.shield(asyncio.wrap_future(done)), _CANCEL_WAIT_S)
         raise
