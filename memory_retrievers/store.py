@@ -14,6 +14,7 @@ import asyncio
 import atexit
 import builtins
 import contextlib
+import functools
 import logging
 import os
 import sys
@@ -961,7 +962,7 @@ class MemoryStore:
         await self._queue.await_idle()
         await self._maintainer.await_idle()
 
-    def purge(self) -> None:
+    def purge(self, *, remove_uncommitted: bool = False) -> None:
         """Remove deleted and forgotten memories from disk, for good.
 
         ``delete`` and ``forget`` hide memories from every read at once, but their bytes stay on
@@ -981,18 +982,26 @@ class MemoryStore:
         It costs a rewrite of the table and a rebuild of every index (measured in
         docs/DEPLOYMENT.md: about 1.3 s at 20,000 memories; 30-90 s with a vector index, at
         20,000-100,000 memories, almost all of it rebuilding that index). Writes of this process
-        wait for it. It needs the table
-        to itself: run it when no other process reads or writes this store (their in-flight reads
-        and writes would fail). Time travel to earlier versions is no longer possible afterwards.
-        """
-        _loop.run_sync(self.apurge())
+        wait for it. Writes of other processes may run meanwhile and are kept; their reads of an
+        older version at that moment fail (retry them). Time travel to earlier versions is no
+        longer possible afterwards.
 
-    async def apurge(self) -> None:
+        Args:
+            remove_uncommitted: Also delete files no version references: those of a write that a
+                killed process never committed (they may hold what it was writing). Only when no
+                other process writes this store: a write in flight there would commit a version
+                whose files are gone. Without it (default) they are kept until 7 days old.
+        """
+        _loop.run_sync(self.apurge(remove_uncommitted=remove_uncommitted))
+
+    async def apurge(self, *, remove_uncommitted: bool = False) -> None:
         """Async twin of :meth:`purge`."""
         self._ensure_open()
+        if not isinstance(remove_uncommitted, bool):
+            raise InvalidInputError(f"remove_uncommitted must be True or False, got {remove_uncommitted!r}")
         await self.aflush_access()
         await self._maintainer.await_idle()
-        await self._queue.exclusive(self._maintainer.purge)
+        await self._queue.exclusive(functools.partial(self._maintainer.purge, remove_uncommitted=remove_uncommitted))
 
     def optimize(self) -> None:
         """Delete expired memories, fold new rows into the indexes, compact small fragments, prune old versions.

@@ -137,11 +137,19 @@ Examples:
 delete and forget hide memories at once, but their bytes stay in older table versions and
 files until those are pruned (optimize keeps versions for an hour). purge rewrites every file
 holding a deleted memory, rebuilds the indexes and deletes every older version now: afterwards
-the forgotten text is in no file of the store. It needs the store to itself: it stops this
-store's worker and keeps it stopped until done, but other programs (an app, an MCP server) must
-not read or write the store meanwhile. Earlier versions can no longer be read afterwards.""",
+the forgotten text is in no file of the store. It stops this store's worker and keeps it
+stopped until done; another program (an app, an MCP server) writing meanwhile keeps its writes,
+and its reads of an older version at that moment fail. Earlier versions can no longer be read
+afterwards. Files of writes that never committed (a killed writer) are kept for 7 days, in case
+they belong to a write in flight; --remove-uncommitted deletes them too, when nothing else
+writes the store.""",
 )
 @click.option("-y", "--yes", is_flag=True, help="Do not ask for confirmation.")
+@click.option(
+    "--remove-uncommitted",
+    is_flag=True,
+    help="Also delete files of writes that never committed; only when no other program writes the store.",
+)
 @common_options
 @click.pass_obj
 def purge(inv: Invocation, /, **params: Any) -> None:
@@ -163,7 +171,7 @@ def purge(inv: Invocation, /, **params: Any) -> None:
     with _store_to_itself(inv, settings):
         store = inv.stores.open(settings, create=False)
         before = store.stats()
-        store.purge()
+        store.purge(remove_uncommitted=params["remove_uncommitted"])
         after = store.stats()
     result = {
         "versions": {"before": before.versions, "after": after.versions},

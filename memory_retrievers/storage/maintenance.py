@@ -255,7 +255,7 @@ class Maintainer:
         await self._table.refresh()
         await self._table.handle.optimize(cleanup_older_than=self._config.version_retention)
 
-    async def purge(self) -> None:
+    async def purge(self, *, remove_uncommitted: bool = False) -> None:
         """Remove deleted memories from disk: their rows, index entries, older versions and files.
 
         Three steps, each its own commit (conflicts retried), so a purge interrupted between them
@@ -264,12 +264,15 @@ class Maintainer:
         0.40's ``optimize`` only rewrites a fragment once more than 10% of it is deleted, and its
         Python API takes no compaction options); rebuild every index from the rows that remain (an
         index keeps the values of deleted rows, and incremental index updates never drop them);
-        then delete every older version and every file the latest one does not reference,
-        unverified files included.
+        then delete every older version and every file only older versions reference.
+
+        Files no version references (uploaded by a write that has not committed yet, or never
+        will: a killed writer) are removed only with ``remove_uncommitted``: a write in flight in
+        another process would otherwise commit a version whose data files are gone, and every
+        later read of the table would fail. Without it, LanceDB removes them once 7 days old.
         Pending access statistics are not flushed here: the caller runs this on the write queue,
-        behind a flush (a flush queued from here would wait for this very operation). Needs the
-        table to itself: other processes still reading an older version, or writing at this
-        moment, fail (LanceDB removes the files they use).
+        behind a flush (a flush queued from here would wait for this very operation). Other
+        processes reading an older version at this moment fail (its files are removed).
         """
 
         async def work() -> None:
@@ -279,12 +282,14 @@ class Maintainer:
             await self._rebuild_indexes()
             with warnings.catch_warnings():  # LanceDB warns about exactly what purge is for
                 warnings.filterwarnings("ignore", message=".*cleanup_older_than=0.*")
-                await retry_conflicts("purge old versions", self._prune_everything)
+                prune = functools.partial(self._prune_everything, remove_uncommitted)
+                await retry_conflicts("purge old versions", prune)
             await self._table.refresh_indexes()
 
         self._reset()
         await self._exclusive(work, wait=True)
-        await asyncio.to_thread(self.remove_stale_temp_files, 0.0)
+        # Another process's write in flight has temp files too: only past an hour unless told.
+        await asyncio.to_thread(self.remove_stale_temp_files, 0.0 if remove_uncommitted else 3600.0)
 
     async def _hides_deleted_rows(self) -> bool:
         """Whether the latest version has deletion files (deleted rows still in its data files)."""
@@ -330,9 +335,9 @@ class Maintainer:
             build = functools.partial(table.create_index, column, config=config, replace=True)
             await retry_conflicts(f"rebuild the {column} index", build)
 
-    async def _prune_everything(self) -> None:
+    async def _prune_everything(self, remove_uncommitted: bool) -> None:
         await self._table.refresh()  # as in _compact
-        await self._table.handle.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
+        await self._table.handle.optimize(cleanup_older_than=timedelta(0), delete_unverified=remove_uncommitted)
 
     def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
         """Delete temporary files that a killed writer left in a local table folder.
