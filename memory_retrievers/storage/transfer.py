@@ -31,6 +31,9 @@ from .table import MemoryTable
 from .vectors import VectorMaker
 from .writes import Writer
 
+#: The largest access_count the int64 column holds.
+_MAX_INT64 = 2**63 - 1
+
 #: Attempts at landing records whose memories another process changes meanwhile.
 _ATTEMPTS = 5
 
@@ -127,8 +130,8 @@ def parse_restore_record(raw: Any, config: StoreConfig, *, namespace: str | None
             writable[field] = _timestamp(writable[field], field)
     rec = validate_record(writable, config, namespace=namespace)
     count = raw.get("access_count", 0)
-    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-        raise InvalidInputError(f"access_count must be an int >= 0, got {count!r}")
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= _MAX_INT64:
+        raise InvalidInputError(f"access_count must be an int in [0, {_MAX_INT64}], got {count!r}")
     superseded_by, accessed = raw.get("superseded_by"), raw.get("last_accessed_at")
     maintained = {
         "created_at": rec["created_at"],

@@ -138,3 +138,17 @@ def test_item8_backups_with_expiring_memories_restore(
             target.restore([{**exported[0], "expires_at": "next Friday"}])
     finally:
         target.close()
+
+
+@pytest.mark.parametrize("count", [2**63, 10**30])
+def test_item11_an_access_count_past_int64_is_a_typed_error_naming_it(
+    make_store: Callable[..., MemoryStore], count: int
+) -> None:
+    # Found by the red-team pass of issue 27: a raw OverflowError aborted the whole restore/import.
+    store = make_store()
+    store.add("Alice likes tea", namespace="u")
+    (record,) = store.export("u")
+    with pytest.raises(InvalidInputError, match="access_count"):
+        store.restore([{**record, "id": "other", "access_count": count}])
+    assert [m.id for m in store.list("u")] == [record["id"]]
+    assert store.restore([{**record, "access_count": 2**63 - 1}]).replaced == 1
