@@ -7,6 +7,7 @@ numbers of the store's width; nesting too deep to walk is a rejected line too, n
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 from .formats import Item
@@ -63,7 +64,10 @@ def _record_problem(
     except RecursionError:  # a field nested deeper than any check can walk
         return "a field is nested too deeply to read; flatten it"
     named = record.get("namespace")
-    if forced is not None and named is not None and named != forced:
+    # The record validated above, so its namespace obeys the namespace rule: compare canonical forms
+    # (an NFD spelling of -n's namespace is that namespace).
+    same = named is None or forced is None or _canonical(named) == _canonical(forced)
+    if not same:
         return (
             f"names namespace {named!r} but -n is {forced!r}: an import writes only into the namespace it is "
             'given; drop -n to import it into its own, or remove its "namespace" field to import it into '
@@ -100,3 +104,7 @@ def check_widths(records: list[tuple[str, Any]], dimension: int, rejected: Rejec
         else:
             rejected.append((where, problem))
     return good
+
+
+def _canonical(namespace: Any) -> Any:
+    return unicodedata.normalize("NFC", namespace) if isinstance(namespace, str) else namespace

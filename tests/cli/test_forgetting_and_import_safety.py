@@ -274,3 +274,16 @@ def test_item12_the_worker_timeout_is_a_setting_with_a_default(tmp_path: Path) -
     for bad in ("0", "-1", "soon", "inf", "nan"):
         with pytest.raises(SettingsError, match="MEMORY_RETRIEVERS_WORKER_TIMEOUT"):
             resolve({**none, "MEMORY_RETRIEVERS_WORKER_TIMEOUT": bad}, tmp_path)
+
+
+def test_item10_an_nfd_spelling_of_the_n_namespace_is_that_namespace(cli: Cli, tmp_path: Path) -> None:
+    # Red-team of issue 27: -n compared raw strings, rejecting a record whose namespace is the NFD
+    # spelling of -n's, although the namespace rule makes them one namespace.
+    import unicodedata
+
+    nfc, nfd = unicodedata.normalize("NFC", "émile"), unicodedata.normalize("NFD", "émile")
+    records = [{"text": "Émile plays the cello", "namespace": nfd}]
+    done = cli("import", str(_jsonl(tmp_path / "nfd.jsonl", records)), "-n", nfc, "--json")
+    assert done.code == exits.OK, done.stdout
+    listed = json.loads(cli("list", "-n", nfc, "--json").stdout)["memories"]
+    assert [m["text"] for m in listed] == ["Émile plays the cello"]
