@@ -159,8 +159,9 @@ class StoreConfig(CheckedModel):
 
     queue_full_timeout: timedelta = timedelta(seconds=30)
     """How long ``add_later`` waits for room in a full queue before it raises
-    :class:`~memory_retrievers.QueueFullError` (``timedelta(0)``: raise at once). Called on the
-    store's own event loop thread (from a plug-in) it never waits: it raises when full."""
+    :class:`~memory_retrievers.QueueFullError` (``timedelta(0)``: raise at once). Called from a
+    running event loop (async code, or a plug-in on the store's loop) it never waits, which would
+    block that loop: it raises when full; async code wanting backpressure awaits ``aadd``."""
 
     @model_validator(mode="after")
     def _view_ceiling(self) -> StoreConfig:

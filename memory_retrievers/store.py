@@ -406,7 +406,9 @@ class MemoryStore:
 
         Backpressure: when ``StoreConfig.max_queued_records`` records are already queued, it waits
         for room (at most ``StoreConfig.queue_full_timeout``), then raises
-        :class:`~memory_retrievers.QueueFullError` with nothing queued.
+        :class:`~memory_retrievers.QueueFullError` with nothing queued. Called from a running event
+        loop it never waits (that would block the loop): a full queue raises at once there; async
+        code that wants to wait for room awaits :meth:`aadd` instead.
 
         Args:
             text: What to remember. Stored verbatim.

@@ -133,8 +133,8 @@ class WriteQueue:
 
         The records are in the queue when this returns, so a ``flush`` that follows waits for them.
         When ``max_queued`` records are already waiting, this waits for room first (backpressure),
-        at most ``full_timeout_s``; on the store's own loop thread it cannot wait (the queue drains
-        there) and raises at once.
+        at most ``full_timeout_s``; called from a running event loop it does not wait (that would
+        block the loop) and raises at once.
 
         Raises:
             QueueFullError: No room in time; nothing was queued.
@@ -147,7 +147,9 @@ class WriteQueue:
     def _wait_for_room(self, records: int) -> None:
         if self._max_queued is None:
             return
-        wait_s = 0.0 if _loop.on_loop_thread() else self._full_timeout_s
+        # Waiting would block an event loop (ours: a deadlock, the queue drains there; the caller's:
+        # every task on it stalls): from a loop, a full queue raises at once.
+        wait_s = 0.0 if _on_an_event_loop() else self._full_timeout_s
         deadline = time.monotonic() + wait_s
         with self._room:
             # An empty queue always takes a batch, however large: the bound stops growth, not writes.
@@ -381,6 +383,15 @@ class WriteQueue:
         self._queued_records = 0
         self._room = threading.Condition(self._lock)
         self._current = []
+
+
+def _on_an_event_loop() -> bool:
+    """Whether the calling thread is running an event loop (the library's or the caller's own)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return _loop.on_loop_thread()
+    return True
 
 
 def _proceed(ops: list[_Op]) -> Callable[[], bool]:

@@ -117,3 +117,24 @@ def test_item13_fork_waits_only_for_what_was_queued_when_it_was_called(tmp_path:
         assert reopened.count("u") == queued  # every queued write still committed (by the parent)
     finally:
         reopened.close()
+
+
+async def test_item13_a_full_queue_never_blocks_the_callers_event_loop(make_store: Make) -> None:
+    # Red-team of issue 27: from a coroutine, add_later on a full queue blocked the caller's loop
+    # for the whole wait (3.1 s with a 3 s embedder). From a running loop it raises at once.
+    import asyncio
+
+    embedder = GatedEmbedder()
+    store = make_store(embedder=embedder, config={"max_queued_records": 3, "write_batch_size": 1})
+    embedder.gate.clear()
+    first = store.add_later("turn 0", namespace="u")
+    await asyncio.sleep(0.2)  # the first write holds the model; the queue fills behind it
+    queued = [store.add_later(f"turn {i}", namespace="u") for i in range(1, 4)]
+    started = time.monotonic()
+    with pytest.raises(QueueFullError):
+        store.add_later("one too many", namespace="u")
+    assert time.monotonic() - started < 1.0  # queue_full_timeout is 30 s: it did not wait
+    embedder.gate.set()
+    await store.aflush()
+    assert await first and all([await p for p in queued])
+    assert await store.acount("u") == 4
