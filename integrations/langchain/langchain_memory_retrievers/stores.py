@@ -8,8 +8,11 @@ so the mapping is exact both ways). ``("memories", "alice")`` is the core namesp
 not of that form (``"alice.smith"`` written through the core API) are never LangGraph items.
 LangGraph allows labels the core's namespace rule refuses (a control character, such as a
 newline, or whitespace at the end); such a namespace is kept under ``"langgraph%:"`` instead, with ``%``, those
-characters and a label's trailing whitespace written as ``%`` and six hex digits, so it stays a
-namespace of its own. Labels are compared in Unicode NFC, as every core namespace.
+characters, a label's trailing whitespace and the combining marks right after one of them (which
+NFC would otherwise compose with the last hex digit) written as ``%`` and six hex digits, so it
+stays a namespace of its own. Labels are compared in Unicode NFC, as every core namespace: the composed
+and decomposed spellings of ``"émile"`` are one label for every operation (put, get, delete,
+search prefixes, ``list_namespaces`` conditions, batches, TTL refresh), and namespaces come back in NFC.
 
 **Indexing.** An item's text is what ``index_fields`` (or the put's ``index=[...]``) select; by
 default every string of the value. With one selected text the memory's vector is that text's
@@ -107,12 +110,21 @@ def _unsafe(char: str) -> bool:
 
 def _escape(label: str) -> str:
     kept = label.rstrip()
-    body = "".join(f"%{ord(c):06X}" if c == "%" or _unsafe(c) else c for c in kept)
-    return body + "".join(f"%{ord(c):06X}" for c in label[len(kept) :])
+    body: list[str] = []
+    escaped = False
+    for c in kept:
+        # A combining mark right after an escape would compose with its last hex digit when the
+        # core normalises to NFC ("%00200C" + U+0301 gives "%00200\u0106"), so it is escaped too.
+        escaped = c == "%" or _unsafe(c) or (escaped and unicodedata.category(c)[0] == "M")
+        body.append(f"%{ord(c):06X}" if escaped else c)
+    return "".join(body) + "".join(f"%{ord(c):06X}" for c in label[len(kept) :])
 
 
 def core_namespace(namespace: Sequence[str]) -> str:
-    """The core namespace that holds the LangGraph namespace ``namespace`` (see the module docstring)."""
+    """The core namespace that holds the LangGraph namespace ``namespace`` (see the module docstring).
+
+    ``namespace`` is checked labels (:func:`_check_labels`), so in NFC, the form every read compares.
+    """
     plain = NAMESPACE_PREFIX + ".".join(namespace)
     if not any(_unsafe(c) for c in plain) and plain == plain.rstrip():
         return plain
@@ -131,7 +143,13 @@ def langgraph_namespace(namespace: str) -> tuple[str, ...] | None:
 
 
 def _check_labels(namespace: Sequence[str]) -> tuple[str, ...]:
-    """LangGraph's label rules, for every operation (``put`` adds its own, see :func:`_check_put_namespace`)."""
+    """LangGraph's label rules, for every operation (``put`` adds its own, see :func:`_check_put_namespace`).
+
+    Returns:
+        The labels in Unicode NFC: the core keeps every namespace in NFC, so every path that takes
+        a namespace, prefix or match condition compares this form, and ``"e\u0301mile"`` and
+        ``"\u00e9mile"`` are one label everywhere.
+    """
     if isinstance(namespace, str):
         raise InvalidNamespaceError(
             f"a namespace is a tuple of labels, got the str {namespace!r}; wrap it: ({namespace!r},)"
@@ -145,7 +163,7 @@ def _check_labels(namespace: Sequence[str]) -> tuple[str, ...]:
             raise InvalidNamespaceError(f"namespace labels cannot be empty strings, got {namespace!r}")
         if "." in label or "\x00" in label:
             raise InvalidNamespaceError(f"namespace labels cannot contain '.' or NUL, got {label!r} in {namespace!r}")
-    return tuple(namespace)
+    return tuple(unicodedata.normalize("NFC", label) for label in namespace)
 
 
 def _check_put_namespace(namespace: Sequence[str]) -> tuple[str, ...]:
@@ -481,7 +499,9 @@ class MemoryStoreLangGraph(BaseStore):
             op = ops[i]
             if isinstance(op, PutOp):
                 j = i
-                while j < len(ops) and isinstance(ops[j], PutOp) and ops[j].namespace == op.namespace:  # type: ignore[union-attr]
+                path = _check_labels(op.namespace)
+                # Compared in NFC: puts spelling one label two ways go to one namespace, in one commit.
+                while j < len(ops) and isinstance(ops[j], PutOp) and _check_labels(ops[j].namespace) == path:  # type: ignore[union-attr]
                     j += 1
                 await self._aput_many(op.namespace, ops[i:j])  # type: ignore[arg-type]
                 i = j

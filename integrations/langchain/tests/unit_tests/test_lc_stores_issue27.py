@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import math
 import time
+import unicodedata
 from datetime import datetime, timezone
 from typing import Any
 
@@ -191,3 +192,106 @@ def test_item16_a_langgraph_label_the_core_refuses_is_a_namespace_of_its_own(
     assert found == {(("users", "alice"), 1), (("users", label), 2)}
     assert lg.langgraph_namespace(lg.core_namespace(("users", label))) == ("users", label)
     assert store.list(lg.core_namespace(("users", label)))[0].id == "k"
+
+
+# ---------------------------------------------------------------- one spelling per label (NFC), on every path
+NFC_LABEL, NFD_LABEL = "\u00e9mile", "e\u0301mile"
+SPELLINGS = pytest.mark.parametrize(("put_as", "read_as"), [(NFD_LABEL, NFC_LABEL), (NFC_LABEL, NFD_LABEL)])
+
+
+@SPELLINGS
+def test_item16_nfc_and_nfd_labels_are_one_label_for_get_search_and_delete(
+    lg: MemoryStoreLangGraph, put_as: str, read_as: str
+) -> None:
+    # get() found an NFD-put item but search() and prefix searches with the same label found none:
+    # the core normalised the namespace, the adapter compared the raw labels against it.
+    lg.put((put_as,), "k", {"text": "put under one spelling"})
+    lg.put(("user", put_as), "k", {"text": "nested"})
+    for label in (put_as, read_as):
+        assert lg.get((label,), "k").namespace == (NFC_LABEL,)  # type: ignore[union-attr]
+        assert [(h.namespace, h.key) for h in lg.search((label,))] == [((NFC_LABEL,), "k")]
+        assert [h.key for h in lg.search((label,), query="spelling")] == ["k"]
+        assert [h.key for h in lg.search((label,), filter={"text": "put under one spelling"})] == ["k"]
+        assert [h.namespace for h in lg.search(("user", label))] == [("user", NFC_LABEL)]
+    assert {h.namespace for h in lg.search(("user",))} == {("user", NFC_LABEL)}
+    lg.delete((read_as,), "k")
+    assert lg.get((put_as,), "k") is None
+    assert lg.search((put_as,)) == []
+
+
+@SPELLINGS
+def test_item16_nfc_and_nfd_labels_are_one_label_for_list_namespaces(
+    lg: MemoryStoreLangGraph, put_as: str, read_as: str
+) -> None:
+    lg.put((put_as, "notes"), "k", DOC)
+    lg.put(("user", put_as), "k", DOC)
+    for label in (put_as, read_as):
+        assert lg.list_namespaces(prefix=(label,)) == [(NFC_LABEL, "notes")]
+        assert lg.list_namespaces(suffix=(label,)) == [("user", NFC_LABEL)]
+        assert lg.list_namespaces(prefix=("*", label)) == [("user", NFC_LABEL)]
+        match = ListNamespacesOp(match_conditions=(MatchCondition("prefix", label),))
+        assert lg.batch([match]) == [[(NFC_LABEL, "notes")]]
+    assert lg.list_namespaces() == sorted([(NFC_LABEL, "notes"), ("user", NFC_LABEL)])
+
+
+@SPELLINGS
+def test_item16_puts_spelled_two_ways_in_one_batch_are_one_item(
+    lg: MemoryStoreLangGraph, store: MemoryStore, put_as: str, read_as: str
+) -> None:
+    lg.batch([PutOp((put_as,), "k", {"v": 1}), PutOp((read_as,), "k", {"v": 2}), PutOp((put_as,), "j", {"v": 3})])
+    assert lg.get((NFC_LABEL,), "k").value == {"v": 2}  # type: ignore[union-attr]
+    assert sorted(h.key for h in lg.search((read_as,))) == ["j", "k"]
+    assert store.count(lg.core_namespace((put_as,))) == 2
+    lg.batch([PutOp((read_as,), "j", None)])
+    assert [h.key for h in lg.search((put_as,))] == ["k"]
+
+
+@SPELLINGS
+def test_item16_the_core_namespace_of_either_spelling_is_the_nfc_one(put_as: str, read_as: str) -> None:
+    assert MemoryStoreLangGraph.core_namespace((put_as, "x")) == MemoryStoreLangGraph.core_namespace((read_as, "x"))
+    assert MemoryStoreLangGraph.core_namespace((put_as,)) == f"langgraph:{NFC_LABEL}"
+    escaped = MemoryStoreLangGraph.core_namespace((put_as + "\n",))
+    assert escaped == MemoryStoreLangGraph.core_namespace((read_as + "\n",))
+    assert MemoryStoreLangGraph.langgraph_namespace(escaped) == (NFC_LABEL + "\n",)
+
+
+@SPELLINGS
+def test_item16_escaped_labels_round_trip_through_prefix_search_and_list_namespaces(
+    lg: MemoryStoreLangGraph, put_as: str, read_as: str
+) -> None:
+    # Labels the core refuses are kept escaped ("langgraph%:"); they must still be one label in NFC
+    # whatever the spelling, and be found by prefix, suffix and search like any other.
+    for tail in ("\n", " ", "\u200b", "%"):
+        lg.put(("users", put_as + tail), "k", {"text": "escaped " + repr(tail)})
+        label = NFC_LABEL + tail
+        assert lg.list_namespaces(prefix=("users", read_as + tail)) == [("users", label)]
+        assert lg.list_namespaces(suffix=(read_as + tail,)) == [("users", label)]
+        assert [h.namespace for h in lg.search(("users", read_as + tail))] == [("users", label)]
+        assert [h.namespace for h in lg.search(("users", read_as + tail), query="escaped")] == [("users", label)]
+        assert lg.get(("users", read_as + tail), "k").namespace == ("users", label)  # type: ignore[union-attr]
+    assert len(lg.search(("users",))) == 4
+    assert len(lg.list_namespaces(prefix=("users",))) == 4
+
+
+def test_item16_a_ttl_put_under_nfd_is_refreshed_and_swept_under_nfc(store: MemoryStore, clock: ManualClock) -> None:
+    lg = MemoryStoreLangGraph(store)
+    lg.put((NFD_LABEL,), "k", DOC, ttl=60)
+    clock.advance(minutes=45)
+    assert [h.key for h in lg.search((NFC_LABEL,))] == ["k"]  # refreshes the ttl: 60 minutes from now
+    clock.advance(minutes=45)
+    assert lg.get((NFD_LABEL,), "k", refresh_ttl=False) is not None
+    assert lg.search((NFD_LABEL,), refresh_ttl=False)[0].namespace == (NFC_LABEL,)
+    clock.advance(minutes=16)
+    assert lg.search((NFD_LABEL,)) == []
+    assert lg.sweep_ttl() == 1
+
+
+@pytest.mark.parametrize("label", ["x\u200c\u0301", "x\u200e\u0301\u0327", "q\u0301\n", "a\nb\u0308"])
+def test_item16_a_combining_mark_after_an_escaped_character_round_trips(lg: MemoryStoreLangGraph, label: str) -> None:
+    # The core stores namespaces in NFC: a mark right after an escape ("%00200C" + U+0301) would
+    # compose with the escape's last hex digit and the label would come back as another one.
+    lg.put(("users", label), "k", DOC)
+    canonical = ("users", unicodedata.normalize("NFC", label))  # U+0327 sorts before U+0301 in NFC
+    assert lg.list_namespaces(prefix=("users",)) == [canonical]
+    assert [h.namespace for h in lg.search(("users", label))] == [canonical]
+    assert lg.langgraph_namespace(lg.store.namespaces()[0]) == canonical
