@@ -66,8 +66,7 @@ async def open_lancedb_table(
             return await db.open_table(table_name)
         except ValueError:  # not found
             if _damaged_folder(uri, table_name) is None:
-                # exist_ok: another process may be creating it at this moment
-                return await db.create_table(table_name, schema=schema, exist_ok=True)
+                return await _create_or_open(db, table_name, schema)
             await asyncio.sleep(0.05 * (attempt + 1))  # another process may be half-way through creating it
     folder = _damaged_folder(uri, table_name)
     raise StorageError(
@@ -75,6 +74,25 @@ async def open_lancedb_table(
         "opening it would start an empty store over the memories it holds. Restore the folder from a backup, "
         "or move it away to start a new store"
     )
+
+
+async def _create_or_open(db: Any, table_name: str, schema: pa.Schema) -> Any:
+    """Create the table, or open it when another process created it meanwhile.
+
+    ``exist_ok`` covers a table created with our schema; once its first opener has recorded the
+    primary key (field metadata, ``keys.ensure_primary_key``) LanceDB finds the schemas unequal
+    and raises instead (issue 27 item 3: 1-2 of 4-6 processes opening a new store at once failed
+    with "Provided schema does not match existing table schema"). The table found is opened and
+    its schema checked by the caller, as any existing table's, metadata aside.
+    """
+    try:
+        # exist_ok: another process may be creating it at this moment
+        return await db.create_table(table_name, schema=schema, exist_ok=True)
+    except Exception as created:
+        try:
+            return await db.open_table(table_name)
+        except Exception:
+            raise created from None
 
 
 def _damaged_folder(uri: str, table_name: str) -> Path | None:

@@ -1,0 +1,59 @@
+"""Several processes opening a new store at the same moment all succeed (a regression of issue 27 item 3).
+
+The first opener creates the table and records ``(namespace, id)`` as its primary key (field
+metadata); a racing opener that found no table yet then creates it with ``exist_ok=True``, which
+LanceDB refused once the schemas differed by that metadata: 1-2 of 4-6 openers failed with
+"Provided schema does not match existing table schema".
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from memory_retrievers import HashEmbedder, MemoryStore
+
+OPENER = """
+import sys, time, pathlib
+from memory_retrievers import HashEmbedder, MemoryStore
+go = pathlib.Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+time.sleep(float(sys.argv[3]))
+with MemoryStore(sys.argv[1], embedder=HashEmbedder(32)) as store:
+    store.add(f"opener {sys.argv[4]} was here", namespace="n")
+"""
+
+
+@pytest.mark.long
+def test_item3_six_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
+    openers, rounds = 6, 5
+    failures: list[str] = []
+    for trial in range(rounds):
+        root = tmp_path / f"round-{trial}"
+        root.mkdir()
+        go = root / "go"
+        # Staggered by 0-30 ms in some rounds: the window is the first opener's key recording.
+        procs = [
+            subprocess.Popen(
+                [sys.executable, "-c", OPENER, str(root / "store"), str(go), f"{0.01 * i * (trial % 4):.3f}", str(i)],
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+            for i in range(openers)
+        ]
+        time.sleep(5)  # every opener has imported the library and waits
+        go.write_text("go", encoding="utf-8")
+        for proc in procs:
+            _, err = proc.communicate(timeout=300)
+            if proc.returncode:
+                failures.append(f"round {trial}: {err.strip().splitlines()[-1] if err.strip() else proc.returncode}")
+        assert failures == [], failures
+        with MemoryStore(str(root / "store"), embedder=HashEmbedder(32)) as store:
+            assert store.count("n") == openers, trial  # every opener wrote into the one table
+    print(f"fresh-open race: {openers} openers x {rounds} rounds, {len(failures)} failed")
+    assert failures == []
