@@ -25,6 +25,7 @@ from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
 from ..validation import content_hash, validate_record
 from .context_fill import ContextFiller
 from .duplicates import DuplicateFinder, Match
+from .landing import checked_delete, checked_delete_and_rewrite, checked_link, checked_rewrite
 from .table import MemoryTable
 from .vectors import VectorMaker
 from .writes import Writer, added, duplicate_kind, public
@@ -105,12 +106,12 @@ class Editor:
                 if rec["text"] != prior["text"]
                 else []
             )
-            event = await self._table.rewrite(data)
+            event = await checked_rewrite(self._table, data)
             if event.updated == 1:
                 if neighbours:
                     # Conditional: if another process deleted this turn meanwhile, its delete rewrote
                     # these neighbours first, and this stale rewrite does not land.
-                    await self._table.rewrite(self._table.whole_rows(neighbours))
+                    await checked_rewrite(self._table, self._table.whole_rows(neighbours))
                 return rows_to_memories(pa.Table.from_pylist([row]))[0]
         raise _changing(f"update memory {id_!r}")
 
@@ -168,12 +169,12 @@ class Editor:
             if first.inserted != 1:
                 raise InvalidInputError(f"id {row['id']!r} already exists; omit id to generate one")
             old_row = {**old, "superseded_by": row["id"], "updated_at": now}
-            second = await self._table.rewrite(self._table.whole_rows([old_row]))
+            second = await checked_link(self._table, old_id, row["id"], self._table.whole_rows([old_row]))
             if second.updated == 1:
                 # A turn of a session: its context, and its neighbours', as if it had been written there.
                 around = await self._context.after_change(namespace, [row], {})
                 if around:
-                    await self._table.rewrite(self._table.whole_rows(around))
+                    await checked_rewrite(self._table, self._table.whole_rows(around))
                     await self._context.settle(namespace, [row])
                     row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
                 mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
@@ -183,7 +184,7 @@ class Editor:
                 return added(
                     mem, WriteAction.ADDED, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}"
                 )
-            await self._table.delete(namespace, [row["id"]])  # the old memory moved on: take ours back
+            await checked_delete(self._table, namespace, [row["id"]])  # the old memory moved on: take ours back
         raise _changing(f"supersede memory {old_id!r}")
 
     async def _duplicate(
@@ -248,7 +249,7 @@ class Editor:
         if changed:
             rows.append(merged)
         if rows:
-            event = await self._table.rewrite(self._table.whole_rows(rows))
+            event = await checked_rewrite(self._table, self._table.whole_rows(rows))
             if link and not await self._link_holds(namespace, old["id"], dup_id):
                 return None
             if event.updated != len(rows):
@@ -309,9 +310,8 @@ class Editor:
         linked = now_rows.get(old_id)
         if linked is None or linked["superseded_by"] != dup_id or dup_id in now_rows:
             return True
-        await self._table.rewrite(
-            self._table.whole_rows([{**linked, "superseded_by": None, "updated_at": self._clock()}])
-        )
+        unlinked = {**linked, "superseded_by": None, "updated_at": self._clock()}
+        await checked_rewrite(self._table, self._table.whole_rows([unlinked]))
         return False
 
     async def delete(self, namespace: str, ids: Sequence[str], *, missing_ok: bool, only: str | None = None) -> int:
@@ -343,11 +343,11 @@ class Editor:
             for row in await self._orphan_restores(namespace, doomed):
                 rewrites[row["id"]] = {**rewrites.get(row["id"], row), "superseded_by": None, "updated_at": now}
             if not rewrites:
-                await self._table.delete(namespace, doomed, only=only)
+                await checked_delete(self._table, namespace, doomed, only=only)
                 await self._sweep(namespace, list(found.values()), gone)
                 return len(found)
-            event = await self._table.delete_and_rewrite(
-                namespace, doomed, self._table.whole_rows(list(rewrites.values())), only=only
+            event = await checked_delete_and_rewrite(
+                self._table, namespace, doomed, self._table.whole_rows(list(rewrites.values())), only=only
             )
             doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"], only=only)
             if event.updated == len(rewrites) or (
@@ -367,7 +367,7 @@ class Editor:
         await self._table.refresh()
         rewrites = await self._context.after_change(namespace, deleted, gone)
         if rewrites:
-            await self._table.rewrite(self._table.whole_rows(rewrites))
+            await checked_rewrite(self._table, self._table.whole_rows(rewrites))
 
     async def _orphan_restores(self, namespace: str, ids: Sequence[str]) -> list[dict[str, Any]]:
         """Stored rows superseded by one of ``ids`` and not deleted with them (to be made live again)."""
@@ -396,5 +396,5 @@ class Editor:
         """Delete every memory of a namespace; returns the count."""
         count = await self._table.count_namespace(namespace)
         if count:
-            await self._table.delete(namespace, None)
+            await checked_delete(self._table, namespace, None)
         return count

@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -24,7 +24,19 @@ from ..errors import StorageError
 from .events import CommitAction, CommitEvent
 from .table import MemoryTable
 
-__all__ = ["landed_anyway", "not_landed", "not_landed_after_commit", "stamps", "unlanded"]
+__all__ = [
+    "checked_delete",
+    "checked_delete_and_rewrite",
+    "checked_link",
+    "checked_rewrite",
+    "deleted_anyway",
+    "landed_anyway",
+    "not_landed",
+    "not_landed_after_commit",
+    "rewritten_anyway",
+    "stamps",
+    "unlanded",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +139,123 @@ async def landed_anyway(table: MemoryTable, data: pa.Table, error: StorageError,
     action: CommitAction = "upsert" if upsert else "add"
     namespaces = frozenset(ns for ns, _ in mine)
     return CommitEvent(action, namespaces, await table.version(), data, None, len(landed), 0)
+
+
+async def checked_rewrite(table: MemoryTable, data: pa.Table) -> CommitEvent:
+    """:meth:`MemoryTable.rewrite`; one that raised after it landed is reported as landed (issue 27 item 17)."""
+    try:
+        return await table.rewrite(data)
+    except StorageError as exc:
+        return await rewritten_anyway(table, data, exc)
+
+
+async def checked_link(table: MemoryTable, old_id: str, new_id: str, data: pa.Table) -> CommitEvent:
+    """Supersede's second commit, marking ``old_id`` superseded by the memory its first one stored.
+
+    Raises:
+        StorageError: The link did not land (or could not be read back): the message says the new
+            memory is stored and how to complete the link.
+    """
+    try:
+        return await checked_rewrite(table, data)
+    except StorageError as exc:
+        raise StorageError(
+            f"memory {new_id!r} was stored to supersede {old_id!r}, but marking {old_id!r} superseded by it "
+            f"failed ({exc}); both are live. Supersede {old_id!r} again with the same text to link them (it "
+            f"finds {new_id!r} and stores nothing new), or delete {new_id!r}"
+        ) from exc
+
+
+async def checked_delete(
+    table: MemoryTable, namespace: str, ids: Sequence[str] | None, *, only: str | None = None
+) -> CommitEvent:
+    """:meth:`MemoryTable.delete`; one that raised after it landed is reported as landed (a retry finds nothing)."""
+    try:
+        return await table.delete(namespace, ids, only=only)
+    except StorageError as exc:
+        return await deleted_anyway(table, namespace, ids, exc, only=only)
+
+
+async def checked_delete_and_rewrite(
+    table: MemoryTable, namespace: str, ids: Sequence[str], rewrites: pa.Table, *, only: str | None = None
+) -> CommitEvent:
+    """:meth:`MemoryTable.delete_and_rewrite`; one that raised after it landed is reported as landed."""
+    try:
+        return await table.delete_and_rewrite(namespace, ids, rewrites, only=only)
+    except StorageError as exc:
+        return await deleted_anyway(table, namespace, ids, exc, rewrites=rewrites, only=only)
+
+
+async def rewritten_anyway(table: MemoryTable, data: pa.Table, error: StorageError) -> CommitEvent:
+    """A conditional rewrite that raised: the event of what of it landed all the same (the stamps tell).
+
+    ``update`` and ``supersede``'s link reported such a rewrite as failed although it was stored.
+
+    Raises:
+        StorageError: ``error`` when none of its rows landed; a new one, saying the change may have
+            landed, when the store did not answer for ``_VERIFY_S``.
+    """
+    mine = stamps(data)
+    landed = await _asking(lambda: _refreshed(table, lambda: _stamps_stored(table, mine)), _unknown(error, "change"))
+    if not landed:
+        raise error
+    _warn(error, f"{len(landed)} of {len(mine)} rows found")
+    namespaces = frozenset(ns for ns, _ in mine)
+    return CommitEvent("update", namespaces, await table.version(), data, None, 0, len(landed))
+
+
+async def deleted_anyway(
+    table: MemoryTable,
+    namespace: str,
+    ids: Sequence[str] | None,
+    error: StorageError,
+    *,
+    rewrites: pa.Table | None = None,
+    only: str | None = None,
+) -> CommitEvent:
+    """A delete that raised: it landed when none of ``ids`` (``None``: of the namespace) is stored.
+
+    Only rows still satisfying ``only`` count, as in the delete. A row another process deleted
+    meanwhile is gone all the same: the caller asked for it to be gone. ``rewrites``: the rows the
+    same commit rewrote (``MemoryTable.delete_and_rewrite``), counted by their stamps.
+
+    Raises:
+        StorageError: ``error`` when the rows are still stored; a new one, saying the delete may
+            have landed, when the store did not answer for ``_VERIFY_S``.
+    """
+
+    async def gone() -> bool:
+        if ids is None:
+            return await table.count_namespace(namespace) == 0
+        return not await table.rows_by_id(namespace, ids, columns=["id"], only=only)
+
+    if not await _asking(lambda: _refreshed(table, gone), _unknown(error, "delete")):
+        raise error
+    _warn(error, f"{'the namespace' if ids is None else f'{len(ids)} id(s)'} gone")
+    mine = stamps(rewrites) if rewrites is not None else {}
+    updated = len(await _stamps_stored(table, mine)) if mine else 0
+    deleted = {namespace: tuple(ids)} if ids is not None else {}
+    return CommitEvent("delete", frozenset({namespace}), await table.version(), rewrites, deleted, 0, updated)
+
+
+async def _refreshed(table: MemoryTable, read: Callable[[], Awaitable[T]]) -> T:
+    """``read()`` of the latest version (a failed commit may have left this handle at an older one)."""
+    await table.refresh()
+    return await read()
+
+
+def _unknown(error: StorageError, what: str) -> Callable[[StorageError], StorageError]:
+    def unknown(exc: StorageError) -> StorageError:
+        return StorageError(
+            f"{error}; whether the {what} landed could not be read back either ({exc}): check with get() before "
+            "doing it again"
+        )
+
+    return unknown
+
+
+def _warn(error: StorageError, found: str) -> None:
+    logger.warning("memory-retrievers: a commit reported a failure after it landed (%s): %s", found, error)
 
 
 async def _asking(read: Callable[[], Awaitable[T]], unknown: Callable[[StorageError], StorageError]) -> T:

@@ -43,6 +43,9 @@ class FailingHandle:
     async def add(self, data: Any) -> Any:
         return await self._commit(lambda: self.real.add(data))
 
+    async def delete(self, where: str) -> Any:
+        return await self._commit(lambda: self.real.delete(where))
+
     def merge_insert(self, on: Any) -> Any:
         outer = self
         builder = self.real.merge_insert(on)
@@ -171,6 +174,102 @@ def test_item17_a_failure_of_the_upkeep_after_a_commit_does_not_fail_the_write(
     store.flush()
     assert [p.result(10).action for p in pending] == [WriteAction.ADDED] * 4
     assert texts(store, "u") == ["seed", "turn 0", "turn 1", "turn 2", "turn 3"]
+
+
+def test_item17_a_delete_that_fails_after_it_landed_is_reported_as_done(make_store: Make) -> None:
+    store = make_store()
+    store.add("keep me", namespace="u", id="keep")
+    store.add("delete me", namespace="u", id="del")
+    handle = flaky(store)
+    handle.fail_after_commit = 1
+    assert store.delete(["del"], namespace="u") == 1  # not StorageError, then NotFoundError on the retry
+    assert handle.commits == 1
+    assert texts(store, "u") == ["keep me"]
+
+
+def test_item17_a_delete_that_restores_a_predecessor_and_fails_after_landing_is_done(make_store: Make) -> None:
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="old")
+    store.supersede("old", {"text": "Ana lives in Porto", "id": "new"}, namespace="u")
+    handle = flaky(store)
+    handle.fail_after_commit = 1  # the delete of "new" and the restore of "old" are one commit
+    assert store.delete(["new"], namespace="u") == 1
+    assert handle.commits == 1
+    assert [(m.id, m.superseded_by) for m in store.list("u")] == [("old", None)]
+
+
+def test_item17_a_delete_that_did_not_land_still_fails(make_store: Make) -> None:
+    store = make_store()
+    store.add("delete me", namespace="u", id="del")
+    handle = flaky(store)
+    handle.fail_commits = 1
+    with pytest.raises(StorageError, match="manifest PUT"):
+        store.delete(["del"], namespace="u")
+    assert texts(store, "u") == ["delete me"]
+
+
+def test_item17_a_forget_that_fails_after_it_landed_is_reported_as_done(make_store: Make) -> None:
+    store = make_store()
+    for i in range(3):
+        store.add(f"secret {i}", namespace="u")
+    store.add("kept", namespace="v")
+    handle = flaky(store)
+    handle.fail_after_commit = 1
+    assert store.forget("u") == 3
+    assert texts(store, "u") == [] and texts(store, "v") == ["kept"]
+
+
+def test_item17_an_update_that_fails_after_it_landed_is_reported_as_done(make_store: Make) -> None:
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="addr")
+    handle = flaky(store)
+    handle.fail_after_commit = 1
+    got = store.update("addr", namespace="u", text="Ana lives in Porto")
+    assert got.text == "Ana lives in Porto"
+    assert handle.commits == 1  # not rewritten again
+    assert store.get("addr", namespace="u").text == "Ana lives in Porto"
+
+
+def test_item17_an_update_that_did_not_land_still_fails(make_store: Make) -> None:
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="addr")
+    handle = flaky(store)
+    handle.fail_commits = 1
+    with pytest.raises(StorageError, match="manifest PUT"):
+        store.update("addr", namespace="u", text="Ana lives in Porto")
+    assert store.get("addr", namespace="u").text == "Ana lives in Lisbon"
+
+
+def test_item17_a_supersede_whose_commits_fail_after_landing_links_both(make_store: Make) -> None:
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="addr")
+    handle = flaky(store)
+    handle.fail_after_commit = 2  # the new memory's commit and the link's both raise after landing
+    got = store.supersede("addr", "Ana lives in Porto", namespace="u")
+    assert got.action is WriteAction.ADDED and got.supersedes == "addr"
+    assert handle.commits == 2  # nothing written again, nothing taken back
+    assert texts(store, "u") == ["Ana lives in Porto"]
+    assert store.get("addr", namespace="u").superseded_by == got.id
+
+
+def test_item17_a_supersede_whose_link_did_not_land_says_what_is_stored(make_store: Make) -> None:
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="addr")
+    handle = flaky(store)
+    armed = {"on": True}
+
+    def fail_the_link(event: CommitEvent) -> None:
+        if armed["on"] and not event.failed:  # the new memory landed; its link to the old one will fail
+            armed["on"] = False
+            handle.fail_commits = 1
+
+    store._table.subscribe(fail_the_link)
+    with pytest.raises(StorageError, match="was stored to supersede 'addr'") as info:
+        store.supersede("addr", "Ana lives in Porto", namespace="u")
+    assert "Supersede 'addr' again with the same text" in str(info.value)
+    again = store.supersede("addr", "Ana lives in Porto", namespace="u")  # what the message says to do
+    assert texts(store, "u") == ["Ana lives in Porto"]
+    assert store.get("addr", namespace="u").superseded_by == again.id
 
 
 # ---------------------------------------------------------------- item 18
