@@ -25,7 +25,7 @@ from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
 from ..validation import content_hash, validate_record
 from .context_fill import ContextFiller
 from .duplicates import DuplicateFinder, Match
-from .landing import checked_delete, checked_delete_and_rewrite, checked_link, checked_rewrite
+from .landing import after_commit, checked_delete, checked_delete_and_rewrite, checked_link, checked_rewrite, ids_left
 from .table import MemoryTable
 from .vectors import VectorMaker
 from .writes import Writer, added, duplicate_kind, public
@@ -111,7 +111,7 @@ class Editor:
                 if neighbours:
                     # Conditional: if another process deleted this turn meanwhile, its delete rewrote
                     # these neighbours first, and this stale rewrite does not land.
-                    await checked_rewrite(self._table, self._table.whole_rows(neighbours))
+                    await checked_rewrite(self._table, self._table.whole_rows(neighbours), after="update")
                 return rows_to_memories(pa.Table.from_pylist([row]))[0]
         raise _changing(f"update memory {id_!r}")
 
@@ -174,7 +174,7 @@ class Editor:
                 # A turn of a session: its context, and its neighbours', as if it had been written there.
                 around = await self._context.after_change(namespace, [row], {})
                 if around:
-                    await checked_rewrite(self._table, self._table.whole_rows(around))
+                    await checked_rewrite(self._table, self._table.whole_rows(around), after="supersede")
                     await self._context.settle(namespace, [row])
                     row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
                 mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
@@ -344,16 +344,16 @@ class Editor:
                 rewrites[row["id"]] = {**rewrites.get(row["id"], row), "superseded_by": None, "updated_at": now}
             if not rewrites:
                 await checked_delete(self._table, namespace, doomed, only=only)
-                await self._sweep(namespace, list(found.values()), gone)
+                await after_commit(lambda: self._sweep(namespace, list(found.values()), gone), "delete")
                 return len(found)
             event = await checked_delete_and_rewrite(
                 self._table, namespace, doomed, self._table.whole_rows(list(rewrites.values())), only=only
             )
-            doomed_left = await self._table.rows_by_id(namespace, doomed, columns=["id"], only=only)
+            doomed_left = await ids_left(self._table, namespace, doomed, only)
             if event.updated == len(rewrites) or (
                 not doomed_left and not await self._orphan_restores(namespace, doomed)
             ):  # the deletes landed (context rewrites that met a concurrent change are swept below)
-                await self._sweep(namespace, list(found.values()), gone)
+                await after_commit(lambda: self._sweep(namespace, list(found.values()), gone), "delete")
                 return len(found)
         raise _changing(f"delete {len(doomed)} memor{'y' if len(doomed) == 1 else 'ies'}")
 

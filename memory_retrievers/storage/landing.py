@@ -25,11 +25,13 @@ from .events import CommitAction, CommitEvent
 from .table import MemoryTable
 
 __all__ = [
+    "after_commit",
     "checked_delete",
     "checked_delete_and_rewrite",
     "checked_link",
     "checked_rewrite",
     "deleted_anyway",
+    "ids_left",
     "landed_anyway",
     "not_landed",
     "not_landed_after_commit",
@@ -141,29 +143,64 @@ async def landed_anyway(table: MemoryTable, data: pa.Table, error: StorageError,
     return CommitEvent(action, namespaces, await table.version(), data, None, len(landed), 0)
 
 
-async def checked_rewrite(table: MemoryTable, data: pa.Table) -> CommitEvent:
-    """:meth:`MemoryTable.rewrite`; one that raised after it landed is reported as landed (issue 27 item 17)."""
+async def after_commit(call: Callable[[], Awaitable[T]], what: str) -> T:
+    """The upkeep after a commit that landed, tried again while the store does not answer.
+
+    For ``_VERIFY_S``: its failure must not report what landed as failed (issue 27 item 17).
+    ``call`` must be safe to repeat (reads, conditional rewrites).
+
+    Raises:
+        StorageError: The store did not answer for ``_VERIFY_S``; the message says the ``what`` landed.
+    """
+
+    def unknown(exc: StorageError) -> StorageError:
+        return StorageError(
+            f"the {what} landed, but the upkeep after it failed ({exc}): other memories' context may still "
+            "need it; check with get() and list() before doing it again"
+        )
+
+    return await _asking(call, unknown)
+
+
+async def checked_rewrite(table: MemoryTable, data: pa.Table, *, after: str | None = None) -> CommitEvent:
+    """:meth:`MemoryTable.rewrite`; one that raised after it landed is reported as landed (issue 27 item 17).
+
+    ``after``: what landed before this rewrite (it is upkeep after that commit, see :func:`after_commit`).
+    """
+    if after is not None:
+        return await after_commit(lambda: checked_rewrite(table, data), after)
     try:
         return await table.rewrite(data)
     except StorageError as exc:
         return await rewritten_anyway(table, data, exc)
 
 
+async def ids_left(table: MemoryTable, namespace: str, ids: Sequence[str], only: str | None) -> set[str]:
+    """Which of ``ids`` are still stored (satisfying ``only``), read after a delete that landed."""
+    return set(await after_commit(lambda: table.rows_by_id(namespace, ids, columns=["id"], only=only), "delete"))
+
+
 async def checked_link(table: MemoryTable, old_id: str, new_id: str, data: pa.Table) -> CommitEvent:
     """Supersede's second commit, marking ``old_id`` superseded by the memory its first one stored.
 
+    The first commit has landed, so the link is tried again while the store does not answer (for
+    ``_VERIFY_S``): on object storage the network dropped right after the first commit's manifest
+    PUT, failed the link's commit and left both memories live. Trying again is safe: the rewrite is
+    conditional, and one that raised is only tried again once the stamps say it did not land.
+
     Raises:
-        StorageError: The link did not land (or could not be read back): the message says the new
-            memory is stored and how to complete the link.
+        StorageError: The link did not land: the message says the new memory is stored and how
+            to complete the link.
     """
-    try:
-        return await checked_rewrite(table, data)
-    except StorageError as exc:
-        raise StorageError(
+
+    def unlinked(exc: StorageError) -> StorageError:
+        return StorageError(
             f"memory {new_id!r} was stored to supersede {old_id!r}, but marking {old_id!r} superseded by it "
             f"failed ({exc}); both are live. Supersede {old_id!r} again with the same text to link them (it "
             f"finds {new_id!r} and stores nothing new), or delete {new_id!r}"
-        ) from exc
+        )
+
+    return await _asking(lambda: checked_rewrite(table, data), unlinked)
 
 
 async def checked_delete(

@@ -113,3 +113,29 @@ def test_item17_a_short_outage_right_after_a_commit_neither_fails_nor_doubles_th
             store.close()
     finally:
         proxy.close()
+
+
+def test_item17_a_short_outage_after_a_supersede_or_delete_commit_reports_what_landed(
+    anonymous_s3: LocalS3Server,
+) -> None:
+    proxy = OutageProxy(anonymous_s3.port, outage_s=6.0)
+    try:
+        store = _outage_store(anonymous_s3, proxy, "outage-edit")
+        try:
+            store.add("Ana lives in Lisbon", namespace="n", id="addr")
+            store.add("to delete", namespace="n", id="del")
+            proxy.armed = True
+            new = store.supersede("addr", "Ana lives in Porto", namespace="n")  # not StorageError
+            assert proxy.dropped > 0, "the outage did not hit the supersede"
+            assert new.action.value == "added"
+            assert store.get("addr", namespace="n").superseded_by == new.id  # the link landed too
+            assert sorted(m.text for m in store.list("n")) == ["Ana lives in Porto", "to delete"]
+            dropped = proxy.dropped
+            proxy.armed = True
+            assert store.delete(["del"], namespace="n") == 1  # not StorageError, then NotFoundError on a retry
+            assert proxy.dropped > dropped, "the outage did not hit the delete"
+            assert [m.text for m in store.list("n")] == ["Ana lives in Porto"]
+        finally:
+            store.close()
+    finally:
+        proxy.close()

@@ -198,6 +198,22 @@ def test_item17_a_delete_that_restores_a_predecessor_and_fails_after_landing_is_
     assert [(m.id, m.superseded_by) for m in store.list("u")] == [("old", None)]
 
 
+def test_item17_a_delete_whose_reads_after_the_commit_fail_for_a_while_is_done(make_store: Make) -> None:
+    store = make_store()
+    store.add("turn one", namespace="u", kind="message", session_id="s", id="t1")
+    store.add("turn two", namespace="u", kind="message", session_id="s", id="t2")
+    handle = flaky(store)
+
+    def store_goes_down(event: CommitEvent) -> None:
+        if event.action == "delete" and not event.failed:
+            handle.fail_reads = 3  # the delete landed; the reads after it fail until the store is back
+
+    store._table.subscribe(store_goes_down)
+    assert store.delete(["t2"], namespace="u") == 1
+    assert handle.fail_reads == 0  # the reads were waited out, not given up on
+    assert texts(store, "u") == ["turn one"]
+
+
 def test_item17_a_delete_that_did_not_land_still_fails(make_store: Make) -> None:
     store = make_store()
     store.add("delete me", namespace="u", id="del")
@@ -252,21 +268,44 @@ def test_item17_a_supersede_whose_commits_fail_after_landing_links_both(make_sto
     assert store.get("addr", namespace="u").superseded_by == got.id
 
 
-def test_item17_a_supersede_whose_link_did_not_land_says_what_is_stored(make_store: Make) -> None:
+def fail_after_first_commit(store: MemoryStore, handle: FailingHandle, commits: int) -> None:
+    """Once a commit has landed (supersede's new memory), the next ``commits`` commits fail without landing."""
+    armed = {"on": True}
+
+    def arm(event: CommitEvent) -> None:
+        if armed["on"] and not event.failed:
+            armed["on"] = False
+            handle.fail_commits = commits
+
+    store._table.subscribe(arm)
+
+
+def test_item17_a_supersede_whose_link_failed_after_its_new_memory_landed_completes_the_link(
+    make_store: Make,
+) -> None:
     store = make_store()
     store.add("Ana lives in Lisbon", namespace="u", id="addr")
     handle = flaky(store)
-    armed = {"on": True}
+    fail_after_first_commit(store, handle, 2)  # the network dropped right after the new memory's commit
+    got = store.supersede("addr", "Ana lives in Porto", namespace="u")
+    assert got.action is WriteAction.ADDED
+    assert handle.commits == 4  # the new memory once; the link failed twice, then landed
+    assert texts(store, "u") == ["Ana lives in Porto"]
+    assert store.get("addr", namespace="u").superseded_by == got.id
 
-    def fail_the_link(event: CommitEvent) -> None:
-        if armed["on"] and not event.failed:  # the new memory landed; its link to the old one will fail
-            armed["on"] = False
-            handle.fail_commits = 1
 
-    store._table.subscribe(fail_the_link)
+def test_item17_a_supersede_whose_link_never_lands_says_what_is_stored(
+    make_store: Make, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(landing, "_VERIFY_S", 1.0)
+    store = make_store()
+    store.add("Ana lives in Lisbon", namespace="u", id="addr")
+    handle = flaky(store)
+    fail_after_first_commit(store, handle, 1000)
     with pytest.raises(StorageError, match="was stored to supersede 'addr'") as info:
         store.supersede("addr", "Ana lives in Porto", namespace="u")
     assert "Supersede 'addr' again with the same text" in str(info.value)
+    handle.fail_commits = 0
     again = store.supersede("addr", "Ana lives in Porto", namespace="u")  # what the message says to do
     assert texts(store, "u") == ["Ana lives in Porto"]
     assert store.get("addr", namespace="u").superseded_by == again.id
