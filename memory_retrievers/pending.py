@@ -45,7 +45,9 @@ class PendingWrite:
 
         Raises:
             TimeoutError: Not committed within ``timeout`` (it may still commit later).
-            MemoryRetrieversError: The write failed (e.g. ``EmbeddingError``); nothing was stored.
+            MemoryRetrieversError: The write failed (e.g. ``EmbeddingError``); nothing was stored,
+                unless it is a ``StorageError`` saying the outcome could not be read back (check
+                with ``get()`` before writing it again).
         """
         (memory,) = self._future.result(timeout)
         return memory
@@ -61,4 +63,5 @@ class PendingWrite:
     def _report_failure(self, future: Future[list[AddedMemory]]) -> None:
         error = None if future.cancelled() else future.exception()
         if error is not None:
-            logger.warning("memory-retrievers: a write queued with add_later failed, nothing was stored: %s", error)
+            # The error says whether anything may have landed (an outage after the commit): not this line.
+            logger.warning("memory-retrievers: a write queued with add_later failed: %s", error)
