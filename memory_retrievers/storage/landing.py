@@ -118,26 +118,10 @@ async def landed_anyway(table: MemoryTable, data: pa.Table, error: StorageError,
             when the store did not answer for ``_VERIFY_S``.
     """
     mine = stamps(data)
-
-    def unknown(exc: StorageError) -> StorageError:
-        return StorageError(
-            f"{error}; whether the write landed could not be read back either ({exc}): check with get() before "
-            "writing it again"
-        )
-
-    async def found() -> set[Key]:
-        await table.refresh()
-        return await _stamps_stored(table, mine)
-
-    landed = await _asking(found, unknown)
+    landed = await _asking(lambda: _refreshed(table, lambda: _stamps_stored(table, mine)), _unknown(error, "write"))
     if not landed:
         raise error
-    logger.warning(
-        "memory-retrievers: a commit reported a failure after it landed (%d of %d rows found): %s",
-        len(landed),
-        len(mine),
-        error,
-    )
+    _warn(error, f"{len(landed)} of {len(mine)} rows found")
     action: CommitAction = "upsert" if upsert else "add"
     namespaces = frozenset(ns for ns, _ in mine)
     return CommitEvent(action, namespaces, await table.version(), data, None, len(landed), 0)
