@@ -58,11 +58,16 @@ _FILTER_KEYS = frozenset(MemoryFilter.model_fields)
 
 
 class MemoryRetriever:
-    """Recall memories of one namespace from a :class:`MemoryStore`.
+    """Recall memories from a :class:`MemoryStore`, for one namespace or for whichever each call names.
+
+    One retriever can serve every user of a service: build it without a namespace and pass
+    ``namespace=`` to each :meth:`recall`. A namespace given at construction is the default a call
+    without one reads.
 
     Args:
         store: The store to read (and write access statistics to).
-        namespace: Whose memories (the user or tenant).
+        namespace: The default namespace (the user or tenant); ``None`` makes ``namespace`` a
+            required argument of every call.
         config: :class:`RecallConfig`, a dict of its fields, or ``None`` for the defaults.
         llm: Optional :class:`~memory_retrievers.llm.LLM` (or a ``prompt -> str`` callable, sync or
             async) for query rewrites and HyDE. Without one, recall makes zero LLM calls.
@@ -73,13 +78,15 @@ class MemoryRetriever:
         >>> retriever = MemoryRetriever(store, namespace="alice")            # doctest: +SKIP
         >>> result = retriever.recall("what theme does the user like?", k=5, token_budget=500)
         >>> print(result.to_context())
+        >>> shared = MemoryRetriever(store)                                   # doctest: +SKIP
+        >>> shared.recall("what theme does the user like?", namespace="bob")
     """
 
     def __init__(
         self,
         store: MemoryStore,
         *,
-        namespace: str,
+        namespace: str | None = None,
         config: RecallConfig | Mapping[str, Any] | None = None,
         llm: LLM | Any = None,
         reranker: Reranker | None = None,
@@ -88,7 +95,8 @@ class MemoryRetriever:
         if not isinstance(store, MemoryStore):
             raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = store
-        self._namespace = check_namespace(namespace, max_chars=store.config.max_key_chars)
+        keys = store.config.max_key_chars
+        self._namespace = None if namespace is None else check_namespace(namespace, max_chars=keys)
         self._config: RecallConfig = validated(RecallConfig, config, "RecallConfig")
         self._llm = as_llm(llm)
         if reranker is not None and not isinstance(reranker, Reranker):
@@ -107,8 +115,8 @@ class MemoryRetriever:
         return self._store
 
     @property
-    def namespace(self) -> str:
-        """Whose memories this retriever reads."""
+    def namespace(self) -> str | None:
+        """The namespace a call without ``namespace=`` reads (``None``: every call names one)."""
         return self._namespace
 
     @property
@@ -126,6 +134,7 @@ class MemoryRetriever:
         self,
         query: str,
         *,
+        namespace: str | None = None,
         k: int | None = None,
         token_budget: int | str | None = "config",
         now: datetime | None = None,
@@ -142,6 +151,8 @@ class MemoryRetriever:
 
         Args:
             query: The question or conversation turn.
+            namespace: Whose memories to read (default: the retriever's namespace; required when
+                the retriever was built without one).
             k: Maximum memories returned (default ``config.k``).
             token_budget: Maximum tokens of ``result.to_context()`` (default ``config.token_budget``;
                 ``None`` = unlimited).
@@ -165,12 +176,13 @@ class MemoryRetriever:
 
         Raises:
             InvalidInputError: Empty query or one over ``RecallConfig.max_query_chars``, ``k < 1``,
-                negative budget, bad filter.
+                negative budget, bad filter, a bad namespace, or none when the retriever has none.
             ConfigError: Unknown config override keys.
         """
         return _loop.run_sync(
             self.arecall(
                 query,
+                namespace=namespace,
                 k=k,
                 token_budget=token_budget,
                 now=now,
@@ -189,6 +201,7 @@ class MemoryRetriever:
         self,
         query: str,
         *,
+        namespace: str | None = None,
         k: int | None = None,
         token_budget: int | str | None = "config",
         now: datetime | None = None,
@@ -202,6 +215,7 @@ class MemoryRetriever:
         **filters: Any,
     ) -> RecallResult:
         """Async twin of :meth:`recall`."""
+        ns = self._namespace_for(namespace)
         cfg = self._effective_config(config)
         if isinstance(query, str) and len(query) > cfg.max_query_chars:
             raise InvalidInputError(
@@ -243,6 +257,7 @@ class MemoryRetriever:
         calibration = calibration_for(self._store.embedder.name, cfg.calibration)
         searched = searched_query(text, cfg.searched_query_chars)
         call = _Call(
+            namespace=ns,
             query=searched.text,
             note=searched.note,
             config=cfg,
@@ -261,6 +276,21 @@ class MemoryRetriever:
         return result if searched.note is None else replace(result, query=text)
 
     # ------------------------------------------------------------------ pipeline
+    def _namespace_for(self, namespace: str | None) -> str:
+        """This call's namespace: the one it names, else the retriever's.
+
+        Raises:
+            InvalidInputError: A bad namespace, or none given to a retriever built without one.
+        """
+        if namespace is not None:
+            return check_namespace(namespace, max_chars=self._store.config.max_key_chars)
+        if self._namespace is None:
+            raise InvalidInputError(
+                "namespace is required: this retriever was built without one; pass recall(..., namespace='user-1') "
+                "or build MemoryRetriever(store, namespace='user-1')"
+            )
+        return self._namespace
+
     def _effective_config(self, override: RecallConfig | Mapping[str, Any] | None) -> RecallConfig:
         """This call's config: an override object replaces the retriever's; a dict is merged into it.
 
@@ -315,8 +345,8 @@ class MemoryRetriever:
             # query is embedded. The embedding waits for the namespace's speakers (cached): a query
             # naming one is embedded with its speaker-free twin in one forward pass.
             llm_stages = LLMStages(self._llm, plan, query, cfg, tasks)
-            source_ready = tasks.start(store.arecall_source(self._namespace, filter=call.filter))
-            speakers = functools.partial(store.aspeakers, self._namespace)
+            source_ready = tasks.start(store.arecall_source(call.namespace, filter=call.filter))
+            speakers = functools.partial(store.aspeakers, call.namespace)
             cues = await read_cues(query, speakers, cfg, own_vector=call.vector is None)
             plan.speakers = list(cues.speakers)
             ctx = cues.scoring(ctx, features)
@@ -411,7 +441,7 @@ class MemoryRetriever:
         )
         mark("selected")
         if cfg.record_access and result.memories:
-            store.record_access([m.id for m in result.memories], namespace=self._namespace, at=ctx.now)
+            store.record_access([m.id for m in result.memories], namespace=call.namespace, at=ctx.now)
         mark("done")
         return replace(result, plan={**result.plan, "ms": marks["done"], "timings_ms": marks})
 
@@ -420,6 +450,7 @@ class MemoryRetriever:
 class _Call:
     """One recall's checked arguments, as the pipeline runs them."""
 
+    namespace: str
     query: str
     """What is searched: the query, or its opening and end when it is long."""
     note: str | None
