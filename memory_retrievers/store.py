@@ -60,7 +60,7 @@ from .storage.table import MemoryTable
 from .storage.transfer import RestoreResult, Transfer, parse_restore_record
 from .storage.vectors import VectorMaker
 from .storage.views import ViewCache
-from .storage.writes import Writer
+from .storage.writes import Writer, record_vectors
 from .validation import MAX_QUERY_CHARS, check_key, check_namespace, check_text, to_utc, validate_record
 
 __all__ = ["DEFAULT_TABLE", "MemoryStore", "default_store_path"]
@@ -525,7 +525,7 @@ class MemoryStore:
 
     async def _embedded(self, batch: builtins.list[dict[str, Any]]) -> builtins.list[dict[str, Any]]:
         """The batch's records, each with its vector (embedded now unless the caller gave one)."""
-        vectors = await self._vectors.for_records(batch)
+        vectors = await record_vectors(self._vectors, batch)  # a caller's vector was checked in _records
         return [{**r, "vector": v} for r, v in zip(batch, vectors, strict=True)]
 
     def replace(
