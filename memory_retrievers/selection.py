@@ -22,11 +22,20 @@ from __future__ import annotations
 import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
-__all__ = ["Candidate", "CutReason", "Rejected", "Selected", "maximal_marginal_relevance", "select"]
+__all__ = [
+    "Candidate",
+    "CutReason",
+    "Rejected",
+    "Selected",
+    "SelectionParams",
+    "maximal_marginal_relevance",
+    "select",
+]
 
 
 class CutReason(str, enum.Enum):
@@ -78,6 +87,36 @@ class Rejected:
     reason: CutReason
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SelectionParams:
+    """How :func:`select` chooses (one value instead of ten keyword arguments)."""
+
+    k: int
+    """Maximum number selected (>= 1)."""
+    token_budget: int | None
+    """Maximum total tokens, or ``None`` for no budget."""
+    mmr_similarity_floor: float
+    """Similarity below which MMR applies no penalty (0 = classic MMR; ``RecallConfig.mmr_similarity_floor``
+    is 0.9): related-but-distinct memories (two turns of one conversation) are then not pushed down;
+    only near-duplicates are."""
+    mmr_lambda: float | None = 0.6
+    """MMR trade-off in [0, 1] (1 = pure score order); ``None`` disables MMR. Candidates without
+    vectors pay no MMR penalty."""
+    pinned_first: bool = True
+    """Take pinned candidates before anything else."""
+    session_diverse: bool = False
+    """Take the best candidate of each session first (up to ``ceil(k/2)``)."""
+    token_cost: Callable[[Candidate], int] | None = None
+    """Computes a candidate's cost when selection first needs it (default: its ``tokens``); lets
+    callers skip counting candidates that are never considered."""
+    section_reserve: Mapping[str, int] | None = None
+    """Tokens reserved per ``Candidate.section`` (see the module docstring); ``None`` or empty
+    reserves nothing. Only meaningful with a ``token_budget``."""
+    section_opening: Mapping[str, int] | None = None
+    """Tokens of each section's title line; titles are paid once the selection holds candidates of
+    two sections (a block of one section has no titles)."""
+
+
 def maximal_marginal_relevance(
     scores: Sequence[float], vectors: np.ndarray, *, lambda_mult: float = 0.6, k: int
 ) -> list[int]:
@@ -106,161 +145,211 @@ def maximal_marginal_relevance(
 
 
 def select(
-    candidates: Sequence[Candidate],
-    *,
-    k: int,
-    token_budget: int | None,
-    mmr_lambda: float | None = 0.6,
-    pinned_first: bool = True,
-    session_diverse: bool = False,
-    token_cost: Callable[[Candidate], int] | None = None,
-    mmr_similarity_floor: float,
-    section_reserve: Mapping[str, int] | None = None,
-    section_opening: Mapping[str, int] | None = None,
+    candidates: Sequence[Candidate], params: SelectionParams | None = None, /, **keywords: Any
 ) -> tuple[list[Selected], list[Rejected]]:
-    """Pick up to ``k`` candidates within ``token_budget`` tokens.
+    """Pick up to ``params.k`` candidates within ``params.token_budget`` tokens.
+
+    The fields of :class:`SelectionParams` are also accepted as keyword arguments instead of
+    ``params`` (``select(candidates, k=5, token_budget=None, mmr_similarity_floor=0.0)``), the
+    form of earlier releases.
 
     Args:
         candidates: Sorted by score, best first.
-        k: Maximum number selected (>= 1).
-        token_budget: Maximum total tokens, or ``None`` for no budget.
-        mmr_lambda: MMR trade-off in [0, 1] (1 = pure score order); ``None`` disables MMR.
-            Candidates without vectors pay no MMR penalty.
-        pinned_first: Take pinned candidates before anything else.
-        session_diverse: Take the best candidate of each session first (up to ``ceil(k/2)``).
-        mmr_similarity_floor: Similarity below which MMR applies no penalty (0 = classic MMR;
-            ``RecallConfig.mmr_similarity_floor`` is 0.9).
-            Related-but-distinct memories (two turns of one conversation) are then not pushed
-            down; only near-duplicates are.
-        token_cost: Computes a candidate's cost when selection first needs it (default: its
-            ``tokens``); lets callers skip counting candidates that are never considered.
-        section_reserve: Tokens reserved per ``Candidate.section`` (see the module docstring);
-            ``None`` or empty reserves nothing. Only meaningful with a ``token_budget``.
-        section_opening: Tokens of each section's title line; titles are paid once the selection
-            holds candidates of two sections (a block of one section has no titles).
+        params: How to choose.
+        **keywords: The fields of :class:`SelectionParams`, when ``params`` is not given.
 
     Returns:
         The selected candidates in output order, and every other candidate with its reason.
+
+    Raises:
+        TypeError: Both ``params`` and keywords, or keywords that are not fields of
+            :class:`SelectionParams` (or miss a required one).
     """
-    n = len(candidates)
-    budget = math.inf if token_budget is None else token_budget
-    used = 0
-    taken: list[Selected] = []
-    chosen = np.zeros(n, dtype=bool)
-    rejected: dict[int, CutReason] = {}
-    scores = np.asarray([c.score for c in candidates], dtype=np.float64)
-    top = scores.max() if n else 0.0
-    rel = scores / top if top > 0 else scores
-    has_vec = np.asarray([c.vector is not None for c in candidates], dtype=bool)
-    matrix: np.ndarray | None = None
-    if n and has_vec.any():
-        dim = next(len(c.vector) for c in candidates if c.vector is not None)
-        zero = np.zeros(dim, dtype=np.float32)
-        matrix = np.stack(
-            [np.asarray(c.vector, dtype=np.float32) if c.vector is not None else zero for c in candidates]
+    if params is None:
+        params = SelectionParams(**keywords)
+    elif keywords:
+        raise TypeError(f"select() takes params or keyword arguments, not both (got {sorted(keywords)})")
+    state = _State.start(candidates, params)
+    if params.pinned_first:
+        _take_pinned(state)
+    if params.session_diverse:
+        _take_sessions(state)
+    _take_by_mmr(state)
+    return state.finish()
+
+
+@dataclass(eq=False)
+class _State:
+    """A selection in progress: what is taken, rejected, spent, and the MMR similarity so far."""
+
+    candidates: Sequence[Candidate]
+    params: SelectionParams
+    rel: np.ndarray  # scores over the best one
+    has_vec: np.ndarray
+    matrix: np.ndarray | None  # the candidates' vectors (zeros where none)
+    budget: float
+    reserve: dict[str, int]
+    open_in: dict[str | None, int]  # candidates not yet taken or rejected, per section
+    chosen: np.ndarray
+    max_sim: np.ndarray  # each candidate's highest similarity to a taken one
+    used: int = 0
+    any_selected_with_vec: bool = False
+    taken: list[Selected] = field(default_factory=list)
+    rejected: dict[int, CutReason] = field(default_factory=dict)
+    costs: dict[int, int] = field(default_factory=dict)
+    spent: dict[str | None, int] = field(default_factory=dict)
+
+    @classmethod
+    def start(cls, candidates: Sequence[Candidate], params: SelectionParams) -> _State:
+        """Nothing taken yet."""
+        n = len(candidates)
+        scores = np.asarray([c.score for c in candidates], dtype=np.float64)
+        top = scores.max() if n else 0.0
+        has_vec = np.asarray([c.vector is not None for c in candidates], dtype=bool)
+        open_in: dict[str | None, int] = {}
+        for c in candidates:
+            open_in[c.section] = open_in.get(c.section, 0) + 1
+        return cls(
+            candidates=candidates,
+            params=params,
+            rel=scores / top if top > 0 else scores,
+            has_vec=has_vec,
+            matrix=_vectors(candidates) if n and has_vec.any() else None,
+            budget=math.inf if params.token_budget is None else params.token_budget,
+            reserve=dict(params.section_reserve or {}) if params.token_budget is not None else {},
+            open_in=open_in,
+            chosen=np.zeros(n, dtype=bool),
+            # Similarities are taken row by row as candidates are picked (k matrix-vector products):
+            # the full n x n product cost 1.6 ms per recall on 2 cores, BLAS threads contending with
+            # the embedding and search threads, for a matrix MMR reads k rows of.
+            max_sim=np.zeros(n),
         )
-    # Similarities are taken row by row as candidates are picked (k matrix-vector products): the
-    # full n x n product cost 1.6 ms per recall on 2 cores, BLAS threads contending with the
-    # embedding and search threads, for a matrix MMR reads k rows of.
-    max_sim = np.zeros(n)
-    any_selected_with_vec = False
 
-    cost_of = token_cost or (lambda c: c.tokens)
-    costs: dict[int, int] = {}
+    def full(self) -> bool:
+        return len(self.taken) >= self.params.k
 
-    def cost(i: int) -> int:
-        if i not in costs:
-            costs[i] = cost_of(candidates[i])
-        return costs[i]
+    def available(self, i: int) -> bool:
+        return not self.chosen[i] and i not in self.rejected
 
-    reserve = dict(section_reserve or {}) if token_budget is not None else {}
-    spent: dict[str | None, int] = {}
-    open_in: dict[str | None, int] = {}
-    for c in candidates:
-        open_in[c.section] = open_in.get(c.section, 0) + 1
+    def finish(self) -> tuple[list[Selected], list[Rejected]]:
+        """The result: what was taken, and every other candidate with its reason (``k_cap`` if none)."""
+        for i in range(len(self.candidates)):
+            if self.available(i):
+                self.rejected[i] = CutReason.K_CAP
+        return self.taken, [Rejected(self.candidates[i].id, r) for i, r in sorted(self.rejected.items())]
 
-    def held_for_others(section: str | None) -> int:
-        # What the other sections still reserve: only while they have candidates left to use it.
-        return sum(
-            max(0, share - spent.get(other, 0))
-            for other, share in reserve.items()
-            if other != section and open_in.get(other, 0) > 0
-        )
 
-    def close(i: int) -> None:
-        open_in[candidates[i].section] -= 1
+def _vectors(candidates: Sequence[Candidate]) -> np.ndarray:
+    """The candidates' vectors as rows (zeros for a candidate without one)."""
+    dim = next(len(c.vector) for c in candidates if c.vector is not None)
+    zero = np.zeros(dim, dtype=np.float32)
+    return np.stack([np.asarray(c.vector, dtype=np.float32) if c.vector is not None else zero for c in candidates])
 
-    opening = section_opening or {}
 
-    def cost_now(i: int) -> int:
-        # Titles appear once the block holds two sections: the memory that opens the second
-        # section pays both titles, any later section its own.
-        section = candidates[i].section
-        opened = [s for s in spent if s is not None]
-        if section is None or section in spent or not opened:
-            return cost(i)
-        return cost(i) + opening.get(section, 0) + (opening.get(opened[0], 0) if len(opened) == 1 else 0)
+def _cost(state: _State, i: int) -> int:
+    """A candidate's own token cost, computed when first needed."""
+    if i not in state.costs:
+        cost_of = state.params.token_cost
+        state.costs[i] = cost_of(state.candidates[i]) if cost_of is not None else state.candidates[i].tokens
+    return state.costs[i]
 
-    def fits(i: int) -> bool:
-        if token_budget is None:
-            return True  # no budget, no reservations: nothing to count
-        if cost_now(i) + used > budget:
-            rejected[i] = CutReason.OVER_BUDGET
-            close(i)
-            return False
-        # Over another section's reservation: not rejected, it may fit once that is released.
-        return not reserve or cost_now(i) + used + held_for_others(candidates[i].section) <= budget
 
-    def take(i: int, phase: str, penalty: float) -> None:
-        nonlocal used, any_selected_with_vec
-        section = candidates[i].section
-        paid = 0 if token_budget is None else cost_now(i)
-        used += paid
-        spent[section] = spent.get(section, 0) + paid
-        close(i)
-        chosen[i] = True
-        taken.append(Selected(candidates[i].id, penalty, phase))
-        if has_vec[i] and matrix is not None:
-            np.maximum(max_sim, matrix @ matrix[i], out=max_sim)
-            any_selected_with_vec = True
+def _cost_now(state: _State, i: int) -> int:
+    """What taking the candidate costs now, section titles included.
 
-    if pinned_first:
-        for i in range(n):
-            if len(taken) >= k:
-                break
-            if candidates[i].pinned and i not in rejected and fits(i):
-                take(i, "pinned", 0.0)
-    if session_diverse:
-        quota = len(taken) + math.ceil(k / 2)
-        covered = {candidates[i].session for i in range(n) if chosen[i]}
-        for i in range(n):
-            if len(taken) >= min(k, quota):
-                break
-            session = candidates[i].session
-            if chosen[i] or i in rejected or session in covered:
-                continue
-            if fits(i):
-                take(i, "session", 0.0)
-                covered.add(session)
-    lam = 1.0 if mmr_lambda is None else mmr_lambda
-    while len(taken) < k:
-        open_ = [i for i in range(n) if not chosen[i] and i not in rejected]
+    Titles appear once the block holds two sections: the memory that opens the second section
+    pays both titles, any later section its own.
+    """
+    section = state.candidates[i].section
+    opened = [s for s in state.spent if s is not None]
+    if section is None or section in state.spent or not opened:
+        return _cost(state, i)
+    opening = state.params.section_opening or {}
+    return _cost(state, i) + opening.get(section, 0) + (opening.get(opened[0], 0) if len(opened) == 1 else 0)
+
+
+def _held_for_others(state: _State, section: str | None) -> int:
+    """What the other sections still reserve: only while they have candidates left to use it."""
+    return sum(
+        max(0, share - state.spent.get(other, 0))
+        for other, share in state.reserve.items()
+        if other != section and state.open_in.get(other, 0) > 0
+    )
+
+
+def _close(state: _State, i: int) -> None:
+    state.open_in[state.candidates[i].section] -= 1
+
+
+def _fits(state: _State, i: int) -> bool:
+    """Whether the candidate can be taken now; one over the budget is rejected for good."""
+    if state.params.token_budget is None:
+        return True  # no budget, no reservations: nothing to count
+    if _cost_now(state, i) + state.used > state.budget:
+        state.rejected[i] = CutReason.OVER_BUDGET
+        _close(state, i)
+        return False
+    if not state.reserve:
+        return True
+    # Over another section's reservation: not rejected, it may fit once that is released.
+    return _cost_now(state, i) + state.used + _held_for_others(state, state.candidates[i].section) <= state.budget
+
+
+def _take(state: _State, i: int, phase: str, penalty: float) -> None:
+    section = state.candidates[i].section
+    paid = 0 if state.params.token_budget is None else _cost_now(state, i)
+    state.used += paid
+    state.spent[section] = state.spent.get(section, 0) + paid
+    _close(state, i)
+    state.chosen[i] = True
+    state.taken.append(Selected(state.candidates[i].id, penalty, phase))
+    if state.has_vec[i] and state.matrix is not None:
+        np.maximum(state.max_sim, state.matrix @ state.matrix[i], out=state.max_sim)
+        state.any_selected_with_vec = True
+
+
+def _take_pinned(state: _State) -> None:
+    """Phase 1: pinned candidates, best first."""
+    for i, c in enumerate(state.candidates):
+        if state.full():
+            break
+        if c.pinned and i not in state.rejected and _fits(state, i):
+            _take(state, i, "pinned", 0.0)
+
+
+def _take_sessions(state: _State) -> None:
+    """Phase 2: the best candidate of each session not yet covered, up to ``ceil(k / 2)`` of them."""
+    quota = min(state.params.k, len(state.taken) + math.ceil(state.params.k / 2))
+    covered = {state.candidates[i].session for i in range(len(state.candidates)) if state.chosen[i]}
+    for i, c in enumerate(state.candidates):
+        if len(state.taken) >= quota:
+            break
+        if not state.available(i) or c.session in covered:
+            continue
+        if _fits(state, i):
+            _take(state, i, "session", 0.0)
+            covered.add(c.session)
+
+
+def _take_by_mmr(state: _State) -> None:
+    """Phase 3: the candidate of highest marginal relevance that fits, until ``k`` or none is left."""
+    params = state.params
+    lam = 1.0 if params.mmr_lambda is None else params.mmr_lambda
+    phase = "mmr" if params.mmr_lambda is not None else "score"
+    chosen, rejected = state.chosen, state.rejected
+    while not state.full():
+        open_ = [i for i in range(len(state.candidates)) if not chosen[i] and i not in rejected]
         if not open_:
             break
         idx = np.asarray(open_)
-        sim = np.where(has_vec[idx] & any_selected_with_vec, max_sim[idx], 0.0)
-        penalty = (1 - lam) * np.where(sim >= mmr_similarity_floor, sim, 0.0)
-        value = lam * rel[idx] - penalty
-        order = np.argsort(-value, kind="stable")
-        for j in order:
+        sim = np.where(state.has_vec[idx] & state.any_selected_with_vec, state.max_sim[idx], 0.0)
+        penalty = (1 - lam) * np.where(sim >= params.mmr_similarity_floor, sim, 0.0)
+        value = lam * state.rel[idx] - penalty
+        for j in np.argsort(-value, kind="stable"):
             i = int(idx[j])
-            if fits(i):
-                take(i, "mmr" if mmr_lambda is not None else "score", float(penalty[j]))
+            if _fits(state, i):
+                _take(state, i, phase, float(penalty[j]))
                 break
         else:
-            if reserve and any(i not in rejected for i in open_):
-                reserve = {}  # nothing fits under the reservations: the rest goes to the best left
-    for i in range(n):
-        if not chosen[i] and i not in rejected:
-            rejected[i] = CutReason.K_CAP
-    return taken, [Rejected(candidates[i].id, reason) for i, reason in sorted(rejected.items())]
+            if state.reserve and any(i not in state.rejected for i in open_):
+                state.reserve = {}  # nothing fits under the reservations: the rest goes to the best left
