@@ -20,7 +20,7 @@ from ..models import Memory
 from ..recall_config import RecallConfig
 from ..results import CONTEXT_HEADER, CutCandidate, Explanation, RecallResult, ScoredMemory, render_line, trimmed_marker
 from ..sections import SECTION_TITLES, section_of
-from ..selection import Candidate, CutReason, Rejected, Selected, select
+from ..selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
 from ..tokens import TokenCounter
 from .blend import Scored
 from .plan import Plan
@@ -73,15 +73,8 @@ def assemble(
     if cfg.collapse_copies:
         kept, copies, folded = _fold_copies(kept, scored, memories)
         cut += [_cut(scored[i], CutReason.COPY, probability[i], memories) for i in folded]
-        for id_, others in copies.items():
-            said = _said(memories[id_], [memories[o] for o in others])
-            notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
-
-    excerpts = {
-        id_: excerpt_of(text, asked, cfg.excerpt_chars)
-        for i in kept
-        if len(text := memories[id_ := scored[i].hit.id].text) > cfg.excerpt_chars
-    }
+        _note_copies(notes, copies, memories)
+    excerpts = _excerpts([scored[i].hit.id for i in kept], memories, asked, cfg.excerpt_chars)
 
     def cost(id_: str) -> int:
         return counter.count("\n" + render_line(memories[id_], notes.get(id_), excerpts.get(id_)))
@@ -105,22 +98,44 @@ def assemble(
         )
         for sel in sorted(chosen, key=lambda c: -probability[index[c.id]])
     ]
+    result = _fit(_result(parts, out, rejected, budget, calibration), budget, counter)
+    if explain:
+        cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], memories) for r in rejected]
+        result = replace(result, cut=tuple(cut))
+    return result
+
+
+def _excerpts(ids: Sequence[str], memories: Mapping[str, Memory], asked: tuple[str, ...], chars: int) -> dict[str, str]:
+    """The excerpt shown for each memory longer than ``chars`` (the part the query asks about)."""
+    return {id_: excerpt_of(memories[id_].text, asked, chars) for id_ in ids if len(memories[id_].text) > chars}
+
+
+def _note_copies(notes: dict[str, str], copies: Mapping[str, tuple[str, ...]], memories: Mapping[str, Memory]) -> None:
+    """Add to each kept line's note how often it was said, and when (in place)."""
+    for id_, others in copies.items():
+        said = _said(memories[id_], [memories[o] for o in others])
+        notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
+
+
+def _result(
+    parts: Assembly,
+    memories: Sequence[ScoredMemory],
+    rejected: Sequence[Rejected],
+    budget: int | None,
+    calibration: Calibration,
+) -> RecallResult:
+    """The result of the selected memories, before the block is counted (:func:`_fit`)."""
     over_budget = sum(1 for r in rejected if r.reason is CutReason.OVER_BUDGET)
     plan: dict[str, Any] = {**parts.plan.as_dict(), "lists": list(parts.lists), "calibration": calibration.name}
-    result = RecallResult(
+    return RecallResult(
         query=parts.query,
-        memories=tuple(out),
+        memories=tuple(memories),
         tokens_used=0,
         token_budget=budget,
         trimmed=over_budget > 0,
         trimmed_count=over_budget,
         plan=plan,
     )
-    result = _fit(result, budget, counter)
-    if explain:
-        cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], memories) for r in rejected]
-        result = replace(result, cut=tuple(cut))
-    return result
 
 
 def _cut(item: Scored, reason: CutReason, probability: float, memories: Mapping[str, Memory]) -> CutCandidate:
@@ -207,8 +222,7 @@ def _select(
         )
         for i in kept
     ]
-    chosen, rejected = select(
-        candidates,
+    params = SelectionParams(
         k=k,
         token_budget=avail,
         mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
@@ -219,6 +233,7 @@ def _select(
         section_reserve=reserve,
         section_opening=opening,
     )
+    chosen, rejected = select(candidates, params)
     for sel in chosen:
         cost_of(Candidate(sel.id, 0.0, 0))
     return chosen, rejected, costs
