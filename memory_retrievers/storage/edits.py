@@ -163,29 +163,44 @@ class Editor:
                 if done is not None:
                     return done
                 continue  # a row changed under us: read again
-            now = self._clock()
-            row = build_row(rec, chash, None, now)
-            first = await self._writer.commit([row], vector, upsert=True)  # revision 0: lands only as a new id
-            if first.inserted != 1:
-                raise InvalidInputError(f"id {row['id']!r} already exists; omit id to generate one")
-            old_row = {**old, "superseded_by": row["id"], "updated_at": now}
-            second = await checked_link(self._table, old_id, row["id"], self._table.whole_rows([old_row]))
-            if second.updated == 1:
-                # A turn of a session: its context, and its neighbours', as if it had been written there.
-                around = await self._context.after_change(namespace, [row], {})
-                if around:
-                    await checked_rewrite(self._table, self._table.whole_rows(around), after="supersede")
-                    await self._context.settle(namespace, [row])
-                    row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
-                mem = rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
+            stored = await self._store_successor(namespace, old, rec, chash, vector)
+            if stored is not None:
                 if hit is None:
-                    return added(mem, WriteAction.ADDED, None, None)
+                    return added(stored, WriteAction.ADDED, None, None)
                 dup = str(hit.of)
-                return added(
-                    mem, WriteAction.ADDED, dup, hit.similarity, f"kept beside its {duplicate_kind(hit)} {dup}"
-                )
-            await checked_delete(self._table, namespace, [row["id"]])  # the old memory moved on: take ours back
+                why = f"kept beside its {duplicate_kind(hit)} {dup}"
+                return added(stored, WriteAction.ADDED, dup, hit.similarity, why)
         raise _changing(f"supersede memory {old_id!r}")
+
+    async def _store_successor(
+        self, namespace: str, old: dict[str, Any], rec: dict[str, Any], chash: str, vector: np.ndarray
+    ) -> Memory | None:
+        """Store ``rec`` as a new memory, then link ``old`` to it (two commits, see :meth:`supersede`).
+
+        Returns:
+            The new memory, or ``None`` when the link did not land (the old memory moved on
+            meanwhile): the new memory is taken back, to be read again.
+
+        Raises:
+            InvalidInputError: The record's id already exists.
+        """
+        now = self._clock()
+        row = build_row(rec, chash, None, now)
+        first = await self._writer.commit([row], vector, upsert=True)  # revision 0: lands only as a new id
+        if first.inserted != 1:
+            raise InvalidInputError(f"id {row['id']!r} already exists; omit id to generate one")
+        old_row = {**old, "superseded_by": row["id"], "updated_at": now}
+        second = await checked_link(self._table, old["id"], row["id"], self._table.whole_rows([old_row]))
+        if second.updated != 1:
+            await checked_delete(self._table, namespace, [row["id"]])  # the old memory moved on: take ours back
+            return None
+        # A turn of a session: its context, and its neighbours', as if it had been written there.
+        around = await self._context.after_change(namespace, [row], {})
+        if around:
+            await checked_rewrite(self._table, self._table.whole_rows(around), after="supersede")
+            await self._context.settle(namespace, [row])
+            row["context"] = next((r["context"] for r in around if r["id"] == row["id"]), row["context"])
+        return rows_to_memories(pa.Table.from_pylist([public(row)]))[0]
 
     async def _duplicate(
         self, namespace: str, old: dict[str, Any], rec: dict[str, Any], chash: str, vector: np.ndarray

@@ -147,38 +147,55 @@ class ViewCache:
             and not view.stale
             and all(v in self._own_versions for v in range(view.version + 1, current + 1))
         ):
-            touched = self._touched.pop(namespace, None)
-            known = self._known.pop(namespace, ())
-            if touched:
-                # Ids touched by a commit that lands during this read are noted again, and re-read next time.
-                view = await self._patch(view, touched, current)
-                if view is None:
-                    return None
-            elif known:
-                for change, rows in known:
-                    view = view.patched(change, rows, current)
-                view = self._keep(view)
-                if view is None:
-                    return None
-            view.version = current
-            return view
+            return await self._brought_up(view, current)
         if view is not None:
             # Stale: another writer, a compaction or an index build moved the table since.
-            epoch = self._epochs[_bucket(namespace)]
-            self._forget_pending(namespace)
-            everything = build_where(namespace, MemoryFilter(include_superseded=True))
-            signature = await self._table.rows(everything, list(SIGNATURE), action="check a namespace view")
-            changed = view.changed_since(signature)
-            if len(changed) <= signature.num_rows // 2 and signature.num_rows <= self._max_rows:
-                self.refreshes += 1
-                fresh_view = await self._patch(view, changed, current) if changed else view
-                if fresh_view is not None:
-                    fresh_view.version = current
-                    fresh_view.stale = False
-                    if self._epochs[_bucket(namespace)] != epoch:  # a write of ours raced the read
-                        self._views.pop(namespace, None)
+            refreshed, fresh_view = await self._refreshed(view, current)
+            if refreshed:
                 return fresh_view
             self._views.pop(namespace, None)
+        return await self._load(namespace, current)
+
+    async def _brought_up(self, view: NamespaceView, current: int) -> NamespaceView | None:
+        """A view valid but for this store's own commits: those patched in (``None``: now too large)."""
+        touched = self._touched.pop(view.namespace, None)
+        known = self._known.pop(view.namespace, ())
+        patched: NamespaceView | None = view
+        if touched:
+            # Ids touched by a commit that lands during this read are noted again, and re-read next time.
+            patched = await self._patch(view, touched, current)
+        elif known:
+            for change, rows in known:
+                view = view.patched(change, rows, current)
+            patched = self._keep(view)
+        if patched is not None:
+            patched.version = current
+        return patched
+
+    async def _refreshed(self, view: NamespaceView, current: int) -> tuple[bool, NamespaceView | None]:
+        """A stale view brought up to date by re-reading only the rows that changed, when few did.
+
+        Returns ``(False, None)`` when a full reload is cheaper (more than half changed, or too large).
+        """
+        namespace = view.namespace
+        epoch = self._epochs[_bucket(namespace)]
+        self._forget_pending(namespace)
+        everything = build_where(namespace, MemoryFilter(include_superseded=True))
+        signature = await self._table.rows(everything, list(SIGNATURE), action="check a namespace view")
+        changed = view.changed_since(signature)
+        if len(changed) > signature.num_rows // 2 or signature.num_rows > self._max_rows:
+            return False, None
+        self.refreshes += 1
+        fresh_view = await self._patch(view, changed, current) if changed else view
+        if fresh_view is not None:
+            fresh_view.version = current
+            fresh_view.stale = False
+            if self._epochs[_bucket(namespace)] != epoch:  # a write of ours raced the read
+                self._views.pop(namespace, None)
+        return True, fresh_view
+
+    async def _load(self, namespace: str, current: int) -> NamespaceView | None:
+        """The namespace read whole into a new view (held unless a write of ours raced the read)."""
         self._forget_pending(namespace)
         epoch = self._epochs[_bucket(namespace)]
         if await self._table.count_namespace(namespace) > self._max_rows:
