@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..config import StoreConfig
 from ..errors import InvalidInputError, NotFoundError, StorageError
-from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row, merge_annotations, stored_record
+from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row
 from ..filters import MemoryFilter, build_where, matches, sql_in, sql_literal
 from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
 from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
@@ -28,6 +28,7 @@ from .duplicates import DuplicateFinder, Match
 from .landing import after_commit, checked_delete, checked_delete_and_rewrite, checked_link, checked_rewrite, ids_left
 from .table import MemoryTable
 from .vectors import VectorMaker
+from .write_plan import rewritten_duplicate
 from .writes import Writer, added, duplicate_kind, public
 
 __all__ = ["Editor"]
@@ -258,7 +259,7 @@ class Editor:
         if target is None:
             return None
         now = self._clock()
-        merged, changed = self._merged(target, rec, given, chash, vector, now)
+        merged, changed = rewritten_duplicate(target, rec, given, (chash, vector), now, self._config.dedup_policy)
         link = dup_id not in (old["id"], old["superseded_by"])
         rows = [{**old, "superseded_by": dup_id, "updated_at": now}] if link else []
         if changed:
@@ -286,32 +287,6 @@ class Editor:
         final = merged if changed else target
         mem = row_to_memory({k: v for k, v in final.items() if k != "vector"})
         return added(mem, WriteAction.UPDATED if changed else WriteAction.SKIPPED, dup_id, hit.similarity, why)
-
-    def _merged(
-        self,
-        target: dict[str, Any],
-        rec: dict[str, Any],
-        given: set[str],
-        chash: str,
-        vector: np.ndarray,
-        now: datetime,
-    ) -> tuple[dict[str, Any], list[str]]:
-        """The duplicate ``target`` (a whole row) after taking ``rec``, and what changed, as on ``add``."""
-        kept = stored_record(target)
-        if self._config.dedup_policy is DedupPolicy.UPDATE:
-            # The fields the caller set; not the inherited ones, nor the link to the old memory.
-            merged = {**kept, **{k: rec[k] for k in given if k in rec and k not in ("id", "namespace", "supersedes")}}
-            changed, text_hash, row_vector = ["text"], chash, vector
-        else:
-            merged, changed = merge_annotations(kept, rec)
-            text_hash, row_vector = target["content_hash"], target["vector"]
-        row = build_row(merged, text_hash, target, now, row_id=target["id"])
-        row["created_at"] = target["created_at"]
-        if "context" not in given or self._config.dedup_policy is not DedupPolicy.UPDATE:
-            row["context_auto"] = target.get("context_auto")  # the context stays whoever filled it
-        row["revision"] = target["revision"]  # whole_rows writes the stored revision + 1
-        row["vector"] = row_vector
-        return row, changed
 
     async def _link_holds(self, namespace: str, old_id: str, dup_id: str) -> bool:
         """After a link to ``dup_id`` was committed: whether it points at a memory that still exists.
