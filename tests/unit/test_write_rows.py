@@ -9,14 +9,18 @@ enters the store, and the rows a write plans carry their vector (``PendingRow``)
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from datetime import datetime, timedelta, timezone
 from typing import Any
 
 import numpy as np
 import pytest
 
 from memory_retrievers import DimensionMismatchError, EmbeddingError, InvalidInputError, MemoryStore, WriteAction
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.fields import build_row
 from memory_retrievers.storage import vectors as vectors_module
-from memory_retrievers.storage.writes import PendingRecord, PendingRow
+from memory_retrievers.storage.write_plan import PendingRecord, PendingRow, Planning, absorbed, kept, refuse_superseded
+from memory_retrievers.validation import content_hash, validate_record
 
 Make = Callable[..., MemoryStore]
 DIM = 32  # the hash embedder of the conftest
@@ -133,3 +137,59 @@ def test_a_pending_record_is_its_fields_without_private_keys() -> None:
     row = PendingRow({"id": "a"}, np.ones(2, dtype=np.float32), auto_context=True)
     with pytest.raises(AttributeError):
         row.auto_context = False  # type: ignore[misc]
+
+
+# ---- the pure planning steps (storage/write_plan.py)
+
+NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
+
+
+def pending(text: str, i: int = 0, **fields: Any) -> PendingRecord:
+    rec = validate_record({"text": text, "namespace": "u", **fields}, StoreConfig())
+    return PendingRecord.of(rec, np.eye(4, dtype=np.float32)[i % 4], i)
+
+
+def stored_row(id_: str, text: str, *, revision: int, vector_at: int = 3, **fields: Any) -> dict[str, Any]:
+    rec = validate_record({"text": text, "namespace": "u", "id": id_, **fields}, StoreConfig())
+    row = build_row(rec, content_hash(text), None, NOW - timedelta(days=1), row_id=id_)
+    return {**row, "revision": revision, "vector": np.eye(4, dtype=np.float32)[vector_at].tolist()}
+
+
+def test_a_rewrite_planned_twice_in_one_batch_is_still_one_rewrite_of_the_stored_revision() -> None:
+    recs = [pending("v1", 0, id="a"), pending("v2", 1, id="a")]
+    state = Planning(recs, {("u", "a"): stored_row("a", "v0", revision=4)}, NOW)
+    first = kept(state, 0, None)
+    assert first.action is WriteAction.UPDATED and state.rows[("u", "a")].row["revision"] == 5
+    second = kept(state, 1, None)
+    planned = state.rows[("u", "a")]
+    assert second.action is WriteAction.UPDATED and planned.row["text"] == "v2"
+    assert planned.row["revision"] == 5  # from the stored revision 4, not from the planned 5
+    assert np.array_equal(planned.vector, recs[1].vector) and planned.auto_context
+
+
+def test_the_base_of_a_duplicate_is_the_planned_row_with_its_vector_else_the_stored_one() -> None:
+    recs = [pending("hello", 2)]
+    state = Planning(recs, {("u", "s"): stored_row("s", "stored", revision=0, vector_at=3)}, NOW)
+    row, vector = state.base(("u", "s"))  # type: ignore[misc]
+    assert row["text"] == "stored" and vector.tolist() == [0.0, 0.0, 0.0, 1.0] and vector.dtype == np.float32
+    state.add(recs[0], recs[0].fields, "s")
+    row, vector = state.base(("u", "s"))  # type: ignore[misc]
+    assert row["text"] == "hello" and vector.tolist() == [0.0, 0.0, 1.0, 0.0]
+    assert state.base(("u", "nothing")) is None
+
+
+def test_absorbed_merges_annotations_or_takes_only_the_given_fields() -> None:
+    base = stored_row("s", "same", revision=2, tags=["a"], priority=1.0, project="p")
+    dup = pending("same", tags=["b"], priority=3.0)
+    merged, changed = absorbed(base, dup, update=False)
+    assert merged["tags"] == ["a", "b"] and merged["priority"] == 3.0 and merged["project"] == "p"
+    assert set(changed) == {"tags", "priority"}
+    rewritten, changed = absorbed(base, dup, update=True)
+    assert changed == ["text"] and rewritten["tags"] == ["b"] and rewritten["project"] == "p"  # project not given
+
+
+def test_a_superseded_stored_row_is_refused_naming_its_successor() -> None:
+    refuse_superseded(None, "a")
+    refuse_superseded({"superseded_by": None}, "a")
+    with pytest.raises(InvalidInputError, match="'a' was superseded by 'b'"):
+        refuse_superseded({"superseded_by": "b"}, "a")
