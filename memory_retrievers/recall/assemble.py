@@ -7,7 +7,7 @@ lines, so memories are dropped from the end until it fits.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -19,7 +19,7 @@ from ..lines import line_facts
 from ..models import Memory
 from ..recall_config import RecallConfig
 from ..results import CONTEXT_HEADER, CutCandidate, Explanation, RecallResult, ScoredMemory, render_line, trimmed_marker
-from ..sections import SECTION_TITLES, section_of
+from ..sections import SECTION_TITLES, ContextSection, section_of
 from ..selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
 from ..tokens import TokenCounter
 from .blend import Scored
@@ -62,47 +62,64 @@ def assemble(
     candidates in calibrated order; the result comes in that order too, so the score a caller
     sees is monotone with the block.
     """
-    memories = parts.memories
     asked = query_terms(parts.plan.features.keywords)
     features = feature_matrix([_signals(item, position, parts, asked) for position, item in enumerate(scored, 1)])
     probability = calibration.probabilities(features)
     kept, cut = _floors(scored, probability, parts, cfg, calibration)
     kept.sort(key=lambda i: -probability[i])  # calibrated order; ties keep the final-score order
-    notes = dict(parts.notes)
-    copies: dict[str, tuple[str, ...]] = {}
-    if cfg.collapse_copies:
-        kept, copies, folded = _fold_copies(kept, scored, memories)
-        cut += [_cut(scored[i], CutReason.COPY, probability[i], memories) for i in folded]
-        _note_copies(notes, copies, memories)
-    excerpts = _excerpts([scored[i].hit.id for i in kept], memories, asked, cfg.excerpt_chars)
-
-    def cost(id_: str) -> int:
-        return counter.count("\n" + render_line(memories[id_], notes.get(id_), excerpts.get(id_)))
-
+    kept, lines, folded = _shown(kept, scored, parts, cfg, asked)
+    cut += [_cut(scored[i], CutReason.COPY, probability[i], parts.memories) for i in folded]
     index = {scored[i].hit.id: i for i in kept}
-    chosen, rejected, costs = _select(
-        kept, scored, probability, parts, cfg, k=k, budget=budget, counter=counter, cost=cost
-    )
+    selection = _select(kept, scored, probability, parts, cfg, k=k, budget=budget, counter=counter, lines=lines)
+    chosen, rejected, costs = selection
     out = [
         _scored_memory(
-            scored[index[sel.id]],
+            scored[i],
             sel,
-            float(probability[index[sel.id]]),
-            features[index[sel.id]],
+            float(probability[i]),
+            features[i],
             parts,
-            note=notes.get(sel.id),
-            excerpt=excerpts.get(sel.id),
+            lines=lines,
             tokens=costs[sel.id],
-            copies=copies.get(sel.id, ()),
             calibrated_by=calibration.name,
         )
-        for sel in sorted(chosen, key=lambda c: -probability[index[c.id]])
+        for i, sel in sorted(((index[c.id], c) for c in chosen), key=lambda pair: -probability[pair[0]])
     ]
     result = _fit(_result(parts, out, rejected, budget, calibration), budget, counter)
     if explain:
-        cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], memories) for r in rejected]
+        cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], parts.memories) for r in rejected]
         result = replace(result, cut=tuple(cut))
     return result
+
+
+@dataclass(frozen=True, slots=True)
+class _Lines:
+    """How each kept candidate is shown: its note, its excerpt, and the copies folded into it."""
+
+    notes: Mapping[str, str]
+    excerpts: Mapping[str, str]
+    copies: Mapping[str, tuple[str, ...]]
+
+    def render(self, id_: str, memory: Memory) -> str:
+        """The memory's line of the block, with the newline that precedes it (what it costs)."""
+        return "\n" + render_line(memory, self.notes.get(id_), self.excerpts.get(id_))
+
+
+def _shown(
+    kept: list[int], scored: Sequence[Scored], parts: Assembly, cfg: RecallConfig, asked: tuple[str, ...]
+) -> tuple[list[int], _Lines, list[int]]:
+    """Copies folded into their best line (``collapse_copies``), and how each kept line is shown.
+
+    Returns the kept candidates, their lines, and the candidates folded away.
+    """
+    notes = dict(parts.notes)
+    copies: dict[str, tuple[str, ...]] = {}
+    folded: list[int] = []
+    if cfg.collapse_copies:
+        kept, copies, folded = _fold_copies(kept, scored, parts.memories)
+        _note_copies(notes, copies, parts.memories)
+    excerpts = _excerpts([scored[i].hit.id for i in kept], parts.memories, asked, cfg.excerpt_chars)
+    return kept, _Lines(notes, excerpts, copies), folded
 
 
 def _excerpts(ids: Sequence[str], memories: Mapping[str, Memory], asked: tuple[str, ...], chars: int) -> dict[str, str]:
@@ -192,7 +209,7 @@ def _select(
     k: int,
     budget: int | None,
     counter: TokenCounter,
-    cost: Callable[[str], int],
+    lines: _Lines,
 ) -> tuple[list[Selected], list[Rejected], dict[str, int]]:
     """Budgeted selection over the kept candidates, in calibrated order; also each line's token cost."""
     memories = parts.memories
@@ -207,21 +224,10 @@ def _select(
 
     def cost_of(c: Candidate) -> int:
         if c.id not in costs:
-            costs[c.id] = cost(c.id)
+            costs[c.id] = counter.count(lines.render(c.id, memories[c.id]))
         return costs[c.id]
 
-    candidates = [
-        Candidate(
-            id_ := scored[i].hit.id,
-            float(probability[i]),
-            0,
-            parts.vectors[id_],
-            memories[id_].pinned,
-            memories[id_].session_id,
-            sections[id_].value,
-        )
-        for i in kept
-    ]
+    candidates = [_candidate(scored[i].hit.id, float(probability[i]), parts, sections) for i in kept]
     params = SelectionParams(
         k=k,
         token_budget=avail,
@@ -239,6 +245,12 @@ def _select(
     return chosen, rejected, costs
 
 
+def _candidate(id_: str, probability: float, parts: Assembly, sections: Mapping[str, ContextSection]) -> Candidate:
+    """A kept memory as selection sees it (its token cost is counted when selection needs it)."""
+    memory = parts.memories[id_]
+    return Candidate(id_, probability, 0, parts.vectors[id_], memory.pinned, memory.session_id, sections[id_].value)
+
+
 def _scored_memory(
     item: Scored,
     sel: Selected,
@@ -246,10 +258,8 @@ def _scored_memory(
     features: np.ndarray,
     parts: Assembly,
     *,
-    note: str | None,
-    excerpt: str | None,
+    lines: _Lines,
     tokens: int,
-    copies: tuple[str, ...],
     calibrated_by: str,
 ) -> ScoredMemory:
     """A chosen candidate as the result holds it, with its explanation."""
@@ -259,8 +269,8 @@ def _scored_memory(
         memory=mem,
         score=probability,
         relevance=relevance(parts.semantic, h.id),
-        note=note,
-        excerpt=excerpt,
+        note=lines.notes.get(h.id),
+        excerpt=lines.excerpts.get(h.id),
         explanation=Explanation(
             channels=h.contributions,
             rank_bonus=h.bonus,
@@ -277,7 +287,7 @@ def _scored_memory(
             folded=parts.folded.get(h.id, ()),
             calibration=dict(zip(FEATURES, (float(v) for v in features), strict=True)),
             calibrated_by=calibrated_by,
-            copies=copies,
+            copies=lines.copies.get(h.id, ()),
         ),
     )
 
