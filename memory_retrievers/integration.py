@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import difflib
 import weakref
-from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._loop import run_sync
@@ -32,9 +32,10 @@ from ._sequence import next_stamp
 from .config import validated
 from .embeddings import HashEmbedder, SentenceTransformerEmbedder, WrappedEmbedder, unit_rows
 from .errors import ConfigError, InvalidInputError
-from .filters import MemoryFilter, coerce_filter
+from .filters import coerce_filter
 from .llm import as_llm
 from .models import Memory, MemoryKind
+from .paging import PAGE_SIZE, aall_memories, adelete_ids, aiter_memories
 from .results import render_line
 from .store import MemoryStore
 from .validation import MAX_QUERY_CHARS, check_key, check_namespace
@@ -69,9 +70,6 @@ __all__ = [
     "unit_rows",
     "validated",
 ]
-
-#: Memories read or deleted per call by the paging helpers.
-PAGE_SIZE = 1000
 
 
 def clean_text(text: str, max_chars: int) -> str:
@@ -134,46 +132,6 @@ def ordered_messages(memories: Sequence[Memory], *, payload_key: str, seq_key: s
     stored = [m for m in memories if payload_key in m.metadata]
     stored.sort(key=lambda m: (m.metadata.get(seq_key, 0), m.created_at))
     return stored
-
-
-async def aiter_memories(
-    store: MemoryStore,
-    namespace: str,
-    *,
-    filter: MemoryFilter | Mapping[str, Any] | None = None,
-    newest_first: bool = True,
-) -> AsyncIterator[list[Memory]]:
-    """Every memory of a namespace matching ``filter``, a page (:data:`PAGE_SIZE`) at a time."""
-    offset = 0
-    while True:
-        page = await store.alist(namespace, filter=filter, limit=PAGE_SIZE, offset=offset, newest_first=newest_first)
-        if page:
-            yield page
-        if len(page) < PAGE_SIZE:
-            return
-        offset += PAGE_SIZE
-
-
-async def aall_memories(
-    store: MemoryStore,
-    namespace: str,
-    *,
-    filter: MemoryFilter | Mapping[str, Any] | None = None,
-    newest_first: bool = False,
-) -> list[Memory]:
-    """Every memory of a namespace matching ``filter`` (oldest first by default)."""
-    out: list[Memory] = []
-    async for page in aiter_memories(store, namespace, filter=filter, newest_first=newest_first):
-        out.extend(page)
-    return out
-
-
-async def adelete_ids(store: MemoryStore, namespace: str, ids: Sequence[str]) -> int:
-    """Delete ``ids`` (those already gone are skipped), :data:`PAGE_SIZE` per commit; returns the count."""
-    deleted = 0
-    for start in range(0, len(ids), PAGE_SIZE):
-        deleted += await store.adelete(list(ids[start : start + PAGE_SIZE]), namespace=namespace, missing_ok=True)
-    return deleted
 
 
 # ---------------------------------------------------------------------- arguments and keys

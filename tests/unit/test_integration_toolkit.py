@@ -266,3 +266,28 @@ def test_the_toolkit_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------- paging helpers
+
+
+def test_the_paging_helpers_stay_importable_from_the_toolkit() -> None:
+    # They moved to memory_retrievers.paging (formation imports them from there, not from this
+    # module, which imports formation); the toolkit's names are the same objects.
+    from memory_retrievers import integration, paging
+
+    for name in paging.__all__:
+        assert getattr(integration, name) is getattr(paging, name), name
+        assert name in integration.__all__, name
+
+
+async def test_the_paging_helpers_read_and_delete_past_one_page(store: MemoryStore) -> None:
+    from memory_retrievers.paging import PAGE_SIZE, aall_memories, adelete_ids, aiter_memories
+
+    total = PAGE_SIZE + 3
+    added = store.add_many([{"text": f"fact number {i}"} for i in range(total)], namespace="alice", dedup=False)
+    pages = [len(page) async for page in aiter_memories(store, "alice")]
+    assert pages == [PAGE_SIZE, 3]
+    assert {m.id for m in await aall_memories(store, "alice")} == {m.id for m in added}
+    assert await adelete_ids(store, "alice", [m.id for m in added] + ["gone-already"]) == total
+    assert store.count("alice") == 0
