@@ -31,6 +31,11 @@ _Count = Annotated[int, Field(strict=True, ge=1)]
 _Budget = Annotated[int, Field(strict=True, ge=0)]
 
 
+def _restore(cls: type[RecallRetriever], state: dict[str, Any]) -> RecallRetriever:
+    """Unpickle what an earlier version pickled (it named this function): rebuild from the fields."""
+    return cls(**state)
+
+
 class RecallRetriever(AdapterModel, BaseRetriever):
     """Recall a user's long-term memories with the full memory-retrievers pipeline.
 
