@@ -216,7 +216,7 @@ class AdapterModel(BaseModel):
     assignment): ``namespace`` and ``session_id`` against the store's key limit (``None`` passes,
     for adapters whose namespace comes per call), ``recall_config`` into a frozen
     :class:`~memory_retrievers.RecallConfig`, ``filters`` into a
-    :class:`~memory_retrievers.MemoryFilter`, ``llm`` through :attr:`llm_converter`, ``former``
+    :class:`~memory_retrievers.MemoryFilter`, ``llm`` through :meth:`convert_llm`, ``former``
     against the store. ``store`` may be given as its spec (from ``model_dump`` or ``pickle``): the
     live store of the process is reused, or it is reopened.
 
@@ -233,14 +233,21 @@ class AdapterModel(BaseModel):
     store: MemoryStore
     """The memory store."""
 
-    #: The framework's conversion of the ``llm`` field to a core LLM.
-    llm_converter: ClassVar[LLMConverter] = staticmethod(as_llm)
     #: Constructor arguments taken besides the fields and dropped (LlamaIndex passes ``class_name``).
     extra_arguments: ClassVar[tuple[str, ...]] = ()
     #: Fields that hold a model or a client: set, they make the adapter refuse to serialise.
     unserialisable: ClassVar[tuple[str, ...]] = ("llm", "former", "reranker")
 
     _adapter_binding: tuple[tuple[Any, ...], RecallBinding] | None = PrivateAttr(default=None)
+
+    @classmethod
+    def convert_llm(cls, llm: Any) -> LLM | None:
+        """The ``llm`` field as a core LLM; a framework's adapter overrides it with its conversion.
+
+        Raises:
+            ConfigError: ``llm`` cannot drive expansion/HyDE.
+        """
+        return as_llm(llm)
 
     def __init__(self, **data: Any) -> None:
         owner = type(self).__name__
@@ -284,7 +291,7 @@ class AdapterModel(BaseModel):
     @field_validator("llm", check_fields=False)
     @classmethod
     def _check_llm(cls, value: Any) -> Any:
-        cls.llm_converter(value)  # raises ConfigError for what cannot drive expansion/HyDE
+        cls.convert_llm(value)  # raises ConfigError for what cannot drive expansion/HyDE
         return value
 
     @field_validator("former", check_fields=False)
@@ -314,7 +321,7 @@ class AdapterModel(BaseModel):
         if held is not None and all(a is b for a, b in zip(held[0], inputs, strict=True)):
             return held[1]
         binding = RecallBinding(
-            self.store, config=inputs[1], llm=inputs[2], reranker=inputs[3], to_llm=type(self).llm_converter
+            self.store, config=inputs[1], llm=inputs[2], reranker=inputs[3], to_llm=type(self).convert_llm
         )
         self._adapter_binding = (inputs, binding)
         return binding

@@ -10,6 +10,7 @@ from langchain_core.load.serializable import Serializable
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
 from pydantic import Field
 
+from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import (
     ConfigError,
     InvalidInputError,
@@ -101,8 +102,12 @@ class RecallRetriever(AdapterModel, BaseRetriever):
     reranker: Reranker | None = None
     """Optional reranker blended with the fused score."""
 
-    #: A LangChain model or a core LLM drives expansion/HyDE; a reranker holds a model.
-    llm_converter = staticmethod(to_memory_llm)
+    #: A reranker holds a model.
+    @classmethod
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
+
     unserialisable = ("reranker",)
 
     def _namespace_now(self) -> str:

@@ -9,6 +9,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory.types import BaseMemory
 from pydantic import Field
 
+from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, RecallConfig
 from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, check_arguments, query_text, run_sync
 
@@ -73,7 +74,11 @@ class RecallMemory(AdapterModel, BaseMemory):
         description="Text before the recalled memories in the system message.",
     )
 
-    llm_converter = staticmethod(to_memory_llm)
+    @classmethod
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
+
     extra_arguments = ("class_name",)  # LlamaIndex's to_dict writes it; from_dict passes it back
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
+from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import MemoryKind, MemoryRetriever, RecallConfig
 from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, aall_memories, chat_text, query_text
 
@@ -112,7 +113,10 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
 
     _last_query: tuple[str, list[str]] | None = PrivateAttr(default=None)
 
-    llm_converter = staticmethod(to_memory_llm)
+    @classmethod
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
 
     @property
     def memory_retriever(self) -> MemoryRetriever:
