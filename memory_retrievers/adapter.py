@@ -141,6 +141,14 @@ class RecallBinding(StoreBinding):
 
     Raises:
         ConfigError: A bad store, config, llm or reranker.
+
+    Example:
+        An adapter that is a plain class holds one binding and names the namespace per call:
+
+        .. code-block:: python
+
+            self._binding = RecallBinding(store, config=recall_config, llm=llm, to_llm=to_core_llm)
+            result = await self._binding.arecall(query, namespace=user_id, k=k)
     """
 
     __slots__ = ("_llm", "_reranker", "_retriever")
@@ -226,6 +234,21 @@ class AdapterModel(BaseModel):
 
     Raises:
         ConfigError: An unknown argument (naming the valid ones), or a bad config.
+
+    Example:
+        A third framework's component declares its fields and does its framework's work; the
+        wiring above comes with the base (``tests/unit/test_integration_toolkit.py`` runs one):
+
+        .. code-block:: python
+
+            class FrameworkRecall(AdapterModel, FrameworkComponent):
+                model_config = ADAPTER_MODEL_CONFIG
+                namespace: str
+                recall_config: RecallConfig | None = None
+
+                def run(self, query: str) -> list[str]:
+                    result = self.recall_binding().recall(query, namespace=self.namespace)
+                    return [m.text for m in result.memories]
     """
 
     model_config = ADAPTER_MODEL_CONFIG
