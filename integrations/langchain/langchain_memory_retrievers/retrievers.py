@@ -158,7 +158,18 @@ class RecallRetriever(AdapterModel, BaseRetriever):
         return params
 
     def _call_args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Core ``recall`` arguments: this retriever's defaults, overridden by the call's."""
+        """Core ``recall`` arguments: this retriever's defaults, overridden by the call's.
+
+        Raises:
+            InvalidInputError: The call names a ``namespace`` (whose memories a call reads is the
+                ``namespace`` field's to say, so a caller's keyword cannot reach another tenant).
+        """
+        if "namespace" in kwargs:
+            raise InvalidInputError(
+                "namespace is not a per-call argument of RecallRetriever: make the namespace a configurable field "
+                "(retriever.configurable_fields(namespace=ConfigurableField(id='user_id'))) and invoke with "
+                "config={'configurable': {'user_id': ...}}"
+            )
         out: dict[str, Any] = {
             "k": self.k,
             "token_budget": self.token_budget,

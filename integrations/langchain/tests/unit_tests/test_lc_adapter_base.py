@@ -15,7 +15,7 @@ from langchain_memory_retrievers import (
     MemoryStoreLangGraph,
     RecallRetriever,
 )
-from memory_retrievers import ConfigError, MemoryStore
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
 from memory_retrievers.integration import AdapterModel, RecallBinding, StoreBinding
 
 PLAIN: dict[str, Callable[[Any], Any]] = {
@@ -67,3 +67,11 @@ def test_a_retriever_recalls_other_users_per_call_and_keeps_its_own(store: Memor
     assert retriever.namespace == "alice"
     assert [d.page_content for d in retriever.invoke("drink")] == ["Alice drinks green tea"]
     assert retriever.recall_binding().retriever is shared and shared.namespace is None
+
+
+@pytest.mark.parametrize("call", ["invoke", "recall"])
+def test_a_call_cannot_name_another_namespace(store: MemoryStore, call: str) -> None:
+    store.add("Bob drinks black coffee", namespace="bob")
+    retriever = RecallRetriever(store=store, namespace="alice")
+    with pytest.raises(InvalidInputError, match=r"namespace is not a per-call argument.*configurable"):
+        getattr(retriever, call)("drink", namespace="bob")

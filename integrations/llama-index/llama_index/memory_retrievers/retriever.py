@@ -245,6 +245,12 @@ class RecallRetriever(BaseRetriever):
 
     # ------------------------------------------------------------------ shared logic
     def _args(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        if "namespace" in overrides:
+            # Whose memories a query reads is the retriever's (or the using_namespace block's) to say.
+            raise InvalidInputError(
+                "namespace is not a per-call argument of RecallRetriever: build it with namespace=None and run the "
+                "query inside `with using_namespace(user_id):`, or set retriever.namespace"
+            )
         args: dict[str, Any] = {
             "k": self.similarity_top_k,
             "token_budget": self.token_budget,

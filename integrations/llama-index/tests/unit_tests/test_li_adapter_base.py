@@ -13,7 +13,7 @@ from llama_index.memory_retrievers import (
     RecallRetriever,
     using_namespace,
 )
-from memory_retrievers import ConfigError, MemoryStore
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
 from memory_retrievers.integration import AdapterModel, RecallBinding
 
 QUIET = {"record_access": False}
@@ -61,3 +61,10 @@ async def test_a_block_and_a_memory_repointed_keep_their_binding_and_read_the_ne
     assert "black coffee" in recalled and "green tea" not in recalled
     assert block.recall_binding() is bindings[0] and memory.recall_binding() is bindings[1]
     assert memory.chat_store.namespace == "bob" and block.memory_retriever.namespace == "bob"
+
+
+@pytest.mark.parametrize("call", ["retrieve_with", "recall"])
+def test_a_call_cannot_name_another_namespace(two_users: MemoryStore, call: str) -> None:
+    retriever = RecallRetriever(two_users, namespace="alice")
+    with pytest.raises(InvalidInputError, match=r"namespace is not a per-call argument.*using_namespace"):
+        getattr(retriever, call)("drink", namespace="bob")
