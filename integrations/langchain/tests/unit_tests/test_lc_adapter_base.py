@@ -75,3 +75,20 @@ def test_a_call_cannot_name_another_namespace(store: MemoryStore, call: str) -> 
     retriever = RecallRetriever(store=store, namespace="alice")
     with pytest.raises(InvalidInputError, match=r"namespace is not a per-call argument.*configurable"):
         getattr(retriever, call)("drink", namespace="bob")
+
+
+def test_a_retriever_pickled_by_an_earlier_version_still_loads(store: MemoryStore) -> None:
+    import pickle
+
+    from langchain_memory_retrievers import retrievers
+    from memory_retrievers.integration import register, store_spec
+
+    class Earlier:  # what an earlier version's __reduce__ wrote: its module's _restore and the fields
+        def __reduce__(self) -> tuple[Any, ...]:
+            state = {"store": store_spec(store, "RecallRetriever"), "namespace": "alice", "k": 3}
+            return (retrievers._restore, (RecallRetriever, state))
+
+    register(store)  # the live store of the process, as an adapter built on it would have made it
+    loaded = pickle.loads(pickle.dumps(Earlier()))
+    assert isinstance(loaded, RecallRetriever)
+    assert (loaded.store, loaded.namespace, loaded.k) == (store, "alice", 3)

@@ -68,3 +68,20 @@ def test_a_call_cannot_name_another_namespace(two_users: MemoryStore, call: str)
     retriever = RecallRetriever(two_users, namespace="alice")
     with pytest.raises(InvalidInputError, match=r"namespace is not a per-call argument.*using_namespace"):
         getattr(retriever, call)("drink", namespace="bob")
+
+
+@pytest.mark.parametrize("cls", [RecallMemoryBlock, RecallMemory, MemoryChatStore])
+def test_an_adapter_pickled_by_an_earlier_version_still_loads(store: MemoryStore, cls: type) -> None:
+    import pickle
+    from typing import Any
+
+    from llama_index.memory_retrievers import chat_store
+    from memory_retrievers.integration import register, store_spec
+
+    class Earlier:  # what an earlier version's __reduce__ wrote: chat_store.restore and the fields
+        def __reduce__(self) -> tuple[Any, ...]:
+            return (chat_store.restore, (cls, {"store": store_spec(store, cls.__name__), "namespace": "alice"}))
+
+    register(store)  # the live store of the process, as an adapter built on it would have made it
+    loaded = pickle.loads(pickle.dumps(Earlier()))
+    assert isinstance(loaded, cls) and (loaded.store, loaded.namespace) == (store, "alice")
