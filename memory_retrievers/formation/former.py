@@ -24,9 +24,9 @@ from .. import _loop
 from .._barrier import Ticket, holding
 from ..config import validated
 from ..errors import InvalidInputError, NotFoundError, QueueFullError
-from ..integration import aiter_memories
 from ..llm import LLM, as_llm
 from ..models import AddedMemory, Memory, MemoryKind
+from ..paging import aiter_memories
 from ..validation import check_text, validate_record
 from .config import FormationConfig
 from .consolidate import Consolidator

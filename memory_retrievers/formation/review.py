@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from ..errors import NotFoundError
-from ..integration import aall_memories
 from ..models import Memory
+from ..paging import aall_memories
 from .consolidate import KNOWLEDGE_KINDS
 from .hygiene import find_fuzzy_duplicates
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import gc
 import json
+import pickle
 import subprocess
 import sys
 import weakref
@@ -13,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
 from memory_retrievers import (
     DEFAULT_MODEL,
@@ -20,11 +22,18 @@ from memory_retrievers import (
     EmbedderMismatchError,
     HashEmbedder,
     InvalidInputError,
+    MemoryFilter,
     MemoryStore,
+    RecallConfig,
     SentenceTransformerEmbedder,
 )
 from memory_retrievers.integration import (
+    DEFAULT_K,
+    DEFAULT_TOKEN_BUDGET,
     SPEC_KEY,
+    AdapterModel,
+    RecallBinding,
+    StoreBinding,
     WrappedEmbedder,
     check_arguments,
     check_store_key,
@@ -266,3 +275,206 @@ def test_the_toolkit_imports_no_framework() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == ""
+
+
+# ---------------------------------------------------------------------- paging helpers
+
+
+def test_the_paging_helpers_stay_importable_from_the_toolkit() -> None:
+    # They moved to memory_retrievers.paging (formation imports them from there, not from this
+    # module, which imports formation); the toolkit's names are the same objects.
+    from memory_retrievers import integration, paging
+
+    for name in paging.__all__:
+        assert getattr(integration, name) is getattr(paging, name), name
+        assert name in integration.__all__, name
+
+
+async def test_the_paging_helpers_read_and_delete_past_one_page(store: MemoryStore) -> None:
+    from memory_retrievers.paging import PAGE_SIZE, aall_memories, adelete_ids, aiter_memories
+
+    total = PAGE_SIZE + 3
+    added = store.add_many([{"text": f"fact number {i}"} for i in range(total)], namespace="alice", dedup=False)
+    pages = [len(page) async for page in aiter_memories(store, "alice")]
+    assert pages == [PAGE_SIZE, 3]
+    assert {m.id for m in await aall_memories(store, "alice")} == {m.id for m in added}
+    assert await adelete_ids(store, "alice", [m.id for m in added] + ["gone-already"]) == total
+    assert store.count("alice") == 0
+
+
+# ---------------------------------------------------------------------- the adapter base
+
+QUIET = {"record_access": False}
+
+
+@pytest.fixture
+def two_tenants(store: MemoryStore) -> MemoryStore:
+    store.add("alice's secret: the vault code is 1234", namespace="alice")
+    store.add("bob's secret: the vault code is 9876", namespace="bob")
+    return store
+
+
+class Toy(AdapterModel):
+    """An adapter as a framework package would write one: its fields, nothing of the wiring."""
+
+    namespace: str | None = None
+    session_id: str = "default"
+    recall_config: RecallConfig | None = None
+    filters: MemoryFilter | None = None
+    llm: Any = None
+    former: Any = None
+
+    def texts(self) -> list[str]:
+        assert self.namespace is not None
+        result = self.recall_binding().recall("vault code secret", namespace=self.namespace)
+        return [m.text for m in result.memories]
+
+
+def test_the_shared_defaults_are_the_recall_configs() -> None:
+    assert (RecallConfig().k, RecallConfig().token_budget) == (DEFAULT_K, DEFAULT_TOKEN_BUDGET)
+
+
+def test_a_recall_binding_holds_one_namespace_free_retriever_for_every_namespace(two_tenants: MemoryStore) -> None:
+    binding = RecallBinding(two_tenants, config=QUIET)
+    shared = binding.retriever
+    assert shared.namespace is None
+    got = {ns: [m.text for m in binding.recall("vault code", namespace=ns).memories] for ns in ("bob", "alice")}
+    assert got == {"alice": ["alice's secret: the vault code is 1234"], "bob": ["bob's secret: the vault code is 9876"]}
+    assert binding.retriever is shared  # nothing built per namespace
+    assert copy.copy(binding) is binding and copy.deepcopy(binding) is binding
+
+
+async def test_a_recall_binding_recalls_asynchronously_per_namespace(two_tenants: MemoryStore) -> None:
+    binding = RecallBinding(two_tenants, config=QUIET)
+    result = await binding.arecall("vault code", namespace="bob")
+    assert [m.text for m in result.memories] == ["bob's secret: the vault code is 9876"]
+
+
+def test_a_bound_retriever_defaults_to_its_namespace_with_the_bindings_settings(two_tenants: MemoryStore) -> None:
+    binding = RecallBinding(two_tenants, config={"k": 1, "record_access": False})
+    bound = binding.bound("bob")
+    assert (bound.namespace, bound.config) == ("bob", binding.config)
+    assert [m.text for m in bound.recall("vault code").memories] == ["bob's secret: the vault code is 9876"]
+    assert binding.retriever.namespace is None
+
+
+def test_a_binding_checks_its_store_keys_and_former(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store(config={"max_key_chars": 8})
+    binding = RecallBinding(store)
+    with pytest.raises(InvalidInputError, match="max_key_chars"):
+        binding.recall("anything", namespace="123456789")
+    with pytest.raises(InvalidInputError, match=r"session_id has 9 characters"):
+        binding.key("123456789", field="session_id")
+    with pytest.raises(ConfigError, match="MemoryFormer"):
+        binding.former(object())
+    assert binding.former(None) is None
+
+
+@pytest.mark.parametrize("build", [StoreBinding, RecallBinding])
+def test_a_binding_refuses_what_is_not_a_store(build: Callable[[Any], StoreBinding]) -> None:
+    with pytest.raises(ConfigError, match="store must be a MemoryStore, got str"):
+        build("./memories")
+
+
+def test_a_recall_binding_refuses_a_bad_config_or_llm_when_built(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match="kk"):
+        RecallBinding(store, config={"kk": 3})
+    with pytest.raises(ConfigError, match="llm"):
+        RecallBinding(store, llm=42)
+    converted: list[Any] = []
+    RecallBinding(store, llm="framework model", to_llm=lambda llm: converted.append(llm))
+    assert converted == ["framework model"]  # the framework's conversion is the one applied
+
+
+def test_a_binding_registers_its_store_as_the_live_one(make_store: Callable[..., MemoryStore]) -> None:
+    store = make_store()
+    StoreBinding(store)
+    assert open_store(store_spec(store, "test")) is store
+
+
+def test_an_adapter_model_refuses_unknown_arguments_by_name(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match=r"unknown argument\(s\) for Toy: 'namspace' \(did you mean 'namespace'\?\)"):
+        Toy(store=store, namspace="alice")
+
+
+def test_an_adapter_model_checks_its_fields_on_construction_and_assignment(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    store = make_store(config={"max_key_chars": 8})
+    with pytest.raises(ValidationError, match="max_key_chars"):
+        Toy(store=store, namespace="123456789")
+    toy = Toy(store=store, namespace="alice", recall_config={"k": 2}, filters={"kinds": ["fact"]})
+    assert isinstance(toy.recall_config, RecallConfig) and toy.recall_config.k == 2
+    assert isinstance(toy.filters, MemoryFilter)
+    with pytest.raises(ValidationError, match="session_id"):
+        toy.session_id = "123456789"
+    with pytest.raises(ValidationError, match="llm"):
+        toy.llm = 42
+    with pytest.raises(ValidationError, match="MemoryFormer"):
+        toy.former = object()
+    assert (toy.namespace, toy.session_id, toy.llm, toy.former) == ("alice", "default", None, None)
+
+
+def _model_copy(toy: Toy) -> Toy:
+    return toy.model_copy(update={"namespace": "bob"})
+
+
+def _assign(toy: Toy) -> Toy:
+    toy.namespace = "bob"
+    return toy
+
+
+def _copy(toy: Toy) -> Toy:
+    return _assign(copy.copy(toy))
+
+
+def _deepcopy(toy: Toy) -> Toy:
+    return _assign(copy.deepcopy(toy))
+
+
+@pytest.mark.parametrize("switch", [_model_copy, _assign, _copy, _deepcopy])
+def test_an_adapter_copied_and_repointed_reads_only_its_new_namespace(
+    two_tenants: MemoryStore, switch: Callable[[Toy], Toy]
+) -> None:
+    alice = Toy(store=two_tenants, namespace="alice", recall_config=QUIET)
+    assert alice.texts() == ["alice's secret: the vault code is 1234"]  # the binding is built now
+    binding = alice.recall_binding()
+    bob = switch(alice)
+    assert bob.texts() == ["bob's secret: the vault code is 9876"]
+    assert bob.store is two_tenants
+    # The binding holds no namespace, so the copies share it instead of each building one.
+    assert bob.recall_binding() is binding
+
+
+def test_an_adapter_model_rebuilds_its_binding_only_when_a_recall_setting_changes(two_tenants: MemoryStore) -> None:
+    toy = Toy(store=two_tenants, namespace="alice", recall_config=QUIET)
+    first = toy.recall_binding()
+    toy.namespace = "bob"
+    toy.session_id = "s2"
+    assert toy.recall_binding() is first
+    toy.recall_config = {"k": 1, "record_access": False}
+    assert toy.recall_binding() is not first and toy.recall_binding().config.k == 1
+
+
+def test_an_adapter_model_pickles_and_dumps_its_store_as_a_spec(two_tenants: MemoryStore) -> None:
+    toy = Toy(store=two_tenants, namespace="alice", recall_config=QUIET)
+    again = pickle.loads(pickle.dumps(toy))
+    assert again.store is two_tenants and (again.namespace, again.recall_config) == ("alice", toy.recall_config)
+    dumped = toy.model_dump(mode="json")
+    assert is_store_spec(dumped["store"])
+    assert Toy.model_validate(dumped).store is two_tenants
+    assert Toy(**dumped).texts() == ["alice's secret: the vault code is 1234"]
+
+
+def test_an_adapter_model_holding_a_model_refuses_to_serialise(store: MemoryStore) -> None:
+    with pytest.raises(ConfigError, match=r"a Toy with llm set cannot be serialised"):
+        pickle.dumps(Toy(store=store, llm=lambda prompt: prompt))
+
+
+def test_an_adapter_model_deepcopy_shares_the_store_and_former(store: MemoryStore) -> None:
+    from memory_retrievers.formation import MemoryFormer
+
+    former = MemoryFormer(store, llm=lambda prompt: "[]")
+    toy = Toy(store=store, namespace="alice", former=former)
+    twin = copy.deepcopy(toy)
+    assert twin.store is store and twin.former is former

@@ -8,15 +8,8 @@ from typing import Any
 from langchain_core.chat_history import BaseChatMessageHistory
 from langchain_core.messages import BaseMessage
 
-from memory_retrievers import InvalidInputError, Memory, MemoryKind, MemoryStore
-from memory_retrievers.integration import (
-    aall_memories,
-    adelete_ids,
-    check_former,
-    check_store_key,
-    register,
-    run_sync,
-)
+from memory_retrievers import Memory, MemoryKind, MemoryStore
+from memory_retrievers.integration import StoreBinding, aall_memories, adelete_ids, run_sync
 
 from ._messages import from_memories, message_record
 
@@ -43,6 +36,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     read and write uses their current values.
 
     Raises:
+        ConfigError: ``store`` is not a ``MemoryStore``, or ``former`` writes to another store.
         InvalidInputError: Empty or invalid ``namespace`` / ``session_id`` (longer than
             ``StoreConfig.max_key_chars``...).
 
@@ -55,17 +49,15 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     """
 
     def __init__(self, store: MemoryStore, *, namespace: str, session_id: str, former: Any = None) -> None:
-        if not isinstance(store, MemoryStore):
-            raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
-        self._store = register(store)
-        self._former = check_former(former, store)
+        self._binding = StoreBinding(store)
+        self._former = self._binding.former(former)
         self.namespace = namespace
         self.session_id = session_id
 
     @property
     def store(self) -> MemoryStore:
         """The memory store (fixed: build another history for another store)."""
-        return self._store
+        return self._binding.store
 
     @property
     def namespace(self) -> str:
@@ -74,7 +66,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     @namespace.setter
     def namespace(self, value: str) -> None:
-        self._namespace = check_store_key(value, field="namespace", store=self._store)
+        self._namespace = self._binding.key(value)
 
     @property
     def session_id(self) -> str:
@@ -83,7 +75,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
 
     @session_id.setter
     def session_id(self, value: str) -> None:
-        self._session_id = check_store_key(value, field="session_id", store=self._store)
+        self._session_id = self._binding.key(value, field="session_id")
 
     @property
     def _filter(self) -> dict[str, Any]:

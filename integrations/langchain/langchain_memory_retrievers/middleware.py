@@ -27,18 +27,11 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from memory_retrievers import (
-    ConfigError,
-    InvalidInputError,
-    MemoryRetriever,
-    MemoryStore,
-    RecallConfig,
-    RecallResult,
-)
-from memory_retrievers.integration import check_former, query_text
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore, RecallConfig, RecallResult
+from memory_retrievers.integration import RecallBinding, query_text
 
 from ._messages import message_record, searchable_text
-from ._recallers import Recallers
+from .llms import to_memory_llm
 
 __all__ = ["MemoryMiddleware"]
 
@@ -94,8 +87,10 @@ class MemoryMiddleware(AgentMiddleware):
             ``lambda rt: rt.context.user_id`` with ``create_agent(..., context_schema=...)``).
         session_id: The conversation a stored turn belongs to: a str, a callable ``runtime -> str``,
             or by default the LangGraph ``thread_id`` of the run.
-        k: Maximum memories injected.
-        token_budget: Maximum tokens of the injected block (``None``: unlimited).
+        k: Maximum memories injected (``None``: ``recall_config.k``, 10 by default, as every
+            adapter's default: :data:`memory_retrievers.integration.DEFAULT_K`).
+        token_budget: Maximum tokens of the injected block: ``"config"`` takes
+            ``recall_config.token_budget`` (2,000 by default), ``None`` means unlimited.
         recall_config: :class:`~memory_retrievers.RecallConfig` (or a dict of overrides).
         llm: Optional LangChain model for query expansion / HyDE during recall.
         remember: What each finished turn leaves as memories: ``"user"`` (default: the user's
@@ -126,8 +121,8 @@ class MemoryMiddleware(AgentMiddleware):
         *,
         namespace: str | Resolver,
         session_id: str | Resolver | None = None,
-        k: int = 5,
-        token_budget: int | None = 1000,
+        k: int | None = None,
+        token_budget: int | Literal["config"] | None = "config",
         recall_config: RecallConfig | Mapping[str, Any] | None = None,
         llm: Any = None,
         remember: Remember | bool = "user",
@@ -136,22 +131,21 @@ class MemoryMiddleware(AgentMiddleware):
         former: Any = None,
     ) -> None:
         super().__init__()
-        if not isinstance(store, MemoryStore):
-            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ConfigError(f"k must be an int >= 1, got {k!r}")
-        if token_budget is not None and (
+        if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+            raise ConfigError(f"k must be an int >= 1 or None, got {k!r}")
+        if token_budget not in ("config", None) and (
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
         ):
-            raise ConfigError(f"token_budget must be an int >= 0 or None, got {token_budget!r}")
+            raise ConfigError(f"token_budget must be an int >= 0, 'config' or None, got {token_budget!r}")
         if isinstance(remember, bool):
             remember = "user" if remember else "off"
         if remember not in _REMEMBER:
             raise ConfigError(
                 f"remember must be one of {', '.join(map(repr, _REMEMBER))} (or a bool), got {remember!r}"
             )
-        self._store = store
-        self._former = check_former(former, store)
+        self._binding = RecallBinding(store, config=recall_config, llm=llm, to_llm=to_memory_llm)
+        self._store = self._binding.store
+        self._former = self._binding.former(former)
         if self._former is not None and remember == "off":
             raise ConfigError('former needs stored turns to form memories from: use remember="user" or "turn"')
         self.k = k
@@ -160,7 +154,6 @@ class MemoryMiddleware(AgentMiddleware):
         self.header = header
         self._namespace = _resolver(namespace, "namespace")
         self._session = _resolver(session_id, "session_id") if session_id is not None else _thread_id
-        self._recallers = Recallers(store, recall_config, llm)
         self.recall_once_per_turn = bool(recall_once_per_turn)
         self._turns: OrderedDict[_TurnKey, RecallResult] = OrderedDict()
         self._turns_lock = threading.Lock()
@@ -179,9 +172,6 @@ class MemoryMiddleware(AgentMiddleware):
             )
         return ns
 
-    def _recaller(self, namespace: str) -> MemoryRetriever:
-        return self._recallers.get(namespace)
-
     def _turn(self, request: ModelRequest[Any]) -> _Turn | None:
         """What recall needs for this model call (``None``: no user message to recall for).
 
@@ -195,7 +185,7 @@ class MemoryMiddleware(AgentMiddleware):
         text = str(message.text)
         if not text.strip():
             return None
-        query = query_text(text, self._recallers.config.max_query_chars)
+        query = query_text(text, self._binding.config.max_query_chars)
         namespace = self._resolve_namespace(request.runtime)
         # Without a message id two turns asking the same words could not be told apart.
         key = (namespace, message.id, query) if self.recall_once_per_turn and message.id else None
@@ -267,7 +257,7 @@ class MemoryMiddleware(AgentMiddleware):
         if turn is not None:
             result = turn.cached
             if result is None:
-                result = self._recaller(turn.namespace).recall(turn.query, **self._recall_args(request))
+                result = self._binding.recall(turn.query, namespace=turn.namespace, **self._recall_args(request))
                 self._keep(turn, result)
             request = self._with_memories(request, result)
         return handler(request)
@@ -282,7 +272,7 @@ class MemoryMiddleware(AgentMiddleware):
         if turn is not None:
             result = turn.cached
             if result is None:
-                result = await self._recaller(turn.namespace).arecall(turn.query, **self._recall_args(request))
+                result = await self._binding.arecall(turn.query, namespace=turn.namespace, **self._recall_args(request))
                 self._keep(turn, result)
             request = self._with_memories(request, result)
         return await handler(request)

@@ -8,29 +8,19 @@ from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, Callba
 from langchain_core.documents import Document
 from langchain_core.load.serializable import Serializable
 from langchain_core.retrievers import BaseRetriever, LangSmithRetrieverParams
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_validator, model_validator
+from pydantic import Field
 
+from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import (
     ConfigError,
     InvalidInputError,
     MemoryFilter,
     MemoryRetriever,
-    MemoryStore,
     RecallConfig,
     RecallResult,
     Reranker,
 )
-from memory_retrievers.integration import (
-    check_arguments,
-    check_store_key,
-    coerce_filter,
-    deepcopy_memo,
-    is_store_spec,
-    open_store,
-    register,
-    store_spec,
-    validated,
-)
+from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, coerce_filter
 
 from ._documents import to_documents
 from .llms import child_callbacks, to_memory_llm
@@ -43,11 +33,11 @@ _Budget = Annotated[int, Field(strict=True, ge=0)]
 
 
 def _restore(cls: type[RecallRetriever], state: dict[str, Any]) -> RecallRetriever:
-    """Unpickle: rebuild from the fields (the store from its spec)."""
+    """Unpickle what an earlier version pickled (it named this function): rebuild from the fields."""
     return cls(**state)
 
 
-class RecallRetriever(BaseRetriever):
+class RecallRetriever(AdapterModel, BaseRetriever):
     """Recall a user's long-term memories with the full memory-retrievers pipeline.
 
     Fused vector/BM25/entity/recency/link channels, decay and priority scoring, then token-budgeted
@@ -69,9 +59,12 @@ class RecallRetriever(BaseRetriever):
     then each call names its user in ``config={"configurable": {"user_id": ...}}``. A call that names
     none raises instead of falling back to a shared namespace.
 
-    Every field can be changed (assignment, ``model_copy(update=...)``, configurable fields): the
-    core retriever is rebuilt from the current fields whenever one it was built from changed.
-    Unknown constructor arguments raise :class:`~memory_retrievers.ConfigError` naming the valid ones.
+    Every field can be changed (assignment, ``model_copy(update=...)``, configurable fields). Recall
+    goes through one core retriever that each call names its namespace to, so a copy re-pointed at
+    another namespace reads that namespace only; it is rebuilt when the store, ``recall_config``,
+    ``llm`` or ``reranker`` changed. The wiring (field checks, copies, serialisation) is
+    :class:`memory_retrievers.integration.AdapterModel`'s. Unknown constructor arguments raise
+    :class:`~memory_retrievers.ConfigError` naming the valid ones.
     ``pickle``, ``copy.deepcopy`` (the copy shares the store) and LangChain's ``dumps``/``loads``
     round-trip it; the store is saved as its spec (uri, table, embedder, config) and reopened, or the
     live store of the process is reused.
@@ -86,10 +79,8 @@ class RecallRetriever(BaseRetriever):
             docs = retriever.invoke("which theme does she like?", kinds=["preference"])
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
+    model_config = ADAPTER_MODEL_CONFIG  # BaseRetriever's own config ("extra": "ignore") would win
 
-    store: MemoryStore
-    """The memory store to recall from."""
     namespace: str | None
     """Whose memories (the user or tenant). Recall never returns another namespace's memories.
     ``None``: set per call through a configurable field (see the class docstring)."""
@@ -111,97 +102,34 @@ class RecallRetriever(BaseRetriever):
     reranker: Reranker | None = None
     """Optional reranker blended with the fused score."""
 
-    # The core retriever and the field values it was built from (compared by identity).
-    _built: tuple[tuple[Any, ...], MemoryRetriever] | None = PrivateAttr(default=None)
-
-    def __init__(self, **data: Any) -> None:
-        check_arguments("RecallRetriever", data, type(self).model_fields)
-        super().__init__(**data)
-
-    @field_validator("store", mode="before")
+    #: A reranker holds a model.
     @classmethod
-    def _reopen(cls, value: Any) -> Any:
-        return open_store(value) if is_store_spec(value) else value
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
 
-    @field_validator("recall_config", mode="before")
-    @classmethod
-    def _config(cls, value: Any) -> Any:
-        # Frozen once validated: an edit in place cannot leave the core retriever out of date.
-        return None if value is None else validated(RecallConfig, value, "RecallConfig")
+    unserialisable = ("reranker",)
 
-    @field_validator("filters", mode="before")
-    @classmethod
-    def _filters(cls, value: Any) -> Any:
-        return None if value is None else coerce_filter(value)
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace(cls, value: str | None, info: ValidationInfo) -> str | None:
-        # A field validator, not a model one: it runs before an assignment lands, so a rejected
-        # namespace leaves the retriever as it was.
-        store = info.data.get("store")
-        if value is None or not isinstance(store, MemoryStore):
-            return value
-        return check_store_key(value, field="namespace", store=store)
-
-    @field_validator("llm")
-    @classmethod
-    def _llm(cls, value: Any) -> Any:
-        to_memory_llm(value)  # raises ConfigError for what cannot drive expansion/HyDE
-        return value
-
-    @model_validator(mode="after")
-    def _register(self) -> RecallRetriever:
-        register(self.store)
-        return self
-
-    def _core(self) -> MemoryRetriever:
-        """The core retriever of the current fields, rebuilt when one it was built from changed."""
-        namespace = self.namespace
-        if namespace is None:
+    def _namespace_now(self) -> str:
+        """This call's namespace: the field (set per call through a configurable field, or fixed)."""
+        if self.namespace is None:
             raise InvalidInputError(
                 "this RecallRetriever has no namespace: build it with namespace='...', or make the namespace "
                 "configurable (retriever.configurable_fields(namespace=ConfigurableField(id='user_id'))) and "
                 "invoke it with config={'configurable': {'user_id': ...}}"
             )
-        inputs = (self.store, namespace, self.recall_config, self.llm, self.reranker)
-        built = self._built
-        if built is not None and all(a is b for a, b in zip(built[0], inputs, strict=True)):
-            return built[1]
-        recaller = MemoryRetriever(
-            self.store,
-            namespace=check_store_key(namespace, field="namespace", store=self.store),  # model_copy skips validators
-            config=self.recall_config,
-            llm=to_memory_llm(self.llm),
-            reranker=self.reranker,
-        )
-        self._built = (inputs, recaller)
-        return recaller
+        return self.namespace
 
     @property
     def memory_retriever(self) -> MemoryRetriever:
-        """The core retriever doing the work (for ``recall()`` with a context block)."""
-        return self._core()
+        """A core retriever reading this retriever's namespace (for ``recall()`` with a context block).
 
-    # ------------------------------------------------------------------ copies and serialisation
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallRetriever:
-        # The store is a handle on a table: a copy uses the same one (copying it would fail, and a
-        # second handle would not see this one's writes).
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built))
+        Recall itself goes through one shared core retriever that every call names its namespace
+        to; this one is built on the same settings with the namespace as its default.
+        """
+        return self.recall_binding().bound(self._namespace_now())
 
-    def _state(self) -> dict[str, Any]:
-        if self.reranker is not None:
-            raise ConfigError(
-                "a RecallRetriever with a reranker cannot be serialised (a reranker holds a model); "
-                "rebuild it with the reranker instead"
-            )
-        state = {name: getattr(self, name) for name in type(self).model_fields}
-        state["store"] = store_spec(self.store, "RecallRetriever")
-        return state
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (_restore, (type(self), self._state()))
-
+    # ------------------------------------------------------------------ LangChain serialisation
     @classmethod
     def is_lc_serializable(cls) -> bool:
         """LangChain's ``dumps``/``loads`` round-trip it (``valid_namespaces=["langchain_memory_retrievers"]``)."""
@@ -215,8 +143,7 @@ class RecallRetriever(BaseRetriever):
                 f"this RecallRetriever's llm ({type(self.llm).__name__}) is not LangChain-serialisable, so the "
                 "retriever cannot be; rebuild it with the llm instead"
             )
-        state = self._state()
-        attributes: dict[str, Any] = {"store": state["store"]}
+        attributes: dict[str, Any] = {"store": self.serialisable_state()["store"]}
         if self.recall_config is not None:
             attributes["recall_config"] = self.recall_config.model_dump(mode="json")
         if self.filters is not None:
@@ -231,7 +158,18 @@ class RecallRetriever(BaseRetriever):
         return params
 
     def _call_args(self, kwargs: dict[str, Any]) -> dict[str, Any]:
-        """Core ``recall`` arguments: this retriever's defaults, overridden by the call's."""
+        """Core ``recall`` arguments: this retriever's defaults, overridden by the call's.
+
+        Raises:
+            InvalidInputError: The call names a ``namespace`` (whose memories a call reads is the
+                ``namespace`` field's to say, so a caller's keyword cannot reach another tenant).
+        """
+        if "namespace" in kwargs:
+            raise InvalidInputError(
+                "namespace is not a per-call argument of RecallRetriever: make the namespace a configurable field "
+                "(retriever.configurable_fields(namespace=ConfigurableField(id='user_id'))) and invoke with "
+                "config={'configurable': {'user_id': ...}}"
+            )
         out: dict[str, Any] = {
             "k": self.k,
             "token_budget": self.token_budget,
@@ -247,11 +185,12 @@ class RecallRetriever(BaseRetriever):
 
     def recall(self, query: str, **kwargs: Any) -> RecallResult:
         """The full :class:`~memory_retrievers.RecallResult` (with ``to_context()``), same arguments."""
-        return self._core().recall(query, **self._call_args(dict(kwargs)))
+        return self.recall_binding().recall(query, namespace=self._namespace_now(), **self._call_args(dict(kwargs)))
 
     async def arecall(self, query: str, **kwargs: Any) -> RecallResult:
         """Async twin of :meth:`recall`."""
-        return await self._core().arecall(query, **self._call_args(dict(kwargs)))
+        namespace = self._namespace_now()
+        return await self.recall_binding().arecall(query, namespace=namespace, **self._call_args(dict(kwargs)))
 
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, **kwargs: Any

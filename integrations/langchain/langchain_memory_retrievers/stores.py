@@ -78,10 +78,10 @@ from memory_retrievers import (
     RecallConfig,
     ScoredMemory,
 )
-from memory_retrievers.integration import PAGE_SIZE, aiter_memories, register, run_sync, unit_rows
+from memory_retrievers.integration import PAGE_SIZE, RecallBinding, aiter_memories, run_sync, unit_rows
 
-from ._recallers import Recallers
 from ._ttl import DEFAULT_SWEEP_INTERVAL_MINUTES, TTL_KEY, Sweeper, check_ttl, check_ttl_config, expires_at
+from .llms import to_memory_llm
 
 __all__ = ["MAX_VALUE_DEPTH", "NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
 
@@ -372,17 +372,16 @@ class MemoryStoreLangGraph(BaseStore):
         ranking: Ranking = "recall",
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
-        if not isinstance(store, MemoryStore):
-            raise InvalidInputError(f"store must be a MemoryStore, got {type(store).__name__}")
         if isinstance(index_fields, str):
             raise InvalidInputError(f"index_fields must be a list of paths; wrap it: [{index_fields!r}]")
         if ranking not in ("recall", "vector"):
             raise ConfigError(f"ranking must be 'recall' or 'vector', got {ranking!r}")
-        self._store = register(store)
+        # One core retriever for every LangGraph namespace: each search names its core namespace.
+        self._binding = RecallBinding(store, config=recall_config, llm=llm, to_llm=to_memory_llm)
+        self._store = self._binding.store
         self.index_fields = tuple(index_fields) if index_fields is not None else None
         self.kind = MemoryKind(kind)
         self.ranking: Ranking = ranking
-        self._recallers = Recallers(store, recall_config, llm)
         self.ttl_config = check_ttl_config(ttl)  # type: ignore[assignment]
         self._sweeper = Sweeper(self.sweep_ttl)
 
@@ -676,7 +675,7 @@ class MemoryStoreLangGraph(BaseStore):
             args["ids"] = [m.id for m in selected]
         if unindexed:
             args["exclude_ids"] = unindexed
-        result = await self._recallers.get(ns).arecall(query, **args)
+        result = await self._binding.arecall(query, namespace=ns, **args)
         return list(result.memories)
 
     @staticmethod

@@ -15,6 +15,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 
 from langchain_memory_retrievers import MemoryMiddleware
 from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
+from memory_retrievers.integration import DEFAULT_K
 
 
 class SpyModel(FakeMessagesListChatModel):
@@ -45,17 +46,18 @@ def weather_call(city: str) -> AIMessage:
 
 
 class CountingMiddleware(MemoryMiddleware):
-    """Counts the recalls the middleware runs (by wrapping each namespace's core retriever)."""
+    """Counts the recalls the middleware runs (by wrapping its one recall binding, which serves every namespace)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.recalls = 0
-
-    def _recaller(self, namespace: str) -> Any:
-        real = super()._recaller(namespace)
+        real = self._binding
         outer = self
 
         class Counted:
+            def __getattr__(self, name: str) -> Any:
+                return getattr(real, name)
+
             def recall(self, *a: Any, **kw: Any) -> Any:
                 outer.recalls += 1
                 return real.recall(*a, **kw)
@@ -64,7 +66,7 @@ class CountingMiddleware(MemoryMiddleware):
                 outer.recalls += 1
                 return await real.arecall(*a, **kw)
 
-        return Counted()
+        self._binding = Counted()  # type: ignore[assignment]
 
 
 def system_text(messages: list[BaseMessage]) -> str:
@@ -300,3 +302,36 @@ def test_a_named_participant_is_stored_with_their_name(store: MemoryStore) -> No
     agent.invoke({"messages": [HumanMessage("I went to the support group", name="Caroline")]})
     (stored,) = store.list("team")
     assert stored.text == "user: Caroline: I went to the support group"
+
+
+def _injected(store: MemoryStore, middleware: MemoryMiddleware) -> list[str]:
+    model = spy("ok")
+    create_agent(model, tools=[], middleware=[middleware]).invoke({"messages": [HumanMessage("tea facts?")]})
+    return [line for line in system_text(model.seen[0]).splitlines() if "tea fact" in line]
+
+
+def test_k_and_the_budget_default_to_the_recall_configs(store: MemoryStore) -> None:
+    # One set of defaults for every adapter: RecallConfig's (k 10, 2,000 tokens), not the
+    # middleware's own (5 and 1,000 before issue 28).
+    store.add_many([{"text": f"tea fact number {i}"} for i in range(12)], namespace="alice")
+    shared = MemoryMiddleware(store, namespace="alice", remember="off")
+    assert (shared.k, shared.token_budget) == (None, "config")
+    assert len(_injected(store, shared)) == DEFAULT_K == 10
+    configured = MemoryMiddleware(store, namespace="alice", remember="off", recall_config={"k": 3})
+    assert len(_injected(store, configured)) == 3
+    explicit = MemoryMiddleware(store, namespace="alice", remember="off", k=2, recall_config={"k": 3})
+    assert len(_injected(store, explicit)) == 2
+
+
+def test_one_core_retriever_serves_every_namespace(store: MemoryStore) -> None:
+    store.add("Alice drinks green tea", namespace="alice")
+    store.add("Bob drinks black coffee", namespace="bob")
+    middleware = MemoryMiddleware(store, namespace=lambda runtime: runtime.context["user"], remember="off")
+    shared = middleware._binding.retriever
+    for user, drink in [("alice", "green tea"), ("bob", "black coffee"), ("alice", "green tea")]:
+        model = spy("ok")
+        agent = create_agent(model, tools=[], middleware=[middleware], context_schema=dict)
+        agent.invoke({"messages": [HumanMessage("what do I drink?")]}, context={"user": user})
+        system = system_text(model.seen[0])
+        assert drink in system and ({"green tea", "black coffee"} - {drink}).pop() not in system
+    assert middleware._binding.retriever is shared and shared.namespace is None

@@ -24,21 +24,17 @@ from typing import Any
 from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.storage.chat_store.base import BaseChatStore
 from llama_index.core.storage.chat_store.base_db import AsyncDBChatStore, MessageStatus
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_serializer, field_validator
+from pydantic import BaseModel, Field
 
-from memory_retrievers import Memory, MemoryKind, MemoryStore, NotFoundError, StorageError
+from memory_retrievers import Memory, MemoryKind, NotFoundError, StorageError
 from memory_retrievers.integration import (
+    ADAPTER_MODEL_CONFIG,
     PAGE_SIZE,
+    AdapterModel,
     aall_memories,
     adelete_ids,
-    check_arguments,
     check_store_key,
-    deepcopy_memo,
-    is_store_spec,
-    open_store,
-    register,
     run_sync,
-    store_spec,
 )
 
 from ._messages import SEQ_KEY, from_memories, message_record, ordered
@@ -99,47 +95,20 @@ def _status(memory: Memory) -> MessageStatus:
 
 
 def restore(cls: type[BaseModel], state: dict[str, Any]) -> BaseModel:
-    """Unpickle an adapter: rebuild it from its fields (the store from its spec)."""
+    """Unpickle what an earlier version pickled (it named this function): rebuild from the fields."""
     return cls(**state)
 
 
-class _Sessions(BaseModel):
-    """Messages of the sessions of one namespace: what both chat stores are made of."""
+class _Sessions(AdapterModel):
+    """Messages of the sessions of one namespace: what both chat stores are made of.
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
+    The store, namespace, copy and serialisation wiring is :class:`~memory_retrievers.integration.AdapterModel`'s.
+    """
 
-    store: MemoryStore = Field(description="The memory store.")
+    model_config = ADAPTER_MODEL_CONFIG  # BaseComponent's config would win otherwise
+    extra_arguments = ("class_name",)  # LlamaIndex's to_dict writes it; from_dict passes it back
+
     namespace: str = Field(description="The user or tenant whose chats these are.")
-
-    def __init__(self, **data: Any) -> None:
-        check_arguments(type(self).__name__, data, [*type(self).model_fields, "class_name"])
-        data.pop("class_name", None)
-        super().__init__(**data)
-
-    @field_validator("store", mode="before")
-    @classmethod
-    def _reopen(cls, value: Any) -> Any:
-        return register(open_store(value)) if is_store_spec(value) else value
-
-    @field_validator("namespace")
-    @classmethod
-    def _check_namespace(cls, value: str, info: ValidationInfo) -> str:
-        store = info.data.get("store")
-        if not isinstance(store, MemoryStore):
-            return value  # the store's own error is reported
-        return check_store_key(value, field="namespace", store=register(store))
-
-    @field_serializer("store")
-    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
-        return store_spec(store, type(self).__name__)
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> _Sessions:
-        return super().__deepcopy__(deepcopy_memo(memo, self.store))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        state = {name: getattr(self, name) for name in type(self).model_fields}
-        state["store"] = store_spec(self.store, type(self).__name__)
-        return (restore, (type(self), state))
 
     # ------------------------------------------------------------------ building blocks
     def _key(self, key: str) -> str:

@@ -3,30 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory.types import BaseMemory
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
+from pydantic import Field
 
-from memory_retrievers import ConfigError, Memory, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import (
-    check_arguments,
-    check_former,
-    check_store_key,
-    deepcopy_memo,
-    is_store_spec,
-    open_store,
-    query_text,
-    register,
-    run_sync,
-    store_spec,
-    validated,
-)
+from memory_retrievers import LLM as MemoryLLM
+from memory_retrievers import ConfigError, Memory, MemoryRetriever, RecallConfig
+from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, check_arguments, query_text, run_sync
 
 from ._messages import from_memories
 from .bridges import to_memory_llm
-from .chat_store import MemoryChatStore, restore
+from .chat_store import MemoryChatStore
 from .memory_block import latest_query, window_texts
 
 __all__ = ["RecallMemory"]
@@ -35,7 +24,7 @@ _Count = Annotated[int, Field(strict=True, ge=1)]
 _Budget = Annotated[int, Field(strict=True, ge=0)]
 
 
-class RecallMemory(BaseMemory):
+class RecallMemory(AdapterModel, BaseMemory):
     """Memory for LlamaIndex agents and chat engines that take ``memory=``.
 
     ``get`` returns a system message with the long-term memories recalled for the latest user
@@ -46,8 +35,12 @@ class RecallMemory(BaseMemory):
     leaves the old chat). ``reset`` clears this session's chat, never the long-term memories: its
     messages stay memories that later recalls find; ``forget_session`` deletes them.
 
-    Every field can be reassigned (checked like the constructor's); the chat store and core
-    retriever are rebuilt when a field they were built from changed. Unknown arguments raise
+    Every field can be reassigned (checked like the constructor's). The chat store is built on the
+    current store and namespace at each use, and recall goes through one core retriever that each
+    call names the current namespace to, so a copy re-pointed at another namespace reads that one
+    only. ``k`` and ``recall_token_budget`` default to the recall config's (as every adapter's: 10
+    memories, 2,000 tokens unless ``recall_config`` says otherwise). The wiring (field checks,
+    copies, serialisation) is :class:`memory_retrievers.integration.AdapterModel`'s. Unknown arguments raise
     :class:`~memory_retrievers.ConfigError` naming the valid ones. ``to_dict``/``to_json``/
     ``from_dict``/``from_json`` and ``pickle`` round-trip it (the store as its spec) when ``llm`` is
     ``None``.
@@ -60,14 +53,15 @@ class RecallMemory(BaseMemory):
             await agent.run("Where do I live?", memory=memory)
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
+    model_config = ADAPTER_MODEL_CONFIG  # BaseComponent's config would win otherwise
 
-    store: MemoryStore = Field(description="The memory store.")
     namespace: str = Field(description="Whose memories.")
     session_id: str = Field(default="default", description="This conversation (the chat store key).")
     token_limit: _Count = Field(default=3000, description="Token limit of the recent chat returned by get().")
-    k: _Count = Field(default=5, description="Maximum recalled memories.")
-    recall_token_budget: _Budget = Field(default=800, description="Token budget of the recalled block.")
+    k: _Count | None = Field(default=None, description="Maximum recalled memories (None: recall_config.k).")
+    recall_token_budget: _Budget | Literal["config"] = Field(
+        default="config", description="Token budget of the recalled block ('config': recall_config.token_budget)."
+    )
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
     former: Any = Field(
@@ -80,71 +74,21 @@ class RecallMemory(BaseMemory):
         description="Text before the recalled memories in the system message.",
     )
 
-    _built: tuple[tuple[Any, ...], tuple[MemoryChatStore, MemoryRetriever]] | None = PrivateAttr(default=None)
-
-    def __init__(self, **data: Any) -> None:
-        check_arguments("RecallMemory", data, [*type(self).model_fields, "class_name"])
-        data.pop("class_name", None)
-        super().__init__(**data)
-
-    @field_validator("store", mode="before")
     @classmethod
-    def _reopen(cls, value: Any) -> Any:
-        return open_store(value) if is_store_spec(value) else value
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
 
-    @field_validator("namespace", "session_id")
-    @classmethod
-    def _key(cls, value: str, info: ValidationInfo) -> str:
-        store = info.data.get("store")
-        if not isinstance(store, MemoryStore):
-            return value
-        return check_store_key(value, field=str(info.field_name), store=register(store))
-
-    @field_validator("recall_config", mode="before")
-    @classmethod
-    def _config(cls, value: Any) -> Any:
-        return None if value is None else validated(RecallConfig, value, "RecallConfig")
-
-    @field_validator("llm")
-    @classmethod
-    def _llm(cls, value: Any) -> Any:
-        to_memory_llm(value)
-        return value
-
-    @field_validator("former")
-    @classmethod
-    def _former(cls, value: Any, info: ValidationInfo) -> Any:
-        store = info.data.get("store")
-        return check_former(value, store) if isinstance(store, MemoryStore) else value
-
-    @field_serializer("store")
-    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
-        return store_spec(store, "RecallMemory")
-
-    def _check_serialisable(self) -> None:
-        if self.llm is not None or self.former is not None:
-            raise ConfigError(
-                "a RecallMemory with an llm or a former cannot be serialised; rebuild it with them instead"
-            )
-        store_spec(self.store, "RecallMemory")  # raises ConfigError for an embedder that cannot be rebuilt
+    extra_arguments = ("class_name",)  # LlamaIndex's to_dict writes it; from_dict passes it back
 
     def to_dict(self, **kwargs: Any) -> dict[str, Any]:
         """The fields as JSON-friendly data (the store as its spec); ``from_dict`` reopens it.
 
         Raises:
-            ConfigError: ``llm`` is set, or the store's embedder cannot be rebuilt from its name.
+            ConfigError: ``llm`` or ``former`` is set, or the store's embedder cannot be rebuilt from its name.
         """
-        self._check_serialisable()
+        self.serialisable_state()  # raises ConfigError for an llm, a former or an embedder that cannot be rebuilt
         return super().to_dict(**kwargs)
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemory:
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built, self.former))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        self._check_serialisable()
-        state = {name: getattr(self, name) for name in type(self).model_fields}
-        state["store"] = store_spec(self.store, "RecallMemory")
-        return (restore, (type(self), state))
 
     @classmethod
     def class_name(cls) -> str:
@@ -171,35 +115,20 @@ class RecallMemory(BaseMemory):
             memory.set(list(chat_history))
         return memory
 
-    def _parts(self) -> tuple[MemoryChatStore, MemoryRetriever]:
-        """The chat store and core retriever of the current fields (rebuilt when one changed)."""
-        inputs = (self.store, self.namespace, self.recall_config, self.llm)
-        built = self._built
-        if built is not None and all(a is b for a, b in zip(built[0], inputs, strict=True)):
-            return built[1]
-        parts = (
-            MemoryChatStore(store=self.store, namespace=self.namespace),
-            MemoryRetriever(
-                self.store, namespace=self.namespace, config=self.recall_config, llm=to_memory_llm(self.llm)
-            ),
-        )
-        self._built = (inputs, parts)
-        return parts
-
     @property
     def chat_store(self) -> MemoryChatStore:
-        """Where this memory keeps the chat."""
-        return self._parts()[0]
+        """Where this memory keeps the chat: this namespace's sessions (built on the current fields)."""
+        return MemoryChatStore(store=self.store, namespace=self.namespace)
 
     @property
     def memory_retriever(self) -> MemoryRetriever:
-        """The core retriever recalling the long-term memories."""
-        return self._parts()[1]
+        """A core retriever reading this memory's namespace, on its current settings."""
+        return self.recall_binding().bound(self.namespace)
 
     # ------------------------------------------------------------------ async (the implementation)
     def _recent(self, memories: list[Memory]) -> list[Memory]:
         """The newest messages within ``token_limit`` (always at least the last one)."""
-        counter = self.memory_retriever.token_counter
+        counter = self.recall_binding().token_counter
         kept: list[Memory] = []
         used = 0
         for memory in reversed(memories):
@@ -217,16 +146,17 @@ class RecallMemory(BaseMemory):
         """Recalled long-term memories (a system message) and the recent chat."""
         recent_memories = self._recent(await self.chat_store.amemories(self.session_id))
         recent = from_memories(recent_memories)
-        recaller = self.memory_retriever
-        limit = recaller.config.max_query_chars
+        binding = self.recall_binding()
+        limit = binding.config.max_query_chars
         query = query_text(input, limit) if input and input.strip() else latest_query(recent, limit)
         if query is None:
             return recent
         # This session's recent turns are already in the prompt (and so is the input): recall past
         # them, not them, by id and by what they say.
         asked = [ChatMessage(role=MessageRole.USER, content=input)] if input and input.strip() else []
-        result = await recaller.arecall(
+        result = await binding.arecall(
             query,
+            namespace=self.namespace,
             k=self.k,
             token_budget=self.recall_token_budget,
             exclude_ids={m.id for m in recent_memories},

@@ -9,27 +9,15 @@ from typing import Annotated, Any, Literal
 
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
 from llama_index.core.memory import BaseMemoryBlock
-from pydantic import ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
+from pydantic import Field, PrivateAttr
 
-from memory_retrievers import ConfigError, MemoryKind, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.integration import (
-    aall_memories,
-    chat_text,
-    check_arguments,
-    check_former,
-    check_store_key,
-    deepcopy_memo,
-    is_store_spec,
-    open_store,
-    query_text,
-    register,
-    store_spec,
-    validated,
-)
+from memory_retrievers import LLM as MemoryLLM
+from memory_retrievers import MemoryKind, MemoryRetriever, RecallConfig
+from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, aall_memories, chat_text, query_text
 
 from ._messages import MESSAGE_KEY, message_record, message_text
 from .bridges import to_memory_llm
-from .chat_store import ARCHIVED_TAG, restore
+from .chat_store import ARCHIVED_TAG
 
 __all__ = ["RecallMemoryBlock", "latest_query", "window_texts"]
 
@@ -69,7 +57,7 @@ def _payload(message: ChatMessage, session: str | None) -> str:
     return json.dumps(data, sort_keys=True)
 
 
-class RecallMemoryBlock(BaseMemoryBlock[str]):
+class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
     """Recall the memories that matter for the latest messages, within this block's token budget.
 
     ``Memory`` calls ``aget`` with the current chat; the block recalls for the latest user message
@@ -86,8 +74,12 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
     restatement at best, a guess at worst), which the agent would later recall as if they were
     facts about the user. ``remember="turn"`` keeps every role.
 
-    Every field can be reassigned (checked like the constructor's): the core retriever is rebuilt
-    when one it was built from changed. Unknown arguments raise
+    Every field can be reassigned (checked like the constructor's). Recall goes through one core
+    retriever that each call names the block's current namespace to, so a copy re-pointed at another
+    namespace reads that one only. ``k`` and ``token_budget`` default to the recall config's (as
+    every adapter's: 10 memories, 2,000 tokens unless ``recall_config`` says otherwise). The wiring
+    (field checks, copies, serialisation) is :class:`memory_retrievers.integration.AdapterModel`'s.
+    Unknown arguments raise
     :class:`~memory_retrievers.ConfigError`. ``pickle`` and ``model_dump``/``model_validate``
     round-trip it (the store as its spec) when ``llm`` is ``None``.
 
@@ -98,13 +90,14 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
             memory = Memory.from_defaults(session_id="chat-1", memory_blocks=[block])
     """
 
-    model_config = ConfigDict(arbitrary_types_allowed=True, validate_assignment=True, extra="forbid")
+    model_config = ADAPTER_MODEL_CONFIG  # BaseMemoryBlock's own config would win otherwise
 
     name: str = Field(default="recalled_memories", description="The block's name in the memory template.")
-    store: MemoryStore = Field(description="The memory store.")
     namespace: str = Field(description="Whose memories.")
-    k: _Count = Field(default=5, description="Maximum memories in the block.")
-    token_budget: _Count = Field(default=800, description="Maximum tokens of the block.")
+    k: _Count | None = Field(default=None, description="Maximum memories in the block (None: recall_config.k).")
+    token_budget: _Count | Literal["config"] = Field(
+        default="config", description="Maximum tokens of the block ('config': recall_config.token_budget)."
+    )
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
     former: Any = Field(
@@ -118,84 +111,26 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         "MemoryMiddleware does) or 'turn' (every role).",
     )
 
-    _built: tuple[tuple[Any, ...], MemoryRetriever] | None = PrivateAttr(default=None)
     _last_query: tuple[str, list[str]] | None = PrivateAttr(default=None)
 
-    def __init__(self, **data: Any) -> None:
-        check_arguments("RecallMemoryBlock", data, type(self).model_fields)
-        super().__init__(**data)
-
-    @field_validator("store", mode="before")
     @classmethod
-    def _reopen(cls, value: Any) -> Any:
-        return open_store(value) if is_store_spec(value) else value
-
-    @field_validator("namespace")
-    @classmethod
-    def _namespace(cls, value: str, info: ValidationInfo) -> str:
-        store = info.data.get("store")
-        return (
-            check_store_key(value, field="namespace", store=register(store))
-            if isinstance(store, MemoryStore)
-            else value
-        )
-
-    @field_validator("recall_config", mode="before")
-    @classmethod
-    def _config(cls, value: Any) -> Any:
-        return None if value is None else validated(RecallConfig, value, "RecallConfig")
-
-    @field_validator("llm")
-    @classmethod
-    def _llm(cls, value: Any) -> Any:
-        to_memory_llm(value)
-        return value
-
-    @field_validator("former")
-    @classmethod
-    def _former(cls, value: Any, info: ValidationInfo) -> Any:
-        store = info.data.get("store")
-        return check_former(value, store) if isinstance(store, MemoryStore) else value
-
-    @field_serializer("store")
-    def _store_spec(self, store: MemoryStore) -> dict[str, Any]:
-        return store_spec(store, "RecallMemoryBlock")
-
-    def __deepcopy__(self, memo: dict[int, Any] | None = None) -> RecallMemoryBlock:
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, self._built, self.former))
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        if self.llm is not None or self.former is not None:
-            raise ConfigError(
-                "a RecallMemoryBlock with an llm or a former cannot be serialised; rebuild it with them instead"
-            )
-        state = {name: getattr(self, name) for name in type(self).model_fields}
-        state["store"] = store_spec(self.store, "RecallMemoryBlock")
-        return (restore, (type(self), state))
+    def convert_llm(cls, llm: Any) -> MemoryLLM | None:
+        """A framework model (wrapped) or anything the core accepts, as a core LLM."""
+        return to_memory_llm(llm)
 
     @property
     def memory_retriever(self) -> MemoryRetriever:
-        """The core retriever of the current fields (rebuilt when one it was built from changed)."""
-        inputs = (self.store, self.namespace, self.recall_config, self.llm)
-        built = self._built
-        if built is not None and all(a is b for a, b in zip(built[0], inputs, strict=True)):
-            return built[1]
-        recaller = MemoryRetriever(
-            self.store,
-            namespace=check_store_key(self.namespace, field="namespace", store=self.store),
-            config=self.recall_config,
-            llm=to_memory_llm(self.llm),
-        )
-        self._built = (inputs, recaller)
-        return recaller
+        """A core retriever reading this block's namespace, on the block's current settings."""
+        return self.recall_binding().bound(self.namespace)
 
-    async def _recall(self, query: str, budget: int, shown: Sequence[str]) -> str:
-        result = await self.memory_retriever.arecall(query, k=self.k, token_budget=budget, exclude_texts=shown)
+    async def _recall(self, query: str, budget: int | str, shown: Sequence[str]) -> str:
+        result = await self.recall_binding().arecall(
+            query, namespace=self.namespace, k=self.k, token_budget=budget, exclude_texts=shown
+        )
         return result.to_context()
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        recaller = self.memory_retriever
-        query = latest_query(messages, recaller.config.max_query_chars)
+        query = latest_query(messages, self.recall_binding().config.max_query_chars)
         shown = window_texts(messages, self.store.config.max_text_chars)
         self._last_query = None if query is None else (query, shown)
         if query is None:
@@ -236,7 +171,7 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
         """Re-select within ``tokens(content) - tokens_to_truncate`` tokens (``None`` if nothing fits)."""
         if not content or self._last_query is None:
             return None
-        budget = self.memory_retriever.token_counter.count(content) - tokens_to_truncate
+        budget = self.recall_binding().token_counter.count(content) - tokens_to_truncate
         if budget <= 0:
             return None
         query, shown = self._last_query

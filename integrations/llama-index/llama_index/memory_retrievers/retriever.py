@@ -23,7 +23,7 @@ from memory_retrievers import (
     Reranker,
     ScoredMemory,
 )
-from memory_retrievers.integration import check_store_key, coerce_filter, register, run_sync
+from memory_retrievers.integration import RecallBinding, coerce_filter, run_sync
 
 from .bridges import to_memory_llm
 
@@ -188,15 +188,9 @@ class RecallRetriever(BaseRetriever):
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
         ):
             raise ConfigError(f"token_budget must be an int >= 0, 'config' or None, got {token_budget!r}")
-        if not isinstance(store, MemoryStore):
-            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
-        self._store = register(store)
-        self._config = recall_config
-        self._llm = to_memory_llm(llm)
-        self._reranker = reranker
-        # Built now so a bad config or reranker fails here, not on the first query.
-        MemoryRetriever(store, namespace="config-check", config=recall_config, llm=self._llm, reranker=reranker)
-        self._fixed: MemoryRetriever | None = None
+        # One core retriever for every namespace, built now (a bad config or reranker fails here):
+        # each query names the namespace it reads.
+        self._binding = RecallBinding(store, config=recall_config, llm=llm, reranker=reranker, to_llm=to_memory_llm)
         self.namespace = namespace
         self._filter = coerce_filter(filters)
         self.similarity_top_k = similarity_top_k
@@ -206,7 +200,7 @@ class RecallRetriever(BaseRetriever):
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     def __repr__(self) -> str:
-        return f"RecallRetriever(namespace={self._namespace!r}, store={self._store!r})"
+        return f"RecallRetriever(namespace={self._namespace!r}, store={self.store!r})"
 
     @property
     def namespace(self) -> str | None:
@@ -215,44 +209,48 @@ class RecallRetriever(BaseRetriever):
 
     @namespace.setter
     def namespace(self, value: str | None) -> None:
-        # The core retriever of a fixed namespace is rebuilt here, so reassigning the namespace
-        # can never leave recall reading the previous tenant.
-        if value is None:
-            self._fixed = None
-        else:
-            value = check_store_key(value, field="namespace", store=self._store)
-            self._fixed = self._build(value)
-        self._namespace = value
+        self._namespace = None if value is None else self._binding.key(value)
 
-    def _build(self, namespace: str) -> MemoryRetriever:
-        return MemoryRetriever(
-            self._store, namespace=namespace, config=self._config, llm=self._llm, reranker=self._reranker
-        )
+    def _namespace_now(self) -> str:
+        """This query's namespace: the retriever's, else the enclosing :func:`using_namespace` block's.
 
-    @property
-    def memory_retriever(self) -> MemoryRetriever:
-        """The core retriever for this call's namespace.
+        Read in the caller's context (the block is a context variable), never on the core's loop thread.
 
         Raises:
             InvalidInputError: ``namespace`` is ``None`` and no :func:`using_namespace` block is active.
         """
-        if self._fixed is not None:
-            return self._fixed
+        if self._namespace is not None:
+            return self._namespace
         namespace = current_namespace()
         if namespace is None:
             raise InvalidInputError(
                 "this RecallRetriever has no namespace: build it with namespace='...', or run the query inside "
                 "`with using_namespace(user_id):`"
             )
-        return self._build(check_store_key(namespace, field="namespace", store=self._store))
+        return self._binding.key(namespace)
+
+    @property
+    def memory_retriever(self) -> MemoryRetriever:
+        """A core retriever reading this call's namespace (for ``recall()`` with a context block).
+
+        Raises:
+            InvalidInputError: ``namespace`` is ``None`` and no :func:`using_namespace` block is active.
+        """
+        return self._binding.bound(self._namespace_now())
 
     @property
     def store(self) -> MemoryStore:
         """The underlying store."""
-        return self._store
+        return self._binding.store
 
     # ------------------------------------------------------------------ shared logic
     def _args(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        if "namespace" in overrides:
+            # Whose memories a query reads is the retriever's (or the using_namespace block's) to say.
+            raise InvalidInputError(
+                "namespace is not a per-call argument of RecallRetriever: build it with namespace=None and run the "
+                "query inside `with using_namespace(user_id):`, or set retriever.namespace"
+            )
         args: dict[str, Any] = {
             "k": self.similarity_top_k,
             "token_budget": self.token_budget,
@@ -287,19 +285,19 @@ class RecallRetriever(BaseRetriever):
             **overrides: ``similarity_top_k``, ``token_budget``, ``recall_config`` (a dict of
                 overrides), ``project``, ``topic``, ``explain``, ``now`` and any filter field.
         """
-        return await self._arecall(self.memory_retriever, query, overrides)
+        return await self._arecall(self._namespace_now(), query, overrides)
 
-    async def _arecall(
-        self, recaller: MemoryRetriever, query: str | QueryBundle, overrides: Mapping[str, Any]
-    ) -> RecallResult:
+    async def _arecall(self, namespace: str, query: str | QueryBundle, overrides: Mapping[str, Any]) -> RecallResult:
         bundle = QueryBundle(query_str=query) if isinstance(query, str) else query
         vector = await self._aquery_vector(bundle)
-        return await recaller.arecall(bundle.query_str, query_vector=vector, **self._args(overrides))
+        return await self._binding.arecall(
+            bundle.query_str, namespace=namespace, query_vector=vector, **self._args(overrides)
+        )
 
     def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
         """Sync twin of :meth:`arecall`."""
         # The namespace is read here, in the caller's context, not on the core's loop thread.
-        return run_sync(self._arecall(self.memory_retriever, query, overrides))
+        return run_sync(self._arecall(self._namespace_now(), query, overrides))
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
         """``aretrieve`` with per-call overrides (same keywords as :meth:`arecall`)."""

@@ -11,6 +11,7 @@ from llama_index.core.storage.chat_store.base_db import MessageStatus
 
 from llama_index.memory_retrievers import MemoryChatStore, RecallMemory, RecallMemoryBlock
 from memory_retrievers import InvalidInputError, MemoryStore
+from memory_retrievers.integration import DEFAULT_K
 from memory_retrievers.testing import ManualClock
 
 
@@ -35,6 +36,24 @@ async def test_block_recalls_for_the_latest_user_message_inside_memory(filled: M
     # LlamaIndex's Memory keeps an in-memory SQLite engine it never closes; close it here so its
     # connection is not garbage-collected open (a ResourceWarning).
     await memory.sql_store._async_engine.dispose()
+
+
+@pytest.mark.parametrize("build", ["block", "memory"])
+async def test_k_and_the_budget_default_to_the_recall_configs(store: MemoryStore, build: str) -> None:
+    # One set of defaults for every adapter: RecallConfig's (k 10, 2,000 tokens), not the
+    # block's and memory's own (5 and 800 before issue 28).
+    store.add_many([{"text": f"tea fact number {i}"} for i in range(12)], namespace="alice")
+
+    async def recalled(**kwargs: object) -> int:
+        if build == "block":
+            block = RecallMemoryBlock(store=store, namespace="alice", **kwargs)
+            return (await block.aget([user("tea facts?")])).count("tea fact number")
+        memory = RecallMemory(store=store, namespace="alice", session_id="s", **kwargs)
+        return str((await memory.aget("tea facts?"))[0].content).count("tea fact number")
+
+    assert await recalled() == DEFAULT_K == 10
+    assert await recalled(recall_config={"k": 3}) == 3
+    assert await recalled(k=2, recall_config={"k": 3}) == 2
 
 
 async def test_block_stores_flushed_messages_and_truncates_by_selection(store: MemoryStore) -> None:

@@ -89,7 +89,7 @@ def test_a_retriever_with_a_reassigned_namespace_reads_the_new_tenant(two_tenant
 
 
 def test_a_rejected_assignment_leaves_the_block_as_it_was(two_tenants: MemoryStore) -> None:
-    block = RecallMemoryBlock(store=two_tenants, namespace="alice")
+    block = RecallMemoryBlock(store=two_tenants, namespace="alice", k=5)  # k's default is None (recall_config.k)
     with pytest.raises(ValidationError, match="namespace"):
         block.namespace = ""
     with pytest.raises(ValidationError, match="k"):
