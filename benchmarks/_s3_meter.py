@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler
 from typing import Any
 
-from memory_retrievers.race_proxy import LoopbackProxy
+from testing.race_proxy import LoopbackProxy
 
 KINDS = ("GET", "PUT", "LIST", "HEAD", "DELETE", "POST")
 

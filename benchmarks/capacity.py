@@ -31,13 +31,14 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository's root: testing/ (the test servers)
 
 from _capacity_plan import plan
 from _data import DEFAULT_LOCOMO, load_turns
 from _s3_meter import KINDS, MeteredProxy, Usage
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 DIM = 384  # all-MiniLM-L6-v2's width, the default model's
 K = 10

@@ -17,13 +17,17 @@ from __future__ import annotations
 
 import argparse
 import multiprocessing as mp
+import sys
 import time
 import uuid
+from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's root: testing/ (the test servers)
+
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
-from memory_retrievers.race_proxy import RaceProxy
+from testing.local_s3 import LocalS3Server
+from testing.race_proxy import RaceProxy
 
 
 def writer(uri: str, options: dict[str, str] | None, worker: int, writes: int, barrier: Any, out: Any) -> None:

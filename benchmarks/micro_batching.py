@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -26,8 +27,10 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the repository's root: testing/ (the test servers)
+
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 MODES: dict[str, tuple[str, float]] = {  # name: (call, linger in ms)
     "add": ("add", 0.0),

@@ -31,12 +31,13 @@ from typing import Any
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # the repository's root: testing/ (the test servers)
 
 from _data import DEFAULT_LOCOMO, Turn, load_turns
 from locomo_recall import K, load_questions
 
 from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 
 def pct(values: Sequence[float], q: float) -> float:

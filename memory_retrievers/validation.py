@@ -272,8 +272,17 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
     if not isinstance(pinned, bool):
         raise InvalidInputError(f"pinned must be a bool, got {type(pinned).__name__}")
     out["pinned"] = pinned
+    out.update(_fields_without_default(raw, config))
+    # Which fields the caller set (a dedup "update" replaces only those).
+    out["_given"] = frozenset(str(k) for k in raw)
+    return out
+
+
+def _fields_without_default(raw: Mapping[str, Any], config: StoreConfig) -> dict[str, Any]:
+    """The fields a record may leave out altogether (``None`` counts as left out), checked."""
+    out: dict[str, Any] = {}
     if raw.get("id") is not None:
-        out["id"] = check_key(raw["id"], field="id", max_chars=keys)
+        out["id"] = check_key(raw["id"], field="id", max_chars=config.max_key_chars)
     if raw.get("created_at") is not None:
         out["created_at"] = to_utc(raw["created_at"], "created_at")
     if raw.get("expires_at") is not None:
@@ -290,6 +299,4 @@ def validate_record(raw: Any, config: StoreConfig, *, namespace: str | None = No
         )
     if raw.get("vector") is not None:
         out["vector"] = raw["vector"]  # shape and values are checked against the table's dimension
-    # Which fields the caller set (a dedup "update" replaces only those).
-    out["_given"] = frozenset(str(k) for k in raw)
     return out

@@ -48,18 +48,7 @@ def eval_locomo(inv: Invocation, /, path: str, **params: Any) -> None:
     from ..store import MemoryStore
 
     config = recall_config_from(params).model_copy(update={"record_access": False, "k": 10, "token_budget": None})
-    file = Path(path) if Path(path).is_absolute() else inv.cwd / path
-    try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise exits.CliError(f"cannot read {path}: {exc.strerror or exc}", exits.INVALID_INPUT) from None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise exits.CliError(f"{path} is not JSON: {exc}", exits.INVALID_INPUT) from None
-    if not locomo.is_locomo(data):
-        raise exits.CliError(
-            f"{path} is not LoCoMo JSON (a list of objects with a 'conversation')", exits.INVALID_INPUT
-        )
-    convs = locomo.conversations(data)[: params["conversations"]]
+    convs = locomo.conversations(_read_locomo(inv, path))[: params["conversations"]]
     turns: list[locomo.Turn] = []
     questions: list[locomo.Question] = []
     for i, conv in enumerate(convs):
@@ -92,9 +81,29 @@ def eval_locomo(inv: Invocation, /, path: str, **params: Any) -> None:
     if params["as_json"]:
         inv.json({"path": path, "embedder": embedder.name, "k": 10, "rows": [r.to_dict() for r in rows]})
         return
+    _print_table(inv, path, embedder.name, rows)
+
+
+def _read_locomo(inv: Invocation, /, path: str) -> Any:
+    """The parsed JSON of a LoCoMo file (relative to the invocation's folder); a typed exit otherwise."""
+    file = Path(path) if Path(path).is_absolute() else inv.cwd / path
+    try:
+        data = json.loads(file.read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise exits.CliError(f"cannot read {path}: {exc.strerror or exc}", exits.INVALID_INPUT) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise exits.CliError(f"{path} is not JSON: {exc}", exits.INVALID_INPUT) from None
+    if not locomo.is_locomo(data):
+        raise exits.CliError(
+            f"{path} is not LoCoMo JSON (a list of objects with a 'conversation')", exits.INVALID_INPUT
+        )
+    return data
+
+
+def _print_table(inv: Invocation, /, path: str, embedder_name: str, rows: list[locomo.Row]) -> None:
     from rich.table import Table
 
-    table = Table(title=f"evidence recall on {Path(path).name} ({embedder.name}, top 10, no LLM)", title_justify="left")
+    table = Table(title=f"evidence recall on {Path(path).name} ({embedder_name}, top 10, no LLM)", title_justify="left")
     for name in ("questions", "category", "recall@5", "recall@10", "hit@10", "p50 ms", "p95 ms"):
         table.add_column(name, justify="left" if name == "category" else "right")
     for r in rows:

@@ -255,26 +255,22 @@ def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[li
     groups: dict[int, list[int]] = {}
     for i in range(n):
         groups.setdefault(find(i), []).append(i)
-    out = []
-    for members in groups.values():
-        if len(members) < 2:
-            continue
-        members.sort(key=lambda i: (-records[i]["access_count"], records[i]["created_at"], records[i]["id"]))
-        keep = members[0]
-        out.append(
-            [(records[keep], 1.0)]
-            + [
-                (
-                    records[i],
-                    1.0
-                    if records[i]["content_hash"] == records[keep]["content_hash"]
-                    else float(vectors[i] @ vectors[keep]),
-                )
-                for i in members[1:]
-            ]
-        )
+    out = [_keep_first(records, vectors, members) for members in groups.values() if len(members) >= 2]
     out.sort(key=lambda g: g[0][0]["created_at"])
     return out
+
+
+def _keep_first(records: list[dict[str, Any]], vectors: Any, members: list[int]) -> list[tuple[dict[str, Any], float]]:
+    """One group: the memory to keep (most accessed, oldest, smallest id), then the others with their cosine to it."""
+    members = sorted(members, key=lambda i: (-records[i]["access_count"], records[i]["created_at"], records[i]["id"]))
+    keep = members[0]
+    return [(records[keep], 1.0)] + [
+        (
+            records[i],
+            1.0 if records[i]["content_hash"] == records[keep]["content_hash"] else float(vectors[i] @ vectors[keep]),
+        )
+        for i in members[1:]
+    ]
 
 
 @click.command(
@@ -313,14 +309,7 @@ def dedup(inv: Invocation, /, **params: Any) -> None:
     exempt = set() if params["all_kinds"] else {k.value for k in store.config.dedup_exempt_kinds}
     report: dict[str, list[list[tuple[dict[str, Any], float]]]] = {}
     for namespace in namespaces:
-        records, offset = [], 0
-        while True:
-            page = store.export(namespace, limit=1000, offset=offset)
-            records += [r for r in page if r["superseded_by"] is None and r["kind"] not in exempt]
-            offset += len(page)
-            if len(page) < 1000:
-                break
-        report[namespace] = duplicate_groups(records, threshold)
+        report[namespace] = duplicate_groups(_current_records(store, namespace, exempt), threshold)
     doomed = {ns: [m["id"] for g in groups for m, _ in g[1:]] for ns, groups in report.items()}
     total = sum(len(v) for v in doomed.values())
     deleted = 0
@@ -350,6 +339,25 @@ def dedup(inv: Invocation, /, **params: Any) -> None:
             }
         )
         return
+    _print_groups(inv, report)
+    groups_count = sum(len(g) for g in report.values())
+    verb = f"deleted {deleted}" if params["delete_"] else "nothing deleted (dry run; --delete removes them)"
+    inv.out(f"{total} duplicate(s) in {groups_count} group(s) at cosine >= {threshold}: {verb}")
+
+
+def _current_records(store: Any, namespace: str, exempt: set[str]) -> list[dict[str, Any]]:
+    """A namespace's records (with vectors) that are not superseded and of a kind dedup applies to."""
+    records: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = store.export(namespace, limit=1000, offset=offset)
+        records += [r for r in page if r["superseded_by"] is None and r["kind"] not in exempt]
+        offset += len(page)
+        if len(page) < 1000:
+            return records
+
+
+def _print_groups(inv: Invocation, /, report: dict[str, list[list[tuple[dict[str, Any], float]]]]) -> None:
     from rich.text import Text
 
     console = inv.console()
@@ -359,9 +367,6 @@ def dedup(inv: Invocation, /, **params: Any) -> None:
             console.print(Text(f"[{ns}] keep {keep['id']}  {keep['text']}"))
             for m, s in g[1:]:
                 console.print(Text(f"    {s:.3f}  {m['id']}  {m['text']}"))
-    groups_count = sum(len(g) for g in report.values())
-    verb = f"deleted {deleted}" if params["delete_"] else "nothing deleted (dry run; --delete removes them)"
-    inv.out(f"{total} duplicate(s) in {groups_count} group(s) at cosine >= {threshold}: {verb}")
 
 
 COMMANDS = [stats, optimize, purge, dedup]

@@ -175,24 +175,7 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     """Import memory files (- for stdin): JSONL memories, exports, chat transcripts, LoCoMo."""
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     tally = Tally()
-    start = datetime.now(timezone.utc)
-    pending: list[tuple[str, Any, str, dict[str, Any] | None]] = []  # (where, record, kind, header)
-    formats = set()
-    from ..config import StoreConfig
-
-    store_config = StoreConfig()
-    for path in files:
-        text = _read(path, inv)
-        session = params["session"] or (Path(path).stem if path != "-" else "stdin")
-        parsed = parse(text, params["fmt"], namespace=settings.namespace, session=session, start=start)
-        formats.add(parsed.format)
-        prefix = f"{path}: " if len(files) > 1 else ""
-        kind = "export" if parsed.format == "export" else "write"
-        items = [Item(prefix + i.where, i.record, i.error) for i in parsed.items]
-        forced = params["namespace"]  # -n itself, not a default from the environment or config file
-        good = check_records(items, parsed.format, store_config, settings.namespace, forced, tally.rejected)
-        pending += [(where, record, kind, parsed.header) for where, record in good]
-    fmt = ",".join(sorted(formats))
+    pending, fmt = _parse_files(inv, files, params, settings.namespace, tally)
     pending = pending[params["skip"] :]
     if not pending:
         _summary(inv, tally, list(files), fmt, params["as_json"], params["dry_run"])
@@ -212,6 +195,52 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     if not exports and not writes:
         _summary(inv, tally, list(files), fmt, params["as_json"], False)
         raise exits.CliError("nothing to import: every record was rejected", exits.INVALID_INPUT)
+    _write_batches(inv, store, settings.namespace, params, exports, writes, tally)
+    _summary(inv, tally, list(files), fmt, params["as_json"], False)
+    if tally.interrupted:
+        raise click.exceptions.Exit(exits.INTERRUPTED)
+    if tally.rejected:
+        raise click.exceptions.Exit(exits.PARTIAL)
+
+
+_Pending = tuple[str, Any, str, dict[str, Any] | None]  # (where, record, kind, header)
+
+
+def _parse_files(
+    inv: Invocation, /, files: tuple[str, ...], params: dict[str, Any], namespace: str | None, tally: Tally
+) -> tuple[list[_Pending], str]:
+    """Every file's valid records, in order, with the formats found (invalid ones go to ``tally.rejected``)."""
+    from ..config import StoreConfig
+
+    start = datetime.now(timezone.utc)
+    pending: list[_Pending] = []
+    formats = set()
+    store_config = StoreConfig()
+    for path in files:
+        text = _read(path, inv)
+        session = params["session"] or (Path(path).stem if path != "-" else "stdin")
+        parsed = parse(text, params["fmt"], namespace=namespace, session=session, start=start)
+        formats.add(parsed.format)
+        prefix = f"{path}: " if len(files) > 1 else ""
+        kind = "export" if parsed.format == "export" else "write"
+        items = [Item(prefix + i.where, i.record, i.error) for i in parsed.items]
+        forced = params["namespace"]  # -n itself, not a default from the environment or config file
+        good = check_records(items, parsed.format, store_config, namespace, forced, tally.rejected)
+        pending += [(where, record, kind, parsed.header) for where, record in good]
+    return pending, ",".join(sorted(formats))
+
+
+def _write_batches(
+    inv: Invocation,
+    /,
+    store: Any,
+    namespace: str | None,
+    params: dict[str, Any],
+    exports: list[tuple[str, Any]],
+    writes: list[tuple[str, Any]],
+    tally: Tally,
+) -> None:
+    """Commit the records batch by batch (exports restored first); Ctrl-C stops after the batch being written."""
     stop = _Stop(inv)
     size = params["batch_size"]
     total = len(exports) + len(writes)
@@ -224,12 +253,12 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
                         break
                     batch = [r for _, r in records[begin : begin + size]]
                     if batch_kind == "export":
-                        restored = store.restore(batch, namespace=settings.namespace)
+                        restored = store.restore(batch, namespace=namespace)
                         tally.added += restored.added
                         tally.replaced += restored.replaced
                     else:
                         for result in store.add_many(
-                            batch, namespace=settings.namespace, dedup=False if params["no_dedup"] else None
+                            batch, namespace=namespace, dedup=False if params["no_dedup"] else None
                         ):
                             _count(tally, result)
                     tally.committed += len(batch)
@@ -238,11 +267,6 @@ def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     except KeyboardInterrupt:
         stop.requested = True  # aborted mid-batch: that batch is committed whole or not at all
     tally.interrupted = stop.requested and tally.committed < total
-    _summary(inv, tally, list(files), fmt, params["as_json"], False)
-    if tally.interrupted:
-        raise click.exceptions.Exit(exits.INTERRUPTED)
-    if tally.rejected:
-        raise click.exceptions.Exit(exits.PARTIAL)
 
 
 def _count(tally: Tally, result: Any) -> None:

@@ -148,70 +148,74 @@ def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
 
     tools = Tools(store)
     settings: dict[str, Any] = {"instructions": INSTRUCTIONS, "version": __version__}
-    server: MCPServer = (
-        MCPServer("memory-retrievers", **settings)
-        if namespace is None
-        else _one_namespace_server(namespace, **settings)
-    )
-    if namespace is not None:
-        fixed = namespace
-
-        @server.tool(description="Store a memory (a fact, preference, event...) for later recall.")
-        async def remember(
-            text: str,
-            kind: str = "fact",
-            tags: list[str] | None = None,
-            entities: list[str] | None = None,
-            session_id: str | None = None,
-        ) -> dict[str, Any]:
-            return await tools.remember(fixed, text, kind, tags, entities, session_id)
-
-        @server.tool(description="The memories relevant to a query, as a context block to read before answering.")
-        async def recall(query: str, k: int | None = None, token_budget: int | None = None) -> str:
-            return await tools.recall(fixed, query, k, token_budget)
-
-        @server.tool(description="The memories relevant to a query, with ids and scores.")
-        async def search(query: str, k: int = 10) -> list[dict[str, Any]]:
-            return await tools.search(fixed, query, k)
-
-        @server.tool(description="Delete memories by id.")
-        async def forget(ids: list[str]) -> dict[str, Any]:
-            return await tools.forget(fixed, ids)
-
-        @server.tool(name="list", description="Memories, newest first.")
-        async def list_(limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
-            return await tools.list(fixed, limit, offset)
-
+    if namespace is None:
+        server = MCPServer("memory-retrievers", **settings)
+        _add_per_call_tools(server, tools)
     else:
-
-        @server.tool(name="remember", description="Store a memory of a namespace (user) for later recall.")
-        async def remember_in(
-            namespace: str,
-            text: str,
-            kind: str = "fact",
-            tags: list[str] | None = None,
-            entities: list[str] | None = None,
-            session_id: str | None = None,
-        ) -> dict[str, Any]:
-            return await tools.remember(namespace, text, kind, tags, entities, session_id)
-
-        @server.tool(name="recall", description="A namespace's memories relevant to a query, as a context block.")
-        async def recall_in(namespace: str, query: str, k: int | None = None, token_budget: int | None = None) -> str:
-            return await tools.recall(namespace, query, k, token_budget)
-
-        @server.tool(name="search", description="A namespace's memories relevant to a query, with ids and scores.")
-        async def search_in(namespace: str, query: str, k: int = 10) -> list[dict[str, Any]]:
-            return await tools.search(namespace, query, k)
-
-        @server.tool(name="forget", description="Delete memories of a namespace by id.")
-        async def forget_in(namespace: str, ids: list[str]) -> dict[str, Any]:
-            return await tools.forget(namespace, ids)
-
-        @server.tool(name="list", description="A namespace's memories, newest first.")
-        async def list_in(namespace: str, limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
-            return await tools.list(namespace, limit, offset)
-
+        server = _one_namespace_server(namespace, **settings)
+        _add_one_namespace_tools(server, tools, namespace)
     return server
+
+
+def _add_one_namespace_tools(server: MCPServer, tools: Tools, fixed: str) -> None:
+    """The five tools without a namespace argument: every call is served from ``fixed``."""
+
+    @server.tool(description="Store a memory (a fact, preference, event...) for later recall.")
+    async def remember(
+        text: str,
+        kind: str = "fact",
+        tags: list[str] | None = None,
+        entities: list[str] | None = None,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        return await tools.remember(fixed, text, kind, tags, entities, session_id)
+
+    @server.tool(description="The memories relevant to a query, as a context block to read before answering.")
+    async def recall(query: str, k: int | None = None, token_budget: int | None = None) -> str:
+        return await tools.recall(fixed, query, k, token_budget)
+
+    @server.tool(description="The memories relevant to a query, with ids and scores.")
+    async def search(query: str, k: int = 10) -> list[dict[str, Any]]:
+        return await tools.search(fixed, query, k)
+
+    @server.tool(description="Delete memories by id.")
+    async def forget(ids: list[str]) -> dict[str, Any]:
+        return await tools.forget(fixed, ids)
+
+    @server.tool(name="list", description="Memories, newest first.")
+    async def list_(limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
+        return await tools.list(fixed, limit, offset)
+
+
+def _add_per_call_tools(server: MCPServer, tools: Tools) -> None:
+    """The five tools, each with a required ``namespace`` argument."""
+
+    @server.tool(name="remember", description="Store a memory of a namespace (user) for later recall.")
+    async def remember_in(
+        namespace: str,
+        text: str,
+        kind: str = "fact",
+        tags: list[str] | None = None,
+        entities: list[str] | None = None,
+        session_id: str | None = None,
+    ) -> dict[str, Any]:
+        return await tools.remember(namespace, text, kind, tags, entities, session_id)
+
+    @server.tool(name="recall", description="A namespace's memories relevant to a query, as a context block.")
+    async def recall_in(namespace: str, query: str, k: int | None = None, token_budget: int | None = None) -> str:
+        return await tools.recall(namespace, query, k, token_budget)
+
+    @server.tool(name="search", description="A namespace's memories relevant to a query, with ids and scores.")
+    async def search_in(namespace: str, query: str, k: int = 10) -> list[dict[str, Any]]:
+        return await tools.search(namespace, query, k)
+
+    @server.tool(name="forget", description="Delete memories of a namespace by id.")
+    async def forget_in(namespace: str, ids: list[str]) -> dict[str, Any]:
+        return await tools.forget(namespace, ids)
+
+    @server.tool(name="list", description="A namespace's memories, newest first.")
+    async def list_in(namespace: str, limit: int = 20, offset: int = 0) -> list[dict[str, Any]]:
+        return await tools.list(namespace, limit, offset)
 
 
 def _one_namespace_server(namespace: str, **settings: Any) -> MCPServer:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -200,6 +201,17 @@ def test_a_missing_store_is_reported_and_not_created(cli: Cli, env: dict[str, st
     result = cli(*command)
     assert result.code == exits.NOT_FOUND and "no store at" in result.stderr
     assert not Path(env["MEMORY_RETRIEVERS_STORE"]).exists()
+
+
+@pytest.mark.parametrize("missing", ["mcp", "mcp.server.mcpserver"])
+def test_mcp_without_the_mcp_extra_names_the_extra_to_install(
+    cli: Cli, env: dict[str, str], monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    monkeypatch.setitem(sys.modules, missing, None)  # import raises ImportError, as when the extra is absent
+    result = cli("mcp", "-n", "alice")
+    assert result.code == exits.CONFIG and result.stdout == ""
+    assert "the mcp command needs the mcp extra: pip install 'memory-retrievers[mcp]'" in result.stderr
+    assert not Path(env["MEMORY_RETRIEVERS_STORE"]).exists()  # refused before opening anything
 
 
 def test_typed_errors_map_to_exit_codes(cli: Cli, alice: dict[str, str], tmp_path: Path) -> None:

@@ -166,7 +166,13 @@ def test_each_wheel_holds_its_package_typed_and_licensed_and_nothing_else(name: 
         scripts = configparser.ConfigParser()
         scripts.read_string(entry_points)
         assert dict(scripts["console_scripts"]) == {"memory-retrievers": "memory_retrievers.cli:main"}
-        assert "Provides-Extra: offline-model" in metadata
+        assert "Provides-Extra: offline-model" in metadata and "Provides-Extra: mcp" in metadata
+        # the test servers live in testing/, beside the tests: not shipped, nor an extra to install them
+        assert not {"local_s3.py", "race_proxy.py"} & {n.rsplit("/", 1)[-1] for n in names}
+        assert not any(n.startswith("testing/") for n in names)
+        declared = [line for line in metadata if line.startswith(("Provides-Extra:", "Requires-Dist:"))]
+        assert not [line for line in declared if "local-s3" in line or "seaweedfs" in line]
+        assert {"Requires-Dist: click>=8.1", "Requires-Dist: rich>=13"} <= set(metadata)  # the CLI works as installed
     else:
         assert "Requires-Dist: memory-retrievers>=0.1.0" in metadata
 

@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server, find_weed
-from memory_retrievers.race_proxy import RaceProxy
 from memory_retrievers.testing import ManualClock
+from testing.local_s3 import LocalS3Server, find_weed
+from testing.race_proxy import RaceProxy
 
 HERE = Path(__file__).resolve().parent
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_retrievers.local_s3 import find_weed
+from testing.local_s3 import find_weed
 
 SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "capacity.py"
 OPERATIONS = {

@@ -16,8 +16,8 @@ from datetime import timedelta
 from typing import Any
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
-from memory_retrievers.race_proxy import OutageProxy
+from testing.local_s3 import LocalS3Server
+from testing.race_proxy import OutageProxy
 
 TIMEOUT_S = 120
 

@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "OBJECT_STORAGE.md"

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server, find_weed
+from testing.local_s3 import LocalS3Server, find_weed
 
 pytestmark = [
     pytest.mark.long,
@@ -61,7 +61,7 @@ def test_item20_a_server_started_with_asyncio_to_thread_outlives_the_thread(tmp_
 
 _STARTER = """
 import sys, time
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 server = LocalS3Server(root=sys.argv[1]).start(timeout_s=120)
 print(server._proc.pid, flush=True)
 time.sleep(600)

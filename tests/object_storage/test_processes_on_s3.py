@@ -19,7 +19,7 @@ import sys
 from typing import Any
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 WRITERS = 3
 ROUNDS = 15

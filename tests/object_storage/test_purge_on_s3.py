@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memory_retrievers import MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 _HELPERS = Path(__file__).resolve().parents[1] / "unit" / "storage" / "test_purge_leaves_nothing.py"
 _spec = importlib.util.spec_from_file_location("purge_audit_helpers", _HELPERS)

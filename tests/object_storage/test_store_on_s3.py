@@ -22,8 +22,8 @@ from typing import Any
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, NotFoundError
-from memory_retrievers.local_s3 import LocalS3Server
 from memory_retrievers.testing import ManualClock
+from testing.local_s3 import LocalS3Server
 
 TURNS = [
     ("alice", "I adopted a greyhound called Comet last spring"),

