@@ -26,6 +26,8 @@ from .. import _loop
 from ..config import StoreConfig
 from ..errors import StorageError
 from ..models import FtsField
+from .access import AccessLog
+from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
 __all__ = ["FTS_COLUMNS", "Maintainer", "retry_conflicts"]
@@ -102,14 +104,19 @@ class Maintainer:
     Args:
         table: The table layer (this subscribes to its commits).
         config: Thresholds and retention.
-        flush_access: Writes pending access statistics; runs before every optimize so they are
-            folded in with the rest.
+        access: The access log: its pending statistics are written before every optimize, so they
+            are folded in with the rest.
+        queue: The store's write queue, which that write goes through (behind writes in progress);
+            without one it is written directly.
     """
 
-    def __init__(self, table: MemoryTable, config: StoreConfig, flush_access: Callable[[], Awaitable[int]]) -> None:
+    def __init__(
+        self, table: MemoryTable, config: StoreConfig, access: AccessLog, queue: WriteQueue | None = None
+    ) -> None:
         self._table = table
         self._config = config
-        self._flush_access = flush_access
+        self._access = access
+        self._queue = queue
         self._counter_lock = threading.Lock()
         self._rows = 0
         self._commits = 0
@@ -232,6 +239,11 @@ class Maintainer:
         if wanted and not any(k.endswith(":vector") for k in indexed):
             await table.create_index("vector", config=_vector_index(), replace=True)
         await self._table.refresh_indexes()
+
+    async def _flush_access(self) -> int:
+        if self._queue is None:
+            return await self._access.flush()
+        return await self._queue.exclusive(self._access.flush)
 
     async def optimize(self, *, wait: bool) -> None:
         """Flush access statistics, build missing indexes, fold new rows in, compact, prune versions."""

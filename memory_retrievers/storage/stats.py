@@ -58,7 +58,7 @@ class IndexCoverage:
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:
-    """What :meth:`~memory_retrievers.MemoryStore.stats` reports.
+    """What :meth:`~memory_retrievers.admin.StoreAdmin.stats` (``store.admin.stats()``) reports.
 
     Attributes:
         uri: Where the database lives.

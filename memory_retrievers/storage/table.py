@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
@@ -19,11 +18,12 @@ from lancedb.query import ColumnOrdering
 
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
+from .caller import CallerTable
 from .connect import CacheSizes, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
 from .keys import KEY, ensure_primary_key, inserting, key_not_null, whole_rows
 from .migrations import add_missing_columns, check_schema, storage_error
-from .opening import connect_table, within
+from .opening import connect_table, make_folder, open_caller, within
 from .remote import RemoteTable
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
@@ -49,6 +49,7 @@ class MemoryTable:
         read_consistency_interval: How often the handle looks for other processes' commits.
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
+        caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
     """
 
     def __init__(
@@ -61,8 +62,10 @@ class MemoryTable:
         read_consistency_interval: timedelta | None,
         caches: CacheSizes | None = None,
         timeout: timedelta | None = None,
+        caller: CallerTable | None = None,
     ) -> None:
         self.uri = uri
+        self._caller = caller
         self._timeout_s = timeout.total_seconds() if timeout is not None else None
         self.table_name = table_name
         self.schema = schema
@@ -97,18 +100,17 @@ class MemoryTable:
         Raises:
             StorageError: The folder or table could not be opened or created.
             SchemaMismatchError: The table belongs to another schema version or embedder.
+            ConfigError: The caller's table lacks the store's columns.
         """
-        if not is_uri(self.uri):
-            try:
-                Path(self.uri).mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot use {self.uri!r} as the store folder ({exc.strerror or exc}); pass a folder path "
-                    "that can be created or already is a folder"
-                ) from exc
         try:
-            args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
-            table, found = await self.bounded(connect_table(*args), f"open {self.where}")
+            if self._caller is not None:
+                table, found, self.uri = await self.bounded(
+                    open_caller(self._caller, self.table_name, self.schema), f"open {self.where}"
+                )
+            else:
+                make_folder(self.uri)
+                args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
+                table, found = await self.bounded(connect_table(*args), f"open {self.where}")
         except MemoryRetrieversError:
             raise
         except Exception as exc:
