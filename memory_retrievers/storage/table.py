@@ -14,10 +14,10 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from lancedb.query import ColumnOrdering
 
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
+from .backend import LanceBackend, Request
 from .caller import CallerTable
 from .connect import CacheSizes, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
@@ -85,8 +85,13 @@ class MemoryTable:
 
     @property
     def handle(self) -> Any:
-        """The LanceDB ``AsyncTable`` (for index builds and optimize)."""
+        """The LanceDB ``AsyncTable`` (tests and diagnostics; the store goes through :attr:`backend`)."""
         return self._table
+
+    @property
+    def backend(self) -> LanceBackend:
+        """The table's operations beyond commits: reads, indexes, optimize, versions (see ``backend.py``)."""
+        return LanceBackend(self._table)
 
     @property
     def is_open(self) -> bool:
@@ -132,10 +137,7 @@ class MemoryTable:
 
     async def refresh_indexes(self) -> set[str]:
         """Re-read which indexes exist (another writer may have built some)."""
-        indexed: set[str] = set()
-        for index in await self.bounded(self._table.list_indices(), f"list the indexes of {self.where}"):
-            for column in index.columns:
-                indexed.add(f"{index.index_type}:{column}")
+        indexed = await self.bounded(self.backend.index_keys(), f"list the indexes of {self.where}")
         self.indexed = indexed
         self._indexed_version = await self.version()
         return indexed
@@ -149,14 +151,10 @@ class MemoryTable:
         return key in self.indexed
 
     # ------------------------------------------------------------------ reads
-    def query(self) -> Any:
-        """A new LanceDB query on the table (run it with :meth:`read`)."""
-        return self._table.query()
-
-    async def read(self, query: Any, action: str) -> pa.Table:
-        """Run a query built with :meth:`query`; a failure is a StorageError naming ``action``."""
+    async def search(self, request: Request, action: str) -> pa.Table:
+        """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
         try:
-            return await self.bounded(query.to_arrow(), action)
+            return await self.bounded(self.backend.search(request), action)
         except StorageError:
             raise
         except Exception as exc:
@@ -178,19 +176,8 @@ class MemoryTable:
         Equal timestamps (a frozen clock, imported history) are ordered by id, so pages never skip or
         repeat a row and the same read gives the same order.
         """
-        query = self.query().where(where).select(list(columns))
-        if newest_first is not None:
-            query = query.order_by(
-                [
-                    ColumnOrdering(column_name=by, ascending=not newest_first),
-                    ColumnOrdering(column_name="id", ascending=True),
-                ]
-            )
-        if limit is not None:
-            query = query.limit(limit)
-        if offset:
-            query = query.offset(offset)
-        return await self.read(query, action)
+        order = ((by, not newest_first), ("id", True)) if newest_first is not None else ()
+        return await self.search(Request(where, columns, limit=limit, offset=offset, order=order), action)
 
     async def rows_by_id(
         self, namespace: str, ids: Sequence[str], *, columns: Sequence[str] | None = None, only: str | None = None
