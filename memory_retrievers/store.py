@@ -63,8 +63,11 @@ class MemoryStore(WriteAPI, ReadAPI):
         clock: Returns the current UTC time; inject one for reproducible timestamps.
         connection: Your own LanceDB connection (``lancedb.connect(...)`` or
             ``await lancedb.connect_async(...)``) instead of ``uri``: the table ``table_name`` is
-            opened on it (created if missing), with the connection's storage options and read
-            consistency. The store never closes it. See :meth:`from_table` for a table handle.
+            opened on it (created if missing), with the connection's storage options, read
+            consistency and caches (``StoreConfig.read_consistency_interval``,
+            ``index_cache_bytes`` and ``metadata_cache_bytes`` are then not used). The store never
+            closes it. A process forked after LanceDB ran cannot use it (``ForkedStoreError``:
+            open the connection after the fork, or pass a ``uri``). See :meth:`from_table`.
 
     Raises:
         ConfigError: Bad config or embedder; ``connection`` is not a LanceDB connection, comes with
