@@ -17,7 +17,16 @@ from typing import Any, Literal, Protocol
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["INDEX_KINDS", "IndexInfo", "IndexKind", "LanceBackend", "Request", "TableBackend", "index_config"]
+__all__ = [
+    "INDEX_KINDS",
+    "IndexInfo",
+    "IndexKind",
+    "LanceBackend",
+    "Merge",
+    "Request",
+    "TableBackend",
+    "index_config",
+]
 
 #: The indexes the store builds, by the name LanceDB lists them under (``"<kind>:<column>"`` keys).
 IndexKind = Literal["BTree", "Bitmap", "LabelList", "FTS", "HnswSq"]
@@ -53,6 +62,23 @@ class Request:
 
 
 @dataclass(frozen=True)
+class Merge:
+    """How a merge by key treats matched, unmatched and missing rows (one commit).
+
+    Attributes:
+        update: Rewrite matched rows with the source's (all columns given).
+        update_where: Only matched rows satisfying this (``target.``/``source.`` columns).
+        insert: Insert unmatched source rows, with Lance's same-key conflict check (``keys.inserting``).
+        delete_where: Delete target rows the source does not hold that satisfy this (compiled filter).
+    """
+
+    update: bool = True
+    update_where: str | None = None
+    insert: bool = False
+    delete_where: str | None = None
+
+
+@dataclass(frozen=True)
 class IndexInfo:
     """One index of the table and how many rows it covers."""
 
@@ -64,10 +90,34 @@ class IndexInfo:
 
 
 class TableBackend(Protocol):
-    """What the store needs of a table beyond its commits (see ``MemoryTable`` for those)."""
+    """What the store needs of a table: reads, commits, indexes, optimize, versions.
+
+    ``MemoryTable`` (``table.py``) runs every call within the store's deadline, turns failures into
+    ``StorageError`` and tells its subscribers what each commit changed.
+    """
 
     async def search(self, request: Request) -> pa.Table:
         """Run one read."""
+        ...
+
+    async def count(self, where: str | None) -> int:
+        """Rows matching a compiled filter (all for ``None``)."""
+        ...
+
+    async def checkout_latest(self) -> None:
+        """Move to the latest version (other processes' commits included)."""
+        ...
+
+    async def append(self, data: pa.Table) -> Any:
+        """Add rows in one commit; the result has ``version``."""
+        ...
+
+    async def merge(self, data: pa.Table, key: Sequence[str], merge: Merge) -> Any:
+        """Merge rows by the ``key`` columns in one commit; the result has ``version`` and row counts."""
+        ...
+
+    async def delete(self, where: str) -> Any:
+        """Delete the rows matching a compiled filter in one commit; the result has ``version``."""
         ...
 
     async def indexes(self) -> list[IndexInfo]:
@@ -163,6 +213,35 @@ class LanceBackend:
         """Run one read."""
         result: pa.Table = await self.compile(request).to_arrow()
         return result
+
+    async def count(self, where: str | None) -> int:
+        """Rows matching a compiled filter (all for ``None``)."""
+        return int(await self.handle.count_rows(where))
+
+    async def checkout_latest(self) -> None:
+        """Move to the latest version (other processes' commits included)."""
+        await self.handle.checkout_latest()
+
+    async def append(self, data: pa.Table) -> Any:
+        """Add rows in one commit."""
+        return await self.handle.add(data)
+
+    async def merge(self, data: pa.Table, key: Sequence[str], merge: Merge) -> Any:
+        """Merge rows by the ``key`` columns in one commit (see :class:`Merge`)."""
+        from .keys import inserting
+
+        builder = self.handle.merge_insert(list(key))
+        if merge.update:
+            builder = builder.when_matched_update_all(where=merge.update_where)
+        if merge.insert:
+            builder = inserting(builder)
+        if merge.delete_where is not None:
+            builder = builder.when_not_matched_by_source_delete(merge.delete_where)
+        return await builder.execute(data)
+
+    async def delete(self, where: str) -> Any:
+        """Delete the rows matching a compiled filter in one commit."""
+        return await self.handle.delete(where)
 
     async def indexes(self) -> list[IndexInfo]:
         """Every index with its coverage."""

@@ -8,6 +8,7 @@ their bookkeeping by hand (Lucene's writer/reader split: the writer knows what i
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -17,11 +18,11 @@ import pyarrow as pa
 
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
-from .backend import LanceBackend, Request
+from .backend import LanceBackend, Merge, Request
 from .caller import CallerTable
 from .connect import CacheSizes, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
-from .keys import KEY, ensure_primary_key, inserting, key_not_null, whole_rows
+from .keys import KEY, ensure_primary_key, key_not_null, whole_rows
 from .migrations import add_missing_columns, check_schema, storage_error
 from .opening import connect_table, make_folder, open_caller, within
 from .remote import RemoteTable
@@ -202,7 +203,7 @@ class MemoryTable:
     async def count(self, where: str | None = None, *, action: str = "count rows") -> int:
         """Rows matching ``where`` (every row for ``None``)."""
         try:
-            return int(await self.bounded(self._table.count_rows(where), action))
+            return await self.bounded(self.backend.count(where), action)
         except StorageError:
             raise
         except Exception as exc:
@@ -220,7 +221,7 @@ class MemoryTable:
         that leaves memories behind). About 0.2-0.4 ms on a local folder.
         """
         try:
-            await self.bounded(self._table.checkout_latest(), "read the latest table version")
+            await self.bounded(self.backend.checkout_latest(), "read the latest table version")
         except StorageError:
             raise
         except Exception as exc:
@@ -229,7 +230,7 @@ class MemoryTable:
     async def version(self) -> int:
         """The version this handle sees (after ``read_consistency_interval``, others' commits too)."""
         try:
-            return int(await self.bounded(self._table.version(), "read the table version"))
+            return await self.bounded(self.backend.version(), "read the table version")
         except StorageError:
             raise
         except Exception as exc:
@@ -242,7 +243,7 @@ class MemoryTable:
 
     async def add(self, data: pa.Table) -> CommitEvent:
         """Append new rows in one commit."""
-        return await self._commit("add", _namespaces(data), lambda: self._table.add(data), rows=data)
+        return await self._commit("add", _namespaces(data), lambda: self.backend.append(data), rows=data)
 
     async def upsert(self, data: pa.Table) -> CommitEvent:
         """Insert new rows and rewrite existing ones (matched by namespace and id) in one commit.
@@ -252,8 +253,8 @@ class MemoryTable:
         :attr:`CommitEvent.landed`.
         """
         self._whole(data)
-        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
-        return await self._commit("upsert", _namespaces(data), lambda: builder.execute(data), rows=data)
+        merge = Merge(update_where=_UNCHANGED, insert=True)
+        return await self._commit("upsert", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
     async def rewrite(self, data: pa.Table) -> CommitEvent:
         """Rewrite existing rows (whole), conditionally as in :meth:`upsert`; never inserts.
@@ -262,8 +263,8 @@ class MemoryTable:
         deleted memory back).
         """
         self._whole(data)
-        builder = self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED)
-        return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
+        merge = Merge(update_where=_UNCHANGED)
+        return await self._commit("update", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
     def whole_rows(self, stored: Sequence[dict[str, Any]]) -> pa.Table:
         """Stored rows (read whole, vector included) as the data of a conditional rewrite.
@@ -285,8 +286,9 @@ class MemoryTable:
     async def update(self, data: pa.Table) -> CommitEvent:
         """Set the given columns of existing rows unconditionally (access statistics); never inserts."""
         data = key_not_null(data)
-        builder = self._table.merge_insert(KEY).when_matched_update_all()
-        return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
+        return await self._commit(
+            "update", _namespaces(data), lambda: self.backend.merge(data, KEY, Merge()), rows=data
+        )
 
     async def delete(self, namespace: str, ids: Sequence[str] | None, *, only: str | None = None) -> CommitEvent:
         """Delete ``ids`` of a namespace, or the whole namespace for ``None``, in one commit.
@@ -296,7 +298,7 @@ class MemoryTable:
         """
         where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
         deleted = {namespace: tuple(ids)} if ids is not None else {}
-        return await self._commit("delete", frozenset({namespace}), lambda: self._table.delete(where), deleted=deleted)
+        return await self._commit("delete", frozenset({namespace}), lambda: self.backend.delete(where), deleted=deleted)
 
     async def replace_rows(self, namespace: str, ids: Sequence[str], data: pa.Table) -> CommitEvent:
         """Write ``data`` (as :meth:`upsert`) and delete ``ids`` of ``namespace``, in one commit.
@@ -305,13 +307,12 @@ class MemoryTable:
         never neither (a chat session replaced whole).
         """
         self._whole(data)
-        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
-        if ids:
-            where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids)
-            builder = builder.when_not_matched_by_source_delete(where)
+        where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids) if ids else None
+        merge = Merge(update_where=_UNCHANGED, insert=True, delete_where=where)
         namespaces = _namespaces(data) | {namespace}
         deleted = {namespace: tuple(ids)}
-        return await self._commit("upsert", namespaces, lambda: builder.execute(data), rows=data, deleted=deleted)
+        run = functools.partial(self.backend.merge, data, KEY, merge)
+        return await self._commit("upsert", namespaces, run, rows=data, deleted=deleted)
 
     async def delete_and_rewrite(
         self, namespace: str, ids: Sequence[str], rewrites: pa.Table, *, only: str | None = None
@@ -325,15 +326,11 @@ class MemoryTable:
         """
         self._whole(rewrites)
         where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
-        builder = (
-            self._table.merge_insert(KEY)
-            .when_matched_update_all(where=_UNCHANGED)
-            .when_not_matched_by_source_delete(where)
-        )
+        merge = Merge(update_where=_UNCHANGED, delete_where=where)
         return await self._commit(
             "delete",
             frozenset({namespace}),
-            lambda: builder.execute(rewrites),
+            functools.partial(self.backend.merge, rewrites, KEY, merge),
             rows=rewrites,
             deleted={namespace: tuple(ids)},
         )

@@ -12,7 +12,7 @@ import memory_retrievers
 from memory_retrievers import StoreConfig
 from memory_retrievers.filters import MemoryFilter, build_where
 from memory_retrievers.storage.access import AccessLog
-from memory_retrievers.storage.backend import INDEX_KINDS, Request, index_config
+from memory_retrievers.storage.backend import INDEX_KINDS, Merge, Request, TableBackend, index_config
 from memory_retrievers.storage.maintenance import Maintainer
 from memory_retrievers.storage.table import MemoryTable
 
@@ -71,3 +71,18 @@ def test_index_kinds_are_checked() -> None:
     assert {type(index_config(k)).__name__ for k in INDEX_KINDS} == {"BTree", "Bitmap", "LabelList", "FTS", "HnswSq"}
     with pytest.raises(ValueError, match="unknown index kind 'IvfPq'"):
         index_config("IvfPq", "vector")
+
+
+async def test_commits_go_through_the_backend_protocol(table: MemoryTable) -> None:
+    backend: TableBackend = table.backend  # LanceBackend implements the protocol (mypy checks it)
+    await backend.append(rows("u", ["one", "two"]))
+    stored = (await table.rows(build_where("u", MemoryFilter()), ["id", "text"])).to_pylist()
+    keep = next(r["id"] for r in stored if r["text"] == "one")
+    whole = table.whole_rows(list((await table.rows_by_id("u", [keep])).values()))
+    doomed = build_where("u", MemoryFilter(include_superseded=True), ids=[r["id"] for r in stored if r["id"] != keep])
+    await backend.merge(whole, ["namespace", "id"], Merge(update_where=None, delete_where=doomed))
+    await backend.checkout_latest()
+    assert await backend.count(None) == 1 and await backend.count(f"id = '{keep}'") == 1
+    await backend.delete(build_where("u", MemoryFilter(include_superseded=True)))
+    await backend.checkout_latest()
+    assert await backend.count(None) == 0
