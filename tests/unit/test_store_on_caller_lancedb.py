@@ -154,3 +154,13 @@ def test_a_forked_child_cannot_use_the_callers_connection_and_gets_a_typed_error
     assert os.waitstatus_to_exitcode(status) == 0
     assert store.count(namespace="n") == 1  # the parent's store is untouched
     store.close()
+
+
+def test_a_table_the_store_created_is_migrated_as_on_a_uri(tmp_path: Path) -> None:
+    MemoryStore(tmp_path / "db", embedder=EMBEDDER).close()  # created by URI, our schema recorded
+    db = lancedb.connect(tmp_path / "db")
+    db.open_table("memories").drop_columns(["expires_at"])  # as written by an older release
+    with MemoryStore(connection=db, embedder=EMBEDDER) as store:
+        store.add("Erin moved to Oslo", namespace="erin")
+        assert store.count(namespace="erin") == 1
+    assert "expires_at" in db.open_table("memories").schema.names  # the additive migration ran
