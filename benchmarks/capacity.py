@@ -119,9 +119,9 @@ class Bench:
             store.add_many(records, batch_size=batch, dedup=False, progress=False)
             load_s = time.perf_counter() - t0
             t0 = time.perf_counter()
-            store.optimize()  # builds the indexes (the ANN one from StoreConfig.ann_index_min_rows rows)
+            store.admin.optimize()  # builds the indexes (the ANN one from StoreConfig.ann_index_min_rows rows)
             optimize_s = time.perf_counter() - t0
-            stats = store.stats()
+            stats = store.admin.stats()
         return {
             "rows": stats.rows,
             "namespaces": len(stats.namespaces),
@@ -175,7 +175,7 @@ class Bench:
                 run("single_add", lambda rec=rec: store.add(rec.pop("text"), dedup=True, **rec))
                 run("recall_after_add", lambda: self.recall(store, 0))
             run("add_many_batch", lambda: store.add_many(self.new_records(batch, 0), dedup=True, progress=False))
-            run("optimize", store.optimize)
+            run("optimize", store.admin.optimize)
         return {name: summarize(usages) for name, usages in got.items()}
 
 

@@ -102,7 +102,7 @@ class Ours:
         self.store.add(text, namespace=NAMESPACE, kind="fact", dedup=False)
 
     def optimize(self) -> None:
-        self.store.optimize()
+        self.store.admin.optimize()
 
     def close(self) -> None:
         self.store.close()

@@ -44,7 +44,7 @@ def run(size: int, rounds: int) -> dict[str, Any]:
         for start in range(0, size, 2000):
             batch = [{"text": text(i)} for i in range(start, min(size, start + 2000))]
             writer.add_many(batch, namespace="u", dedup=False)
-        writer.optimize()
+        writer.admin.optimize()
         retriever = MemoryRetriever(reader, namespace="u", config={"record_access": False})
         retriever.recall("kettle garden")  # the view is built
         original = views.NamespaceView.changed_since

@@ -216,7 +216,7 @@ def build_ours(
     ]
     added = store.add_many(records)
     dia_of = {m.id: t.dia_id for m, t in zip(added, turns, strict=True)}
-    store.optimize()
+    store.admin.optimize()
     # Questions are asked after each conversation ends: `now` = a day after its last session.
     ends: dict[str, datetime] = {}
     for t in turns:
@@ -273,7 +273,7 @@ def build_formed(
             dias_of[out.memory.id] = tuple(dict.fromkeys((*dias_of.get(out.memory.id, ()), *dias)))
             decisions[out.decision.value] = decisions.get(out.decision.value, 0) + 1
     seconds = time.perf_counter() - t0
-    store.optimize()
+    store.admin.optimize()
     ends: dict[str, datetime] = {}
     for t in turns:
         ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)

@@ -87,7 +87,7 @@ def main() -> None:
             "over 32,000": sum(1 for n in lengths if n > 32_000),
         }
         report["longest stored text"] = max(len(m.text) for m in stored)
-        store.optimize()
+        store.admin.optimize()
         questions = [q for conv, q, _, _ in load_questions(args.data) if conv in conversations]
         retriever = RecallRetriever(store=store, namespace="u", k=10)
         import lancedb
@@ -134,7 +134,7 @@ def main() -> None:
         # searching them unindexed is what costs with long texts. Measured again without it.
         table = lancedb.connect(store.uri).open_table(store.table_name)
         report["unindexed rows after the recalls"] = table.index_stats("text_idx").num_unindexed_rows
-        store.optimize()
+        store.admin.optimize()
         table = lancedb.connect(store.uri).open_table(store.table_name)
         quiet = RecallRetriever(store=store, namespace="u", k=10, recall_config={"record_access": False})
         ours_p50, ref_p50 = interleaved(quiet.invoke)

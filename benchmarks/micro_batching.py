@@ -46,7 +46,7 @@ def run_mode(uri: str, options: dict[str, str] | None, call: str, linger_ms: flo
     try:
         store.add("warm-up: the first write builds the indexes", namespace="warm")
         store.flush()
-        first_version = store.stats().version
+        first_version = store.admin.stats().version
         texts = [f"turn {i}: we talked about trip number {i % 17} and the weather" for i in range(turns)]
         delays: list[float] = []
         started = time.perf_counter()
@@ -68,7 +68,7 @@ def run_mode(uri: str, options: dict[str, str] | None, call: str, linger_ms: flo
         assert store.count("chat") == turns, "every turn must be stored"
         return {
             "turns_per_s": round(turns / elapsed, 1),
-            "commits": store.stats().version - first_version,
+            "commits": store.admin.stats().version - first_version,
             "turn_to_commit_p50_ms": round(statistics.median(delays) * 1000, 1),
         }
     finally:

@@ -88,7 +88,7 @@ def load_and_write(target: Target, recs: list[dict[str, Any]], singles: int, vec
     store = target.open()
     took_ms = timed(lambda: store.add_many(recs, batch_size=512, progress=False))
     target.add("add_many_per_s", len(recs) / (took_ms / 1000))
-    target.add("optimize_ms", timed(store.optimize))
+    target.add("optimize_ms", timed(store.admin.optimize))
     for i in range(singles):
         vec = vectors[i % len(vectors)]
         target.add(

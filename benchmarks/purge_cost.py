@@ -33,14 +33,14 @@ def measure(n: int) -> dict[str, float]:
                 dedup=False,
             )
         t0 = time.perf_counter()
-        store.optimize()
+        store.admin.optimize()
         optimize_s = time.perf_counter() - t0
         store.forget("ns0")
-        before = store.stats().disk_bytes or 0  # the table folder, old versions included
+        before = store.admin.stats().disk_bytes or 0  # the table folder, old versions included
         t0 = time.perf_counter()
-        store.purge()
+        store.admin.purge()
         purge_s = time.perf_counter() - t0
-        after = store.stats().disk_bytes or 0
+        after = store.admin.stats().disk_bytes or 0
         store.close()
     return {
         "memories": n,

@@ -51,7 +51,7 @@ def main() -> None:
     with MemoryStore(folder, embedder=embedder) as writer:
         records = [{"text": f"note {i} about topic {i % 50}", "id": f"m{i}"} for i in range(args.rows)]
         writer.add_many(records, namespace="bench", dedup=False, progress=False)
-        writer.optimize()
+        writer.admin.optimize()
     stores = {
         name: MemoryStore(folder, embedder=embedder, config={"read_consistency_interval": rci})
         for name, rci in CONFIGS.items()

@@ -88,7 +88,7 @@ def main() -> None:
             ]
         )
         dia_of = {m.id: t.dia_id for m, t in zip(added, turns, strict=True)}
-        store.optimize()
+        store.admin.optimize()
         ends: dict[str, datetime] = {}
         for t in turns:
             ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)

@@ -357,7 +357,7 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, h
             )
         ingest = size / (time.perf_counter() - started)
         log(f"chat {size}: loaded at {ingest:.0f}/s")
-        store.optimize()
+        store.admin.optimize()
         raw = None
         if real:
             sample = texts[: min(size, 2000)]
@@ -387,7 +387,7 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, h
         on_disk = disk_mb(path)
         # Old versions are kept for version_retention (an hour) so that readers on them never
         # break; a bulk load's compactions leave many behind. What stays once they are pruned:
-        store.purge()
+        store.admin.purge()
         result = {
             "memories": size,
             "vectors": "real MiniLM" if real else "haystack: real MiniLM vectors of its dialogue (queries real)",
@@ -444,7 +444,7 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
                     log(f"tenants: {(t + 1) * per} rows")
         ingest = count * per / (time.perf_counter() - started)
         log(f"tenants: {count * per} rows loaded at {ingest:.0f}/s")
-        store.optimize()
+        store.admin.optimize()
         log("tenants: optimized")
         # add_many into the full table with the real model, against the model alone on the same texts.
         sample = [t.text for t in hay.turns[:2000]]
@@ -529,7 +529,7 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
             )
             dia = {m.id: t.dia_id for m, t in zip(added, mine, strict=True)}
             log(f"needles: {label}, {hidden_in + len(mine)} rows loaded")
-            store.optimize()
+            store.admin.optimize()
             log(f"needles: {label}, optimized")
             retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
             recalls, lat, rss = [], [], []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 # The names below are imported on first use (PEP 562), not here: the storage layer pulls in
 # LanceDB, whose import takes seconds, and the command line's client must start in milliseconds.
 if TYPE_CHECKING:
+    from .admin import StoreAdmin
     from .config import StoreConfig
     from .embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransformerEmbedder
     from .errors import (
@@ -97,6 +98,7 @@ _EXPORTS: dict[str, str] = {
     "ContextSection": ".sections",
     "CutReason": ".selection",
     "MemoryStore": ".store",
+    "StoreAdmin": ".admin",
     "default_store_path": ".store",
     "EstimateCounter": ".tokens",
     "TiktokenCounter": ".tokens",
@@ -168,6 +170,7 @@ __all__ = [
     "MemoryKind",
     "MemoryRetrieversError",
     "MemoryStore",
+    "StoreAdmin",
     "NamespaceForgottenError",
     "NotFoundError",
     "QueueFullError",

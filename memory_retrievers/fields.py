@@ -103,7 +103,7 @@ FIELDS: tuple[FieldSpec, ...] = (
     # when a neighbouring turn is deleted or re-worded.
     FieldSpec("context_auto", pa.bool_(), writable=False, public=False, added_sql="CAST(NULL AS BOOLEAN)"),
     # When the memory stops counting (null: never). From then on, recall, list, count and search
-    # leave it out; store.expire() (run by optimize) deletes it for good.
+    # leave it out; store.admin.expire() (run by optimize) deletes it for good.
     FieldSpec("expires_at", _TS, added_sql="""arrow_cast(NULL, 'Timestamp(Microsecond, Some("UTC"))')"""),
     # Lifecycle tier of a formed memory: candidate -> validated by use -> archived when unused
     # (null: not managed). Archived memories leave every read unless a filter asks for them.

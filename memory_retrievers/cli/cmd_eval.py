@@ -64,7 +64,7 @@ def eval_locomo(inv: Invocation, /, path: str, **params: Any) -> None:
             inv.err(f"storing {len(turns)} turns of {len(convs)} conversation(s)...")
             added = store.add_many(locomo.turn_records(turns, namespace=None), progress=inv.stderr_tty)
             dia_of = {m.id: t.dia_id for m, t in zip(added, turns, strict=True)}
-            store.optimize()
+            store.admin.optimize()
             ends: dict[str, Any] = {}
             for t in turns:
                 ends[t.conversation] = max(ends.get(t.conversation, t.created_at), t.created_at)

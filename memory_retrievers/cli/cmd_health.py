@@ -80,7 +80,7 @@ def stats(inv: Invocation, /, **params: Any) -> None:
     store = inv.stores.open(settings, create=False)
     if params["namespace"]:
         ensure_namespace(store, params["namespace"])
-    result = store.stats()
+    result = store.admin.stats()
     if params["as_json"]:
         data = result.to_dict()
         if params["namespace"]:
@@ -103,9 +103,9 @@ def optimize(inv: Invocation, /, **params: Any) -> None:
     """Fold new rows into the indexes, compact fragments, prune old versions."""
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     store = inv.stores.open(settings, create=False)
-    before = store.stats()
-    store.optimize()
-    after = store.stats()
+    before = store.admin.stats()
+    store.admin.optimize()
+    after = store.admin.stats()
 
     def brief(s: StoreStats) -> dict[str, Any]:
         return {
@@ -170,9 +170,9 @@ def purge(inv: Invocation, /, **params: Any) -> None:
         )
     with _store_to_itself(inv, settings):
         store = inv.stores.open(settings, create=False)
-        before = store.stats()
-        store.purge(remove_uncommitted=params["remove_uncommitted"])
-        after = store.stats()
+        before = store.admin.stats()
+        store.admin.purge(remove_uncommitted=params["remove_uncommitted"])
+        after = store.admin.stats()
     result = {
         "versions": {"before": before.versions, "after": after.versions},
         "disk_bytes": {"before": before.disk_bytes, "after": after.disk_bytes},
@@ -350,7 +350,7 @@ def _current_records(store: Any, namespace: str, exempt: set[str]) -> list[dict[
     records: list[dict[str, Any]] = []
     offset = 0
     while True:
-        page = store.export(namespace, limit=1000, offset=offset)
+        page = store.admin.export(namespace, limit=1000, offset=offset)
         records += [r for r in page if r["superseded_by"] is None and r["kind"] not in exempt]
         offset += len(page)
         if len(page) < 1000:

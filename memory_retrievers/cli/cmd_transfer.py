@@ -253,7 +253,7 @@ def _write_batches(
                         break
                     batch = [r for _, r in records[begin : begin + size]]
                     if batch_kind == "export":
-                        restored = store.restore(batch, namespace=namespace)
+                        restored = store.admin.restore(batch, namespace=namespace)
                         tally.added += restored.added
                         tally.replaced += restored.replaced
                     else:
@@ -360,7 +360,9 @@ def export(inv: Invocation, /, **params: Any) -> None:
         for namespace in namespaces:
             offset = 0
             while True:
-                page = store.export(namespace, limit=1000, offset=offset, include_vectors=not params["no_vectors"])
+                page = store.admin.export(
+                    namespace, limit=1000, offset=offset, include_vectors=not params["no_vectors"]
+                )
                 for record in page:
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
                 count += len(page)

@@ -18,7 +18,7 @@ import pyarrow as pa
 
 from ..errors import StorageError
 
-__all__ = ["CacheSizes", "is_uri", "open_lancedb_table"]
+__all__ = ["CacheSizes", "create_or_open", "is_uri", "open_lancedb_table"]
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ async def open_lancedb_table(
             return await db.open_table(table_name)
         except ValueError:  # not found
             if _damaged_folder(uri, table_name) is None:
-                return await _create_or_open(db, table_name, schema)
+                return await create_or_open(db, table_name, schema)
             await asyncio.sleep(0.05 * (attempt + 1))  # another process may be half-way through creating it
     folder = _damaged_folder(uri, table_name)
     raise StorageError(
@@ -76,7 +76,7 @@ async def open_lancedb_table(
     )
 
 
-async def _create_or_open(db: Any, table_name: str, schema: pa.Schema) -> Any:
+async def create_or_open(db: Any, table_name: str, schema: pa.Schema) -> Any:
     """Create the table, or open it when another process created it meanwhile.
 
     ``exist_ok`` covers a table created with our schema; once its first opener has recorded the

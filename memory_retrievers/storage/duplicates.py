@@ -17,6 +17,7 @@ import numpy as np
 from ..config import StoreConfig
 from ..dedup import Scope, first_duplicate_in_batch, same_words, scope_of
 from ..filters import MemoryFilter, build_where, sql_in, sql_literal
+from .backend import Request
 from .table import MemoryTable
 
 __all__ = ["DuplicateFinder", "Match"]
@@ -137,15 +138,8 @@ class DuplicateFinder:
         threshold = self._config.near_duplicate_threshold
         todo = [i for i in range(len(hashes)) if out[i] is None]
         if threshold is not None and todo:
-            query = (
-                self._table.query()
-                .nearest_to([vectors[i] for i in todo])
-                .distance_type("cosine")
-                .where(live)
-                .select(["id", "text", "_distance"])
-                .limit(_NEIGHBOURS)
-            )
-            table = await self._table.read(query, "search for near duplicates")
+            request = Request(live, ["id", "text", "_distance"], limit=_NEIGHBOURS, vector=[vectors[i] for i in todo])
+            table = await self._table.search(request, "search for near duplicates")
             qidx = (
                 table.column("query_index").to_pylist() if "query_index" in table.column_names else [0] * table.num_rows
             )

@@ -20,31 +20,32 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from lancedb.index import FTS, Bitmap, BTree, HnswSq, LabelList
-
 from .. import _loop
 from ..config import StoreConfig
 from ..errors import StorageError
 from ..models import FtsField
+from .access import AccessLog
+from .backend import IndexKind
+from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
 __all__ = ["FTS_COLUMNS", "Maintainer", "retry_conflicts"]
 
 logger = logging.getLogger(__name__)
 
-#: Scalar indexes the store keeps: column -> index config factory.
-SCALAR_INDEXES: dict[str, Callable[[], Any]] = {
-    "namespace": Bitmap,
-    "id": BTree,
-    "kind": Bitmap,
-    "session_id": BTree,
-    "project": Bitmap,
-    "topic": Bitmap,
-    "pinned": Bitmap,
-    "created_at": BTree,
-    "content_hash": BTree,
-    "tags": LabelList,
-    "entities": LabelList,
+#: Scalar indexes the store keeps: column -> index kind (built by the backend, see backend.py).
+SCALAR_INDEXES: dict[str, IndexKind] = {
+    "namespace": "Bitmap",
+    "id": "BTree",
+    "kind": "Bitmap",
+    "session_id": "BTree",
+    "project": "Bitmap",
+    "topic": "Bitmap",
+    "pinned": "Bitmap",
+    "created_at": "BTree",
+    "content_hash": "BTree",
+    "tags": "LabelList",
+    "entities": "LabelList",
 }
 #: Full-text (BM25) indexes. Positions stay off: phrase positions crash optimize() (lance#7653).
 FTS_COLUMNS = {FtsField.TEXT: "text", FtsField.CONTEXT: "search_text", FtsField.ENTITIES: "entities"}
@@ -80,19 +81,15 @@ async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *,
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _vector_index() -> HnswSq:
-    return HnswSq(distance_type="cosine")
-
-
-def _index_config(index_type: str, column: str) -> Any | None:
-    """The config this library builds index ``index_type`` on ``column`` with, or None if not one of its own."""
+def _own_kind(index_type: str, column: str) -> IndexKind | None:
+    """The kind this library builds index ``index_type`` on ``column`` as, or None if not one of its own."""
     if column in FTS_COLUMNS.values() and index_type == "FTS":
-        return FTS(with_position=False)
+        return "FTS"
     if column == "vector":
-        return _vector_index()
-    factory = SCALAR_INDEXES.get(column)
-    if factory is not None and type(factory()).__name__.lower() == index_type.replace("_", "").lower():
-        return factory()
+        return "HnswSq"
+    kind = SCALAR_INDEXES.get(column)
+    if kind is not None and kind.lower() == index_type.replace("_", "").lower():
+        return kind
     return None
 
 
@@ -102,14 +99,19 @@ class Maintainer:
     Args:
         table: The table layer (this subscribes to its commits).
         config: Thresholds and retention.
-        flush_access: Writes pending access statistics; runs before every optimize so they are
-            folded in with the rest.
+        access: The access log: its pending statistics are written before every optimize, so they
+            are folded in with the rest.
+        queue: The store's write queue, which that write goes through (behind writes in progress);
+            without one it is written directly.
     """
 
-    def __init__(self, table: MemoryTable, config: StoreConfig, flush_access: Callable[[], Awaitable[int]]) -> None:
+    def __init__(
+        self, table: MemoryTable, config: StoreConfig, access: AccessLog, queue: WriteQueue | None = None
+    ) -> None:
         self._table = table
         self._config = config
-        self._flush_access = flush_access
+        self._access = access
+        self._queue = queue
         self._counter_lock = threading.Lock()
         self._rows = 0
         self._commits = 0
@@ -218,20 +220,24 @@ class Maintainer:
         rows = await self._table.count()
         if rows == 0:
             return
-        table = self._table.handle
+        backend = self._table.backend
         # Re-read on every attempt: after a conflict, the other writer may have built the index.
         indexed = await self._table.refresh_indexes()
         for column in FTS_COLUMNS.values():
             if f"FTS:{column}" not in indexed:
-                await table.create_index(column, config=FTS(with_position=False), replace=True)
-        for column, factory in SCALAR_INDEXES.items():
-            cfg = factory()
-            if f"{type(cfg).__name__}:{column}" not in indexed:
-                await table.create_index(column, config=cfg, replace=True)
+                await backend.create_index(column, "FTS")
+        for column, kind in SCALAR_INDEXES.items():
+            if f"{kind}:{column}" not in indexed:
+                await backend.create_index(column, kind)
         wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
         if wanted and not any(k.endswith(":vector") for k in indexed):
-            await table.create_index("vector", config=_vector_index(), replace=True)
+            await backend.create_index("vector", "HnswSq")
         await self._table.refresh_indexes()
+
+    async def _flush_access(self) -> int:
+        if self._queue is None:
+            return await self._access.flush()
+        return await self._queue.exclusive(self._access.flush)
 
     async def optimize(self, *, wait: bool) -> None:
         """Flush access statistics, build missing indexes, fold new rows in, compact, prune versions."""
@@ -253,7 +259,7 @@ class Maintainer:
         # found at would compact the same fragments again and lose to the same commit every time
         # (seen with writers in other processes, and its rewritten files left for cleanup).
         await self._table.refresh()
-        await self._table.handle.optimize(cleanup_older_than=self._config.version_retention)
+        await self._table.backend.optimize(self._config.version_retention)
 
     async def purge(self, *, remove_uncommitted: bool = False) -> None:
         """Remove deleted memories from disk: their rows, index entries, older versions and files.
@@ -293,7 +299,7 @@ class Maintainer:
 
     async def _hides_deleted_rows(self) -> bool:
         """Whether the latest version has deletion files (deleted rows still in its data files)."""
-        versions = await self._table.handle.list_versions()
+        versions = await self._table.backend.versions()
         latest = max(versions, key=lambda v: int(v["version"]), default=None)
         if latest is None:
             return False
@@ -308,7 +314,7 @@ class Maintainer:
         revision and timestamps are unchanged.
         """
         await self._table.refresh()  # as in _compact
-        await self._table.handle.update(updates_sql={"id": "id"})
+        await self._table.backend.rewrite_all_rows()
 
     async def _rebuild_indexes(self) -> None:
         """Rebuild every index from the live rows (or drop it when no row is left).
@@ -316,28 +322,27 @@ class Maintainer:
         ``replace=True`` builds the new index under a new folder and swaps it in one commit, so
         searches keep working meanwhile; the old folder becomes unreferenced and is pruned.
         """
-        table = self._table.handle
+        backend = self._table.backend
         await self._table.refresh()
         rows = await self._table.count()
-        for index in await table.list_indices():
-            column = index.columns[0]
-            config = _index_config(index.index_type, column)
-            if rows == 0 or config is None:
-                if config is None:
+        for name, index_type, column in await backend.listed_indexes():
+            kind = _own_kind(index_type, column)
+            if rows == 0 or kind is None:
+                if kind is None:
                     logger.warning(
                         "purge dropped index %r on %r: not one this library builds, so it cannot be rebuilt here "
                         "and could hold deleted values; build it again if you need it",
-                        index.name,
+                        name,
                         column,
                     )
-                await retry_conflicts("drop an index", functools.partial(table.drop_index, index.name))
+                await retry_conflicts("drop an index", functools.partial(backend.drop_index, name))
                 continue
-            build = functools.partial(table.create_index, column, config=config, replace=True)
+            build = functools.partial(backend.create_index, column, kind)
             await retry_conflicts(f"rebuild the {column} index", build)
 
     async def _prune_everything(self, remove_uncommitted: bool) -> None:
         await self._table.refresh()  # as in _compact
-        await self._table.handle.optimize(cleanup_older_than=timedelta(0), delete_unverified=remove_uncommitted)
+        await self._table.backend.optimize(timedelta(0), delete_unverified=remove_uncommitted)
 
     def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
         """Delete temporary files that a killed writer left in a local table folder.

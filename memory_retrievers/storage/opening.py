@@ -5,16 +5,70 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Mapping
 from datetime import timedelta
+from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
 
 from .. import _fork
-from ..errors import StorageError
-from .connect import CacheSizes, open_lancedb_table
+from ..errors import ConfigError, StorageError
+from ..schema import META_SCHEMA_VERSION
+from .caller import CallerTable, missing_columns
+from .connect import CacheSizes, is_uri, open_lancedb_table
 from .remote import RemoteTable, warn_engine
 
-__all__ = ["connect_table", "within"]
+__all__ = ["check_caller_schema", "connect_table", "make_folder", "open_caller", "within"]
+
+
+def make_folder(uri: str) -> None:
+    """Create a local store folder (a URI needs none).
+
+    Raises:
+        StorageError: The folder cannot be created.
+    """
+    if is_uri(uri):
+        return
+    try:
+        Path(uri).mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise StorageError(
+            f"cannot use {uri!r} as the store folder ({exc.strerror or exc}); pass a folder path "
+            "that can be created or already is a folder"
+        ) from exc
+
+
+async def open_caller(caller: CallerTable, table_name: str, schema: pa.Schema) -> tuple[Any, pa.Schema, str]:
+    """Open the store's table on the caller's connection or handle; its schema and URI.
+
+    Raises:
+        ConfigError: The table was not made for this store (the message names its missing columns).
+        ForkedStoreError: This process was forked after LanceDB ran in its parent.
+    """
+    table, found, uri = await caller.open(table_name, schema)
+    check_caller_schema(found, schema, f"table {table_name!r} at {uri!r}")
+    return table, found, uri
+
+
+def check_caller_schema(found: pa.Schema, expected: pa.Schema, where: str) -> None:
+    """Refuse a caller's table this library did not create, naming what it lacks and the fix.
+
+    A table with the store's schema version recorded is ours: it is checked (embedder, version)
+    and migrated like any other, by the caller of this.
+    """
+    if META_SCHEMA_VERSION in (found.metadata or {}):
+        return
+    wrong = missing_columns(found, expected)
+    detail = (
+        f"its columns do not fit the store: {', '.join(wrong)}"
+        if wrong
+        else "it records no schema version or embedder, so its vectors cannot be checked against the store's"
+    )
+    raise ConfigError(
+        f"{where} was not created by memory-retrievers: {detail}. Let the store create its table: "
+        "MemoryStore(connection=db, table_name='<a new name>') (or create it with "
+        "memory_retrievers.schema.memory_schema(embedder.dimension, embedder.name))"
+    )
+
 
 T = TypeVar("T")
 

@@ -22,6 +22,7 @@ from ..models import FtsField, Hit, Memory, MemoryKind
 from ..schema import SCALAR_COLUMNS, rows_to_memories
 from ..speakers import speaker_of
 from .access import AccessLog
+from .backend import Request
 from .bounded import bounded_put
 from .maintenance import FTS_COLUMNS
 from .table import CommitEvent, MemoryTable
@@ -105,15 +106,15 @@ class Searcher:
         column = FTS_COLUMNS[field]
         if not await self._table.has_index(f"FTS:{column}"):
             return self._empty(columns)
-        query = self._table.query().nearest_to_text(text, columns=column).where(where).select([*columns, "_score"])
-        return ranked(await self._table.read(query.limit(k), "run a full-text search"))
+        request = Request(where, [*columns, "_score"], limit=k, text=text, text_column=column)
+        return ranked(await self._table.search(request, "run a full-text search"))
 
     async def nearest(self, vector: np.ndarray, where: str, k: int, columns: Sequence[str]) -> pa.Table:
         """Nearest rows with ``columns`` and ``_score`` (cosine similarity)."""
-        q = self._table.query().nearest_to(vector).distance_type("cosine").where(where).select([*columns, "_distance"])
-        if any(key.endswith(":vector") for key in self._table.indexed):
-            q = q.refine_factor(5)  # re-rank quantized candidates with full vectors
-        table = await self._table.read(q.limit(k), "run a vector search")
+        # With a (quantized) vector index, candidates are re-ranked with full vectors.
+        refine = 5 if any(key.endswith(":vector") for key in self._table.indexed) else None
+        request = Request(where, [*columns, "_distance"], limit=k, vector=vector, refine=refine)
+        table = await self._table.search(request, "run a vector search")
         # The one place a distance becomes a score: cosine similarity = 1 - cosine distance.
         similarity = pc.subtract(pa.scalar(1.0, pa.float32()), table.column("_distance").cast(pa.float32()))
         return ranked(table.drop_columns(["_distance"]).append_column("_score", similarity))
@@ -245,7 +246,7 @@ class Searcher:
 
     async def namespaces(self) -> list[str]:
         """Every namespace with at least one memory, sorted (scans the ``namespace`` column only)."""
-        table = await self._table.read(self._table.query().select(["namespace"]), "list namespaces")
+        table = await self._table.search(Request(None, ["namespace"]), "list namespaces")
         return sorted(str(v) for v in pc.unique(table.column("namespace")).to_pylist())
 
 

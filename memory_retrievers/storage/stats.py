@@ -12,9 +12,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION
+from .backend import Request
 from .table import MemoryTable, is_uri, storage_error
 
 __all__ = ["IndexCoverage", "NamespaceCounts", "StoreStats", "read_stats"]
@@ -58,7 +60,7 @@ class IndexCoverage:
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:
-    """What :meth:`~memory_retrievers.MemoryStore.stats` reports.
+    """What :meth:`~memory_retrievers.admin.StoreAdmin.stats` (``store.admin.stats()``) reports.
 
     Attributes:
         uri: Where the database lives.
@@ -108,16 +110,8 @@ def _folder_size(folder: Path) -> int:
     return total
 
 
-async def read_stats(table: MemoryTable) -> StoreStats:
-    """Read the statistics of an open table.
-
-    Raises:
-        StorageError: LanceDB could not read them.
-    """
-    handle = table.handle
-    columns = await table.read(
-        table.query().select(["namespace", "kind", "superseded_by"]), "read the namespace and kind columns"
-    )
+def _namespace_counts(columns: pa.Table) -> tuple[NamespaceCounts, ...]:
+    """Live memories per namespace and kind, and superseded ones per namespace."""
     live = pc.is_null(columns.column("superseded_by"))
     counts: dict[str, dict[str, int]] = {}
     superseded: dict[str, int] = {}
@@ -129,27 +123,30 @@ async def read_stats(table: MemoryTable) -> StoreStats:
             kinds[kind] = kinds.get(kind, 0) + 1
         else:
             superseded[ns] = superseded.get(ns, 0) + 1
-    namespaces = tuple(
+    return tuple(
         NamespaceCounts(ns, sum(kinds.values()), superseded.get(ns, 0), dict(sorted(kinds.items())))
         for ns, kinds in sorted(counts.items())
     )
+
+
+async def read_stats(table: MemoryTable) -> StoreStats:
+    """Read the statistics of an open table.
+
+    Raises:
+        StorageError: LanceDB could not read them.
+    """
+    request = Request(None, ["namespace", "kind", "superseded_by"])
+    columns = await table.search(request, "read the namespace and kind columns")
+    namespaces = _namespace_counts(columns)
+    backend = table.backend
     try:
-        indexes = []
-        for index in await handle.list_indices():
-            stats = await handle.index_stats(index.name)
-            indexes.append(
-                IndexCoverage(
-                    index.name,
-                    str(index.index_type),
-                    tuple(index.columns),
-                    int(stats.num_indexed_rows) if stats else 0,
-                    int(stats.num_unindexed_rows) if stats else 0,
-                )
-            )
-        table_stats = await handle.stats()
-        versions = await handle.list_versions()
-        version = await handle.version()
-        schema = await handle.schema()
+        indexes = [
+            IndexCoverage(i.name, i.kind, i.columns, i.indexed_rows, i.unindexed_rows) for i in await backend.indexes()
+        ]
+        table_stats = await backend.table_stats()
+        versions = await backend.versions()
+        version = await backend.version()
+        schema = await backend.schema()
     except Exception as exc:
         raise storage_error(f"read the statistics of {table.where}", exc) from exc
     meta = schema.metadata or {}

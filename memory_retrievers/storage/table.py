@@ -8,22 +8,23 @@ their bookkeeping by hand (Lucene's writer/reader split: the writer knows what i
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
-from pathlib import Path
 from typing import Any, TypeVar
 
 import pyarrow as pa
-from lancedb.query import ColumnOrdering
 
 from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
+from .backend import LanceBackend, Merge, Request
+from .caller import CallerTable
 from .connect import CacheSizes, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
-from .keys import KEY, ensure_primary_key, inserting, key_not_null, whole_rows
+from .keys import KEY, ensure_primary_key, key_not_null, whole_rows
 from .migrations import add_missing_columns, check_schema, storage_error
-from .opening import connect_table, within
+from .opening import connect_table, make_folder, open_caller, within
 from .remote import RemoteTable
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
@@ -49,6 +50,7 @@ class MemoryTable:
         read_consistency_interval: How often the handle looks for other processes' commits.
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
+        caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
     """
 
     def __init__(
@@ -61,8 +63,10 @@ class MemoryTable:
         read_consistency_interval: timedelta | None,
         caches: CacheSizes | None = None,
         timeout: timedelta | None = None,
+        caller: CallerTable | None = None,
     ) -> None:
         self.uri = uri
+        self._caller = caller
         self._timeout_s = timeout.total_seconds() if timeout is not None else None
         self.table_name = table_name
         self.schema = schema
@@ -82,8 +86,13 @@ class MemoryTable:
 
     @property
     def handle(self) -> Any:
-        """The LanceDB ``AsyncTable`` (for index builds and optimize)."""
+        """The LanceDB ``AsyncTable`` (tests and diagnostics; the store goes through :attr:`backend`)."""
         return self._table
+
+    @property
+    def backend(self) -> LanceBackend:
+        """The table's operations beyond commits: reads, indexes, optimize, versions (see ``backend.py``)."""
+        return LanceBackend(self._table)
 
     @property
     def is_open(self) -> bool:
@@ -97,18 +106,17 @@ class MemoryTable:
         Raises:
             StorageError: The folder or table could not be opened or created.
             SchemaMismatchError: The table belongs to another schema version or embedder.
+            ConfigError: The caller's table lacks the store's columns.
         """
-        if not is_uri(self.uri):
-            try:
-                Path(self.uri).mkdir(parents=True, exist_ok=True)
-            except OSError as exc:
-                raise StorageError(
-                    f"cannot use {self.uri!r} as the store folder ({exc.strerror or exc}); pass a folder path "
-                    "that can be created or already is a folder"
-                ) from exc
         try:
-            args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
-            table, found = await self.bounded(connect_table(*args), f"open {self.where}")
+            if self._caller is not None:
+                table, found, self.uri = await self.bounded(
+                    open_caller(self._caller, self.table_name, self.schema), f"open {self.where}"
+                )
+            else:
+                make_folder(self.uri)
+                args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
+                table, found = await self.bounded(connect_table(*args), f"open {self.where}")
         except MemoryRetrieversError:
             raise
         except Exception as exc:
@@ -130,10 +138,7 @@ class MemoryTable:
 
     async def refresh_indexes(self) -> set[str]:
         """Re-read which indexes exist (another writer may have built some)."""
-        indexed: set[str] = set()
-        for index in await self.bounded(self._table.list_indices(), f"list the indexes of {self.where}"):
-            for column in index.columns:
-                indexed.add(f"{index.index_type}:{column}")
+        indexed = await self.bounded(self.backend.index_keys(), f"list the indexes of {self.where}")
         self.indexed = indexed
         self._indexed_version = await self.version()
         return indexed
@@ -147,14 +152,10 @@ class MemoryTable:
         return key in self.indexed
 
     # ------------------------------------------------------------------ reads
-    def query(self) -> Any:
-        """A new LanceDB query on the table (run it with :meth:`read`)."""
-        return self._table.query()
-
-    async def read(self, query: Any, action: str) -> pa.Table:
-        """Run a query built with :meth:`query`; a failure is a StorageError naming ``action``."""
+    async def search(self, request: Request, action: str) -> pa.Table:
+        """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
         try:
-            return await self.bounded(query.to_arrow(), action)
+            return await self.bounded(self.backend.search(request), action)
         except StorageError:
             raise
         except Exception as exc:
@@ -176,19 +177,8 @@ class MemoryTable:
         Equal timestamps (a frozen clock, imported history) are ordered by id, so pages never skip or
         repeat a row and the same read gives the same order.
         """
-        query = self.query().where(where).select(list(columns))
-        if newest_first is not None:
-            query = query.order_by(
-                [
-                    ColumnOrdering(column_name=by, ascending=not newest_first),
-                    ColumnOrdering(column_name="id", ascending=True),
-                ]
-            )
-        if limit is not None:
-            query = query.limit(limit)
-        if offset:
-            query = query.offset(offset)
-        return await self.read(query, action)
+        order = ((by, not newest_first), ("id", True)) if newest_first is not None else ()
+        return await self.search(Request(where, columns, limit=limit, offset=offset, order=order), action)
 
     async def rows_by_id(
         self, namespace: str, ids: Sequence[str], *, columns: Sequence[str] | None = None, only: str | None = None
@@ -213,7 +203,7 @@ class MemoryTable:
     async def count(self, where: str | None = None, *, action: str = "count rows") -> int:
         """Rows matching ``where`` (every row for ``None``)."""
         try:
-            return int(await self.bounded(self._table.count_rows(where), action))
+            return await self.bounded(self.backend.count(where), action)
         except StorageError:
             raise
         except Exception as exc:
@@ -231,7 +221,7 @@ class MemoryTable:
         that leaves memories behind). About 0.2-0.4 ms on a local folder.
         """
         try:
-            await self.bounded(self._table.checkout_latest(), "read the latest table version")
+            await self.bounded(self.backend.checkout_latest(), "read the latest table version")
         except StorageError:
             raise
         except Exception as exc:
@@ -240,7 +230,7 @@ class MemoryTable:
     async def version(self) -> int:
         """The version this handle sees (after ``read_consistency_interval``, others' commits too)."""
         try:
-            return int(await self.bounded(self._table.version(), "read the table version"))
+            return await self.bounded(self.backend.version(), "read the table version")
         except StorageError:
             raise
         except Exception as exc:
@@ -253,7 +243,7 @@ class MemoryTable:
 
     async def add(self, data: pa.Table) -> CommitEvent:
         """Append new rows in one commit."""
-        return await self._commit("add", _namespaces(data), lambda: self._table.add(data), rows=data)
+        return await self._commit("add", _namespaces(data), lambda: self.backend.append(data), rows=data)
 
     async def upsert(self, data: pa.Table) -> CommitEvent:
         """Insert new rows and rewrite existing ones (matched by namespace and id) in one commit.
@@ -263,8 +253,8 @@ class MemoryTable:
         :attr:`CommitEvent.landed`.
         """
         self._whole(data)
-        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
-        return await self._commit("upsert", _namespaces(data), lambda: builder.execute(data), rows=data)
+        merge = Merge(update_where=_UNCHANGED, insert=True)
+        return await self._commit("upsert", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
     async def rewrite(self, data: pa.Table) -> CommitEvent:
         """Rewrite existing rows (whole), conditionally as in :meth:`upsert`; never inserts.
@@ -273,8 +263,8 @@ class MemoryTable:
         deleted memory back).
         """
         self._whole(data)
-        builder = self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED)
-        return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
+        merge = Merge(update_where=_UNCHANGED)
+        return await self._commit("update", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
     def whole_rows(self, stored: Sequence[dict[str, Any]]) -> pa.Table:
         """Stored rows (read whole, vector included) as the data of a conditional rewrite.
@@ -296,8 +286,9 @@ class MemoryTable:
     async def update(self, data: pa.Table) -> CommitEvent:
         """Set the given columns of existing rows unconditionally (access statistics); never inserts."""
         data = key_not_null(data)
-        builder = self._table.merge_insert(KEY).when_matched_update_all()
-        return await self._commit("update", _namespaces(data), lambda: builder.execute(data), rows=data)
+        return await self._commit(
+            "update", _namespaces(data), lambda: self.backend.merge(data, KEY, Merge()), rows=data
+        )
 
     async def delete(self, namespace: str, ids: Sequence[str] | None, *, only: str | None = None) -> CommitEvent:
         """Delete ``ids`` of a namespace, or the whole namespace for ``None``, in one commit.
@@ -307,7 +298,7 @@ class MemoryTable:
         """
         where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
         deleted = {namespace: tuple(ids)} if ids is not None else {}
-        return await self._commit("delete", frozenset({namespace}), lambda: self._table.delete(where), deleted=deleted)
+        return await self._commit("delete", frozenset({namespace}), lambda: self.backend.delete(where), deleted=deleted)
 
     async def replace_rows(self, namespace: str, ids: Sequence[str], data: pa.Table) -> CommitEvent:
         """Write ``data`` (as :meth:`upsert`) and delete ``ids`` of ``namespace``, in one commit.
@@ -316,13 +307,12 @@ class MemoryTable:
         never neither (a chat session replaced whole).
         """
         self._whole(data)
-        builder = inserting(self._table.merge_insert(KEY).when_matched_update_all(where=_UNCHANGED))
-        if ids:
-            where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids)
-            builder = builder.when_not_matched_by_source_delete(where)
+        where = build_where(namespace, MemoryFilter(include_superseded=True), ids=ids) if ids else None
+        merge = Merge(update_where=_UNCHANGED, insert=True, delete_where=where)
         namespaces = _namespaces(data) | {namespace}
         deleted = {namespace: tuple(ids)}
-        return await self._commit("upsert", namespaces, lambda: builder.execute(data), rows=data, deleted=deleted)
+        run = functools.partial(self.backend.merge, data, KEY, merge)
+        return await self._commit("upsert", namespaces, run, rows=data, deleted=deleted)
 
     async def delete_and_rewrite(
         self, namespace: str, ids: Sequence[str], rewrites: pa.Table, *, only: str | None = None
@@ -336,15 +326,11 @@ class MemoryTable:
         """
         self._whole(rewrites)
         where = _also(build_where(namespace, MemoryFilter(include_superseded=True), ids=ids), only)
-        builder = (
-            self._table.merge_insert(KEY)
-            .when_matched_update_all(where=_UNCHANGED)
-            .when_not_matched_by_source_delete(where)
-        )
+        merge = Merge(update_where=_UNCHANGED, delete_where=where)
         return await self._commit(
             "delete",
             frozenset({namespace}),
-            lambda: builder.execute(rewrites),
+            functools.partial(self.backend.merge, rewrites, KEY, merge),
             rows=rewrites,
             deleted={namespace: tuple(ids)},
         )

@@ -173,7 +173,7 @@ def test_item15_list_and_export_refuse_huge_limit_or_offset_with_a_typed_error(
 ) -> None:
     with MemoryStore(tmp_path / "s", embedder=HashEmbedder(16)) as store:
         store.add("Alice keeps bees", namespace="alice")
-        for call in (store.list, store.export):
+        for call in (store.list, store.admin.export):
             with pytest.raises(InvalidInputError, match=name):
                 call("alice", **{name: value})
         assert len(store.list("alice", limit=2**32 - 1, offset=0)) == 1  # the largest accepted

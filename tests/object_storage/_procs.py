@@ -54,7 +54,7 @@ def writer(uri: str, options: dict[str, str], worker: int, rounds: int, barrier:
                 store.delete([gone], namespace=own)
                 ack("delete", own, [gone])
             if worker == 0 and i == rounds // 2:
-                store.optimize()  # maintenance racing the other writers' commits
+                store.admin.optimize()  # maintenance racing the other writers' commits
         store.close()
         acks.put({"done": worker})
     except BaseException:

@@ -45,7 +45,7 @@ def test_item2_purge_erases_forgotten_and_deleted_users_from_every_object(
     store = make_s3_store(config={"optimize_after_commits": 10_000, "optimize_after_rows": 10_000_000})
     records = [r for user in range(20) for r in helpers.user_records(user)]
     store.add_many(records, batch_size=len(records), dedup=False, progress=False)  # one commit, one fragment
-    store.optimize()
+    store.admin.optimize()
     before = bucket_files(s3_server, s3_uri)
     old = helpers.index_folders(before)
     table = helpers.open_table(store, **s3_server.storage_options)
@@ -60,14 +60,14 @@ def test_item2_purge_erases_forgotten_and_deleted_users_from_every_object(
     def audit() -> list[str]:
         return list(helpers.audit(table, bucket_files(s3_server, s3_uri), gone, old))
 
-    store.purge()
+    store.admin.purge()
     assert audit() == []
     store.add("written after the purge", namespace="person08@example.com")
     assert audit() == []
-    store.optimize()
+    store.admin.optimize()
     assert audit() == []
-    store.purge()  # the purge, optimize, purge
+    store.admin.purge()  # the purge, optimize, purge
     assert audit() == []
-    assert store.stats().rows == 91 and len(store.namespaces()) == 18
-    assert all(i.unindexed_rows == 0 for i in store.stats().indexes)
+    assert store.admin.stats().rows == 91 and len(store.namespaces()) == 18
+    assert all(i.unindexed_rows == 0 for i in store.admin.stats().indexes)
     assert store.fts_search("quokka08", namespace="person08@example.com")

@@ -87,7 +87,7 @@ def session(store: MemoryStore, clock: ManualClock) -> list[Any]:
     out.append(("count", store.count(namespace="alice"), store.count(namespace="bob")))
     store.forget("bob")
     out.append(("namespaces", store.namespaces()))
-    store.optimize()
+    store.admin.optimize()
     out.append(("after optimize", hits(store.fts_search("theme", namespace="alice"))))
     return out
 
@@ -107,10 +107,10 @@ def test_a_session_on_s3_answers_exactly_as_on_a_local_folder(
 def _maintenance(store: MemoryStore) -> list[Any]:
     for i in range(12):  # one commit and one small fragment each
         store.add(f"fact number {i} about zebras", namespace="z", id=f"f{i}")
-    before = store.stats()
+    before = store.admin.stats()
     time.sleep(1.1)  # every version but the latest is past the retention now
-    store.optimize()
-    after = store.stats()
+    store.admin.optimize()
+    after = store.admin.stats()
     indexes = sorted((i.name, i.indexed_rows, i.unindexed_rows) for i in after.indexes)
     hits = [h.id for h in store.fts_search("number 7", namespace="z", k=1)]
     return [before.fragments, before.versions, after.fragments, after.versions, indexes, hits]
@@ -129,7 +129,7 @@ def test_indexes_and_optimize_on_s3_as_on_a_local_folder(
     assert fragments >= 12 and fragments_after < fragments and versions_after < versions  # compacted, pruned
     assert {name for name, _, _ in indexes} >= {"text_idx", "search_text_idx", "namespace_idx", "id_idx"}
     assert all(unindexed == 0 for _, _, unindexed in indexes) and hits == ["f7"]
-    assert store.stats().disk_bytes is None  # not measured on object stores (documented)
+    assert store.admin.stats().disk_bytes is None  # not measured on object stores (documented)
 
 
 def _objects_containing(s3: LocalS3Server, uri: str, needle: bytes) -> list[str]:
@@ -149,10 +149,10 @@ def test_purge_erases_deleted_text_from_every_object(
     secret = "quokka-passport-7731"
     store.add(f"my passport number is {secret}", namespace="p", id="secret")
     store.add("an ordinary memory", namespace="p")
-    store.optimize()  # the secret is in data files and in the full-text indexes now
+    store.admin.optimize()  # the secret is in data files and in the full-text indexes now
     store.delete(["secret"], namespace="p")
     assert _objects_containing(s3_server, s3_uri, secret.encode())  # deleted, yet still stored
-    store.purge()
+    store.admin.purge()
     assert _objects_containing(s3_server, s3_uri, secret.encode()) == []
     assert [m.text for m in store.list("p")] == ["an ordinary memory"]
 
@@ -177,11 +177,11 @@ def test_files_of_an_uncommitted_write_are_removed_by_purge_not_optimize(
     fs = s3_server.filesystem()
     for orphan in orphans:
         fs.copy_file(data, orphan)
-    store.optimize()
+    store.admin.optimize()
     assert set(orphans) <= set(s3_server.list_objects(s3_uri))
-    store.purge()  # they could be a write in flight elsewhere: kept
+    store.admin.purge()  # they could be a write in flight elsewhere: kept
     assert set(orphans) <= set(s3_server.list_objects(s3_uri))
-    store.purge(remove_uncommitted=True)
+    store.admin.purge(remove_uncommitted=True)
     assert set(orphans).isdisjoint(s3_server.list_objects(s3_uri))
     assert store.count(namespace="o") == 2
 

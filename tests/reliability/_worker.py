@@ -49,7 +49,7 @@ def main() -> None:
             else:
                 store.add(f"{ns} before optimize {i}", namespace=ns, id=f"{ns}-o{run}-{i}", dedup=False)
                 ack(fh, {"ns": ns, "ids": [f"{ns}-o{run}-{i}"], "op": kind})
-                store.optimize()
+                store.admin.optimize()
             i += 1
         ack(fh, {"done": True})
 

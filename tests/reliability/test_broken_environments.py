@@ -85,7 +85,7 @@ def test_optimize_removes_only_stale_temporary_files(tmp_path: Path) -> None:
     stale.write_bytes(b"x")
     fresh.write_bytes(b"y")
     os.utime(stale, (time.time() - 7200, time.time() - 7200))
-    store.optimize()
+    store.admin.optimize()
     assert not stale.exists() and fresh.exists()  # a young file may belong to a write in flight
     assert store.count("u") == 5
     store.close()

@@ -57,7 +57,7 @@ def test_threads_add_upsert_recall_delete_on_one_store(tmp_path: Path, workers: 
     def optimizer() -> None:
         try:
             while any(t.is_alive() for t in threads):
-                store.optimize()
+                store.admin.optimize()
                 time.sleep(0.05)
         except BaseException as exc:
             errors.append(exc)

@@ -60,7 +60,7 @@ def test_sigkill_during_writes_loses_no_acknowledged_write(tmp_path: Path, opera
             assert int(stored[key].text.rsplit(" ", 1)[1]) >= int(text.rsplit(" ", 1)[1])
         # Still writable and searchable, and maintenance removed the leftover temporary file.
         store.add(f"{ns} after the crashes", namespace=ns)
-        store.optimize()
+        store.admin.optimize()
         assert not planted.exists()
         assert store.fts_search("crashes", namespace=ns, k=1)
     workers.summary(

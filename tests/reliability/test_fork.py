@@ -84,7 +84,7 @@ def _child_uses_the_parents_store(store: MemoryStore, out: Any) -> None:
             return
         except ForkedStoreError as exc:
             message, opened_in = str(exc), exc.opened_in
-        for call in (lambda: store.count(namespace="shared"), store.flush, store.flush_access):
+        for call in (lambda: store.count(namespace="shared"), store.flush, store.admin.flush_access):
             try:
                 call()
                 out.put({"error": f"{call} worked on the inherited store"})
@@ -106,7 +106,7 @@ def test_a_store_carried_into_a_forked_child_raises_a_typed_error_naming_the_fix
     for fix in ("--preload", "post_fork", "worker_process_init", "forkserver", "spawn", "DEPLOYMENT.md"):
         assert fix in result["message"]
     assert store.count(namespace="shared") == 1  # the parent's store is untouched and works
-    assert store.flush_access() == 1  # its pending access was written once, here
+    assert store.admin.flush_access() == 1  # its pending access was written once, here
     store.close()
 
 

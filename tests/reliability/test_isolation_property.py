@@ -60,7 +60,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> tuple[MemoryStore, dict[s
             dedup=False,
         )
         owners[ns] = {m.id for m in added}
-    store.optimize()  # indexed and unindexed paths both get exercised: more rows follow below
+    store.admin.optimize()  # indexed and unindexed paths both get exercised: more rows follow below
     return store, owners
 
 

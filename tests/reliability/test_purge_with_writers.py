@@ -19,7 +19,7 @@ from memory_retrievers import HashEmbedder, MemoryStore
 
 PURGE = (
     "import sys; from memory_retrievers import HashEmbedder, MemoryStore; "
-    "s = MemoryStore(sys.argv[1], embedder=HashEmbedder(32)); s.purge(); s.close(); print('purged')"
+    "s = MemoryStore(sys.argv[1], embedder=HashEmbedder(32)); s.admin.purge(); s.close(); print('purged')"
 )
 
 

@@ -46,7 +46,7 @@ def primed_version(store: MemoryStore) -> int:
     """The table version once the first write's index builds (a dozen commits) are done."""
     store.add("priming write", namespace="elsewhere")
     store.flush()
-    return store.stats().version
+    return store.admin.stats().version
 
 
 def test_queued_writes_return_at_once_and_commit_together(make_store: Make) -> None:
@@ -60,7 +60,7 @@ def test_queued_writes_return_at_once_and_commit_together(make_store: Make) -> N
     assert {m.text for m in store.list("u", limit=100)} == {f"turn {i} of the chat" for i in range(40)}
     # One group within the linger (measured: one commit); forty adds one at a time make forty.
     store.flush()
-    assert store.stats().version - before <= 2
+    assert store.admin.stats().version - before <= 2
 
 
 def test_without_linger_each_lone_add_is_its_own_commit(make_store: Make) -> None:
@@ -68,7 +68,7 @@ def test_without_linger_each_lone_add_is_its_own_commit(make_store: Make) -> Non
     before = primed_version(store)
     for i in range(5):
         store.add(f"fact {i}", namespace="u", dedup=False)
-    assert store.stats().version - before >= 5
+    assert store.admin.stats().version - before >= 5
 
 
 def test_a_full_group_does_not_wait_for_the_linger(make_store: Make) -> None:

@@ -49,9 +49,9 @@ def test_an_expired_memory_leaves_every_read_at_once(store: MemoryStore, clock: 
     # Asked for explicitly, it is still there until expire() deletes it.
     assert {m.id for m in store.list(NS, filter={"include_expired": True})} == {keep.id, temp.id}
     assert store.get(temp.id, namespace=NS).text == temp.text
-    assert store.expire() == 1
+    assert store.admin.expire() == 1
     assert store.count(NS, filter={"include_expired": True}) == 1
-    assert store.expire() == 0
+    assert store.admin.expire() == 0
 
 
 def test_optimize_deletes_expired_memories_and_only_them(store: MemoryStore, clock: ManualClock) -> None:
@@ -60,8 +60,8 @@ def test_optimize_deletes_expired_memories_and_only_them(store: MemoryStore, clo
     store.add("other tenant, short lived", namespace="v", expires_at=clock() + timedelta(hours=1))
     store.add("later", namespace=NS, expires_at=clock() + timedelta(days=30))
     clock.advance(hours=2)
-    assert store.expire(namespace="v") == 1
-    store.optimize()
+    assert store.admin.expire(namespace="v") == 1
+    store.admin.optimize()
     assert sorted(m.text for m in store.list(NS, filter={"include_expired": True})) == ["lasting", "later"]
 
 
@@ -73,7 +73,7 @@ def test_an_expired_update_brings_back_the_memory_it_superseded(store: MemorySto
     assert [m.text for m in store.list(NS)] == [new.text]
     clock.advance(days=91)
     assert store.list(NS) == []  # the newer memory has expired; the older one is still superseded...
-    store.expire()
+    store.admin.expire()
     assert [m.text for m in store.list(NS)] == [old.text]  # ...until it is deleted, like any delete
 
 
@@ -106,7 +106,7 @@ def test_a_table_from_before_expiry_is_migrated_and_works(tmp_path: Path, clock:
         clock.advance(minutes=2)
         recalled = MemoryRetriever(old, namespace=NS, config=QUIET).recall("written temporary", k=5)
         assert [m.text for m in recalled.memories] == ["written by an older release"]
-        assert old.expire() == 1
+        assert old.admin.expire() == 1
 
 
 def test_an_expired_duplicate_never_swallows_a_new_write(store: MemoryStore, clock: ManualClock) -> None:
@@ -135,7 +135,7 @@ def _write_again_while_expiring(store: MemoryStore, clock: ManualClock, ids: lis
     writer.start()
     sweeps = 0
     while not done.is_set() or not sweeps:
-        store.expire()
+        store.admin.expire()
         sweeps += 1
     writer.join(timeout=120)
     return acked
@@ -153,7 +153,7 @@ def test_item7_expire_keeps_memories_written_again(make_store: Callable[..., Mem
         clock.advance(minutes=2)  # all expired, none deleted yet
         acked = _write_again_while_expiring(store, clock, ids)
         assert acked == ids
-        store.expire()
+        store.admin.expire()
         alive = {m.id for m in store.list(NS, limit=1000)}
         lost += [id_ for id_ in acked if id_ not in alive]
     assert lost == [], f"{len(lost)} of {3 * len(ids)} acknowledged writes were deleted by expire()"

@@ -32,10 +32,10 @@ def test_item1_a_reader_does_not_keep_text_forgotten_and_restored_redacted(tmp_p
         admin.add_many([{"text": SECRET}, {"text": "Ana likes hiking in the Alps"}], namespace="ana")
         retriever = MemoryRetriever(reader, namespace="ana", config=CONFIG)
         assert SECRET in [m.text for m in retriever.recall("doctor Weber Mondays").memories]  # the view is built
-        backup = admin.export("ana")
+        backup = admin.admin.export("ana")
         redacted = [{**r, "text": "Ana sees a doctor on Mondays"} if r["text"] == SECRET else r for r in backup]
         admin.forget("ana")
-        admin.restore(redacted)
+        admin.admin.restore(redacted)
         texts = [m.text for m in retriever.recall("doctor Weber Mondays").memories]
         assert SECRET not in texts
         assert "Ana sees a doctor on Mondays" in texts

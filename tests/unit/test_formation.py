@@ -389,7 +389,7 @@ def test_a_formed_fact_is_validated_by_use_and_archived_when_unused(make_store: 
     retriever = MemoryRetriever(store, namespace=NS)
     for _ in range(2):  # each recall counts an access of what it returns
         retriever.recall("Ana moved to Lisbon.", k=1, kinds=["fact"])
-    store.flush_access()
+    store.admin.flush_access()
     assert store.get(lisbon.id, namespace=NS).access_count >= 2
     assert former.review_lifecycle(NS) == {"validated": 1}
     assert store.get(lisbon.id, namespace=NS).lifecycle == "validated"

@@ -36,7 +36,7 @@ def test_a_call_namespace_overrides_the_default_and_the_default_stays(two_users:
 def test_access_statistics_go_to_the_namespace_of_the_call(two_users: MemoryStore) -> None:
     shared = MemoryRetriever(two_users)
     found = shared.recall("drink", namespace="bob").memories
-    two_users.flush_access()
+    two_users.admin.flush_access()
     assert two_users.get(found[0].id, namespace="bob").access_count == 1
     alice = two_users.list(namespace="alice")
     assert [m.access_count for m in alice] == [0]

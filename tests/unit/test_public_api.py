@@ -57,6 +57,7 @@ def test_all_is_pinned() -> None:
             "PendingWrite",
             "QueueFullError",
             "PerProcess",
+            "StoreAdmin",
             "SchemaMismatchError",
             "SentenceTransformerEmbedder",
             "StorageError",

@@ -124,7 +124,7 @@ def test_add_many_progress_bar(store: MemoryStore, capsys) -> None:
 
 def test_new_memory_found_by_fts_and_vector_immediately(store: MemoryStore) -> None:
     store.add_many([{"text": f"filler memory {i} about gardening"} for i in range(20)], namespace="n")
-    store.optimize()
+    store.admin.optimize()
     fresh = store.add("The wifi password is hunter2", namespace="n")
     assert store.fts_search("wifi password", namespace="n")[0].id == fresh.id
     assert store.vector_search("wifi password hunter2", namespace="n", k=1)[0].id == fresh.id
@@ -435,11 +435,11 @@ def test_access_statistics_are_batched(make_store: Make, clock) -> None:
     assert got.access_count == 3 and got.last_accessed_at == clock.now  # pending counts are visible
     clock.advance(hours=1)
     store.record_access([m.id], namespace="n")
-    assert store.flush_access() == 1
+    assert store.admin.flush_access() == 1
     assert table_version(store) == before + 1
     got = store.get(m.id, namespace="n")
     assert got.access_count == 4 and got.last_accessed_at == clock.now
-    assert store.flush_access() == 0
+    assert store.admin.flush_access() == 0
 
 
 def test_access_flush_triggers_in_background_at_threshold(make_store: Make) -> None:
@@ -518,7 +518,7 @@ def test_indexes_are_built_after_first_write_and_optimize_on_threshold(make_stor
 def test_ann_index_built_past_threshold(make_store: Make) -> None:
     store = make_store(config={"ann_index_min_rows": 300})
     store.add_many([{"text": f"memory {i} about item {i}"} for i in range(320)], namespace="n", dedup=False)
-    store.optimize()
+    store.admin.optimize()
     assert any(i.columns == ["vector"] for i in open_table(store).list_indices())
     hit = store.vector_search("memory 17 about item 17", namespace="n", k=1)[0]
     assert store.get(hit.id, namespace="n").text == "memory 17 about item 17"

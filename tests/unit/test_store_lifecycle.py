@@ -87,12 +87,12 @@ def test_purge_removes_forgotten_and_deleted_text_from_disk(make_store: Make) ->
     store.add_many([{"text": f"keep note {i}"} for i in range(20)], namespace="keep")
     store.add("my secret password is Zanzibar7", namespace="gone")
     doomed = store.add("the surprise party is for Quetzalcoatl", namespace="keep")
-    store.optimize()
+    store.admin.optimize()
     store.forget("gone")
     store.delete(doomed.id, namespace="keep")
     folder = Path(store.uri)
     assert files_containing(folder, "Zanzibar7", "Quetzalcoatl")  # still on disk before purge
-    store.purge()
+    store.admin.purge()
     assert files_containing(folder, "Zanzibar7", "Quetzalcoatl") == []
     assert store.count("keep") == 20 and len(store.fts_search("note", namespace="keep", k=50)) == 20
     store.add("written after the purge", namespace="keep")

@@ -115,26 +115,26 @@ def test_a_view_refreshed_from_another_writers_commits_matches_a_fresh_read(ops:
                 elif op == "b_other_ns":
                     b.add(text(seed), namespace="other")
                 elif op == "compact":
-                    b.optimize()
+                    b.admin.optimize()
                 elif op == "b_forget_restore":
                     # A backup restored redacted: ids and timestamps as exported, text edited.
-                    backup = b.export("u")
+                    backup = b.admin.export("u")
                     b.forget("u")
                     forgotten.update(r["text"] for r in backup)
-                    b.restore([{**r, "text": f"{r['text']} redacted {seed}"} for r in backup])
+                    b.admin.restore([{**r, "text": f"{r['text']} redacted {seed}"} for r in backup])
                 elif op == "b_expiring":
                     b.add(text(seed), namespace="u", dedup=False, expires_at=clock() + timedelta(seconds=30))
                 elif op == "b_expire":
                     clock.advance(seconds=31)
-                    b.expire("u")
+                    b.admin.expire("u")
                 elif op == "b_purge":
-                    b.purge()
+                    b.admin.purge()
                 elif op == "b_form_then_forget":
                     llm = _GatedLLM(f"secret fact {seed}")
                     former = MemoryFormer(b, llm=llm)
                     formed = former.form_later([f"Ana: secret turn {seed}"], namespace="u")
                     assert llm.entered.wait(30)
-                    backup = b.export("u")
+                    backup = b.admin.export("u")
                     b.forget("u")
                     forgotten.update([f"secret fact {seed}", f"Ana: secret turn {seed}"])
                     forgotten.update(r["text"] for r in backup)
@@ -180,15 +180,15 @@ def test_a_namespace_too_large_for_a_view_gets_the_vector_index(tmp_path: Path) 
         store.add_many([{"text": text(i)} for i in range(300)], namespace="big", dedup=False)
         store.add_many([{"text": text(i)} for i in range(20)], namespace="small", dedup=False)
         store.flush()
-        assert not [i for i in store.stats().indexes if i.columns == ("vector",)]  # 320 rows: below 100k
+        assert not [i for i in store.admin.stats().indexes if i.columns == ("vector",)]  # 320 rows: below 100k
         MemoryRetriever(store, namespace="small").recall("kettle")  # fits a view: no reason to build
         store.flush()
-        assert not [i for i in store.stats().indexes if i.columns == ("vector",)]
+        assert not [i for i in store.admin.stats().indexes if i.columns == ("vector",)]
         target = text(123)
         first = MemoryRetriever(store, namespace="big", config={"record_access": False}).recall(target)
         assert "no view" in first.plan["notes"]
         store.flush()  # the build runs in the background
-        assert [i for i in store.stats().indexes if i.columns == ("vector",)]
+        assert [i for i in store.admin.stats().indexes if i.columns == ("vector",)]
         again = MemoryRetriever(store, namespace="big", config={"record_access": False}).recall(target)
         assert again.memories[0].text == target  # the indexed search (with refine) still finds it first
     finally:

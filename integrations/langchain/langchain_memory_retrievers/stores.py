@@ -388,11 +388,11 @@ class MemoryStoreLangGraph(BaseStore):
     # ------------------------------------------------------------------ TTL
     def sweep_ttl(self) -> int:
         """Delete every expired memory of the store now; returns how many."""
-        return self._store.expire()
+        return self._store.admin.expire()
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""
-        return await self._store.aexpire()
+        return await self._store.admin.aexpire()
 
     def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
         """Sweep expired items every ``sweep_interval_minutes`` in a thread.

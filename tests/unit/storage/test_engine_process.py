@@ -30,8 +30,8 @@ def _workload(store: MemoryStore, clock: ManualClock) -> dict[str, Any]:
     store.update("m1", namespace="alice", text="Alice moved to Berlin")
     newer = store.supersede("m2", {"text": "Alice now prefers coffee", "id": "m2b"}, namespace="alice")
     store.delete(["m3"], namespace="alice")
-    store.optimize()  # index builds and compaction go through the engine too
-    exported = store.export("alice", include_vectors=False)
+    store.admin.optimize()  # index builds and compaction go through the engine too
+    exported = store.admin.export("alice", include_vectors=False)
     return {
         "added": [a.action.value for a in added],
         "count": store.count(namespace="alice"),
@@ -42,8 +42,8 @@ def _workload(store: MemoryStore, clock: ManualClock) -> dict[str, Any]:
         "superseded_by": store.get("m2", namespace="alice").superseded_by == newer.id,
         "recall": [m.id for m in MemoryRetriever(store, namespace="alice").recall("Berlin tea", k=4).memories],
         "exported": sorted(r["id"] for r in exported),
-        "indexes": sorted(i.name for i in store.stats().indexes),
-        "rows": store.stats().rows,
+        "indexes": sorted(i.name for i in store.admin.stats().indexes),
+        "rows": store.admin.stats().rows,
     }
 
 

@@ -8,18 +8,15 @@ import time
 from pathlib import Path
 
 from memory_retrievers import StoreConfig
+from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer
 from memory_retrievers.storage.table import MemoryTable
 
-from .conftest import rows
-
-
-async def _no_access() -> int:
-    return 0
+from .conftest import T0, rows
 
 
 async def test_the_first_commit_builds_the_indexes(table: MemoryTable) -> None:
-    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    maintainer = Maintainer(table, StoreConfig(), AccessLog(table))
     assert not maintainer.has_base_indexes()
     await table.add(rows("u", ["alpha"]))
     assert maintainer.has_base_indexes()
@@ -27,28 +24,26 @@ async def test_the_first_commit_builds_the_indexes(table: MemoryTable) -> None:
 
 
 async def test_optimize_runs_when_the_commit_threshold_is_reached(table: MemoryTable) -> None:
-    flushed: list[int] = []
-
-    async def flush() -> int:
-        flushed.append(1)
-        return 0
-
-    maintainer = Maintainer(table, StoreConfig(optimize_after_commits=3), flush)
+    access = AccessLog(table)
+    maintainer = Maintainer(table, StoreConfig(optimize_after_commits=3), access)
     await table.add(rows("u", ["first"]))  # builds the indexes, inline: FTS needs them at once
     assert maintainer.has_base_indexes()
     await table.add(rows("u", ["second"]))
     await table.add(rows("u", ["third"]))
     await maintainer.await_idle()
-    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 2 and flushed == []
+    first = (await table.rows("namespace = 'u'", ["id"])).column("id")[0].as_py()
+    access.record("u", [first], T0)  # pending: optimize writes it before folding rows in
+    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 2
     await table.add(rows("u", ["fourth"]))  # the third commit since the build: optimize, in the background
     await maintainer.await_idle()
-    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 0 and flushed == [1]
+    assert (await table.handle.index_stats("text_idx")).num_unindexed_rows == 0
+    assert (await table.rows_by_id("u", [first]))[first]["access_count"] == 1  # written by that optimize
 
 
 async def test_a_cancelled_waiter_does_not_leave_maintenance_locked(table: MemoryTable) -> None:
     # Regression: the lock was taken by a worker thread; a waiter cancelled while that thread
     # waited left the lock held once the thread got it, and every later maintenance hung.
-    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    maintainer = Maintainer(table, StoreConfig(), AccessLog(table))
     await table.add(rows("u", ["alpha"]))
     release = asyncio.Event()
 
@@ -67,7 +62,7 @@ async def test_a_cancelled_waiter_does_not_leave_maintenance_locked(table: Memor
 
 
 async def test_automatic_maintenance_skips_while_another_run_holds_the_lock(table: MemoryTable) -> None:
-    maintainer = Maintainer(table, StoreConfig(), _no_access)
+    maintainer = Maintainer(table, StoreConfig(), AccessLog(table))
     release = asyncio.Event()
 
     async def slow() -> None:
@@ -95,5 +90,5 @@ def test_only_old_temp_files_are_removed(tmp_path: Path) -> None:
     an_hour_ago = time.time() - 7200
     os.utime(old, (an_hour_ago, an_hour_ago))
     os.utime(data, (an_hour_ago, an_hour_ago))
-    assert Maintainer(table, StoreConfig(), _no_access).remove_stale_temp_files() == 1
+    assert Maintainer(table, StoreConfig(), AccessLog(table)).remove_stale_temp_files() == 1
     assert not old.exists() and young.exists() and data.exists()

@@ -163,7 +163,7 @@ def test_item2_purge_erases_a_forgotten_user_of_twenty_from_every_file(make_stor
     store = make_store(config={"optimize_after_commits": 10_000, "optimize_after_rows": 10_000_000})
     records = [r for user in range(20) for r in user_records(user)]
     store.add_many(records, batch_size=len(records), dedup=False, progress=False)  # one commit, one fragment
-    store.optimize()
+    store.admin.optimize()
     folder = Path(store.uri)
     gone, kept = user_values(FORGOTTEN_USER), user_values(FORGOTTEN_USER + 1)
     before = folder_files(folder)
@@ -172,20 +172,20 @@ def test_item2_purge_erases_a_forgotten_user_of_twenty_from_every_file(make_stor
     assert store.forget(f"person{FORGOTTEN_USER:02d}@example.com") == 5
     assert audit(table, folder_files(folder), gone, set())  # forgotten, yet on disk
 
-    store.purge()
+    store.admin.purge()
     old = index_folders(before)
     assert audit(table, folder_files(folder), gone, old) == []
     store.add("a memory written after the purge", namespace=f"person{FORGOTTEN_USER + 1:02d}@example.com")
     assert audit(table, folder_files(folder), gone, old) == []
-    store.optimize()
+    store.admin.optimize()
     assert audit(table, folder_files(folder), gone, old) == []
-    store.purge()  # the issue's purge, optimize, purge
+    store.admin.purge()  # the issue's purge, optimize, purge
     assert audit(table, folder_files(folder), gone, old) == []
 
     # Nothing kept is lost, every index is whole, and the kept user's values are still found.
-    assert store.stats().rows == 96 and len(store.namespaces()) == 19
+    assert store.admin.stats().rows == 96 and len(store.namespaces()) == 19
     assert not byte_hits(folder_files(folder), gone) and byte_hits(folder_files(folder), kept)
-    assert all(i.unindexed_rows == 0 and i.indexed_rows == 96 for i in store.stats().indexes)
+    assert all(i.unindexed_rows == 0 and i.indexed_rows == 96 for i in store.admin.stats().indexes)
     assert [h.id for h in store.fts_search("quokka08", namespace="person08@example.com", k=10)]
     assert store.recency_search(namespace="person08@example.com", filter={"tags_any": ["tag-08-health"]})
 
@@ -199,47 +199,47 @@ def test_item2_purge_erases_one_deleted_row_in_a_thousand_and_rebuilds_the_vecto
         for i in range(999)
     ]
     store.add_many([*others[:500], doomed, *others[500:]], batch_size=1000, dedup=False, progress=False)
-    store.optimize()
+    store.admin.optimize()
     folder = Path(store.uri)
     before = folder_files(folder)
-    assert any(i.name == "vector_idx" for i in store.stats().indexes)
+    assert any(i.name == "vector_idx" for i in store.admin.stats().indexes)
     assert store.delete([doomed["id"]], namespace=doomed["namespace"]) == 1
     gone = user_values(FORGOTTEN_USER)
     table = open_table(store)
     assert audit(table, folder_files(folder), gone, set())
 
-    store.purge()
+    store.admin.purge()
     old = index_folders(before)
     assert audit(table, folder_files(folder), gone, old) == []
     store.add("written after the purge", namespace="n1@example.com")
-    store.optimize()
+    store.admin.optimize()
     assert audit(table, folder_files(folder), gone, old) == []
-    assert store.stats().rows == 1000
-    assert any(i.name == "vector_idx" for i in store.stats().indexes)
+    assert store.admin.stats().rows == 1000
+    assert any(i.name == "vector_idx" for i in store.admin.stats().indexes)
     assert store.vector_search("ordinary memory number 3", namespace="n3@example.com", k=3)
 
 
 def test_item2_purge_with_nothing_left_drops_the_indexes_and_the_next_write_rebuilds_them(make_store: Make) -> None:
     store = make_store()
     store.add_many(user_records(FORGOTTEN_USER), dedup=False, progress=False)
-    store.optimize()
+    store.admin.optimize()
     folder = Path(store.uri)
     before = folder_files(folder)
     store.forget(f"person{FORGOTTEN_USER:02d}@example.com")
-    store.purge()
+    store.admin.purge()
     gone = user_values(FORGOTTEN_USER)
     assert audit(open_table(store), folder_files(folder), gone, index_folders(before)) == []
-    assert store.stats().indexes == ()
+    assert store.admin.stats().indexes == ()
     new = store.add("a new memory about quokkas", namespace="later")
     assert [h.id for h in store.fts_search("quokkas", namespace="later")] == [new.id]
-    assert {"text_idx", "namespace_idx", "id_idx"} <= {i.name for i in store.stats().indexes}
+    assert {"text_idx", "namespace_idx", "id_idx"} <= {i.name for i in store.admin.stats().indexes}
 
 
 def test_item2_purge_is_safe_against_writers_in_this_process(make_store: Make) -> None:
     """Writes from other threads while purge runs wait for it; none is lost, nothing forgotten returns."""
     store = make_store()
     store.add_many([r for user in range(20) for r in user_records(user)], dedup=False, progress=False)
-    store.optimize()
+    store.admin.optimize()
     store.forget(f"person{FORGOTTEN_USER:02d}@example.com")
     errors: list[BaseException] = []
     start = threading.Barrier(5)
@@ -256,12 +256,12 @@ def test_item2_purge_is_safe_against_writers_in_this_process(make_store: Make) -
     for t in threads:
         t.start()
     start.wait()
-    store.purge()
+    store.admin.purge()
     for t in threads:
         t.join(timeout=120)
-    store.purge()
+    store.admin.purge()
     assert errors == []
-    assert [store.count(f"w{w}") for w in range(4)] == [10] * 4 and store.stats().rows == 95 + 40
+    assert [store.count(f"w{w}") for w in range(4)] == [10] * 4 and store.admin.stats().rows == 95 + 40
     folder = Path(store.uri)
     assert byte_hits(folder_files(folder), user_values(FORGOTTEN_USER)) == {}
 
@@ -272,14 +272,14 @@ def test_item2_purge_rebuilds_every_index_and_drops_one_it_cannot(
     """Every index is rebuilt; one the library does not build (it could hold deleted values) is dropped."""
     store = make_store()
     store.add_many(user_records(1) + user_records(FORGOTTEN_USER), dedup=False, progress=False)
-    store.optimize()
+    store.admin.optimize()
     table = open_table(store)
     table.create_index("lifecycle", config=BTree())
     before = {i.name: i.index_uuid for i in table.list_indices()}
     assert "lifecycle_idx" in before
     store.forget(f"person{FORGOTTEN_USER:02d}@example.com")
     with caplog.at_level(logging.WARNING):
-        store.purge()
+        store.admin.purge()
     table.checkout_latest()
     after = {i.name: i.index_uuid for i in table.list_indices()}
     assert set(after) == set(before) - {"lifecycle_idx"}
@@ -294,11 +294,11 @@ def test_item2_purge_through_the_engine_process_leaves_nothing(tmp_path: Path, m
     with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32)) as store:
         assert isinstance(store._table.handle, RemoteTable)
         store.add_many([r for user in range(20) for r in user_records(user)], dedup=False, progress=False)
-        store.optimize()
+        store.admin.optimize()
         before = folder_files(tmp_path / "db")
         store.forget(f"person{FORGOTTEN_USER:02d}@example.com")
-        store.purge()
-        assert store.stats().rows == 95
+        store.admin.purge()
+        assert store.admin.stats().rows == 95
     monkeypatch.setattr(_fork, "lancedb_inherited", lambda: False)
     files = folder_files(tmp_path / "db")
     table = lancedb.connect(tmp_path / "db").open_table("memories")

@@ -22,14 +22,10 @@ from memory_retrievers.storage.views import ViewCache
 from .conftest import EMBEDDER, T0, new_table, rows
 
 
-async def _noop() -> int:
-    return 0
-
-
 @pytest.fixture
 async def searcher(table: MemoryTable) -> Searcher:
     s = Searcher(table, AccessLog(table))
-    Maintainer(table, StoreConfig(), _noop)  # builds the FTS indexes after the first write
+    Maintainer(table, StoreConfig(), AccessLog(table))  # builds the FTS indexes after the first write
     await table.add(rows("u", ["the cat sat", "a cat and a dog", "dogs bark"], entities=["pets"]))
     await table.add(rows("u", ["tea in the morning"], kind="preference", tags=["drink"]))
     await table.add(rows("u", ["cat food is in the cupboard"], entities=["pets", "kitchen"], tags=["house"]))
@@ -165,7 +161,7 @@ async def test_equal_vectors_rank_by_id_in_both_sources(table: MemoryTable) -> N
 
 async def test_the_context_field_votes_only_for_memories_that_have_a_context(table: MemoryTable) -> None:
     s = Searcher(table, AccessLog(table))
-    Maintainer(table, StoreConfig(), _noop)
+    Maintainer(table, StoreConfig(), AccessLog(table))
     await table.add(rows("u", ["sushi is Bob's favourite food"]))  # a plain fact: no context
     await table.add(rows("u", ["yes, every Friday"], context="do you eat sushi?\nwith Bob"))
     view = await ViewCache(table, max_rows=100).get("u")
@@ -185,7 +181,7 @@ async def test_the_context_channel_finds_a_memory_with_context_below_k_plain_one
     # The context channel over-fetches and keeps memories that have a context (a prefilter on that
     # would scan the whole column): plain memories ranked above must not crowd one out.
     s = Searcher(table, AccessLog(table))
-    Maintainer(table, StoreConfig(), _noop)
+    Maintainer(table, StoreConfig(), AccessLog(table))
     await table.add(rows("u", [f"sushi sushi with Bob, plain note {i}" for i in range(3)]))
     await table.add(rows("u", ["yes, every Friday"], context="sushi?"))
     view = await ViewCache(table, max_rows=100).get("u")

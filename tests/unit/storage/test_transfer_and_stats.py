@@ -36,18 +36,18 @@ def test_export_restore_round_trips_every_field_and_vector_exactly(
 ) -> None:
     source = make_store()
     _fill(source, clock)
-    exported = source.export("alice")
+    exported = source.admin.export("alice")
     assert len(exported) == 4 and any(r["superseded_by"] for r in exported)
     assert any(r["access_count"] == 1 for r in exported)  # the pending access was flushed first
     text = [json.dumps(r) for r in exported]  # through JSON text, as the CLI writes it
 
     target = MemoryStore(tmp_path / "copy", embedder=source.embedder, clock=clock)
-    result = target.restore([json.loads(t) for t in text])
+    result = target.admin.restore([json.loads(t) for t in text])
     assert (result.added, result.replaced, result.embedded) == (4, 0, 0)
-    assert target.export("alice") == exported  # ids, timestamps, stats, links, context, vectors
-    again = target.restore([json.loads(t) for t in text])
+    assert target.admin.export("alice") == exported  # ids, timestamps, stats, links, context, vectors
+    again = target.admin.restore([json.loads(t) for t in text])
     assert (again.added, again.replaced) == (0, 4)
-    assert target.export("alice") == exported
+    assert target.admin.export("alice") == exported
     # The restored store searches like the original: supersession hides the old memory.
     assert [h.id for h in target.fts_search("theme", namespace="alice")] == [
         h.id for h in source.fts_search("theme", namespace="alice")
@@ -60,9 +60,9 @@ def test_restore_is_seen_by_the_recall_view_of_the_same_store(
 ) -> None:
     store = make_store()
     store.add("Alice drinks green tea", namespace="alice")
-    records = store.export("alice")
+    records = store.admin.export("alice")
     store.forget("alice")
-    store.restore(records)
+    store.admin.restore(records)
     # vector_search reads through the view cache; a stale view would return nothing.
     assert [h.id for h in store.vector_search("green tea", namespace="alice")] == [records[0]["id"]]
 
@@ -72,15 +72,15 @@ def test_restore_without_vectors_embeds_and_rejects_bad_records_naming_them(
 ) -> None:
     store = make_store()
     store.add("Alice drinks green tea", namespace="alice")
-    records = store.export("alice", include_vectors=False)
+    records = store.admin.export("alice", include_vectors=False)
     assert "vector" not in records[0]
     store.forget("alice")
-    assert store.restore(records).embedded == 1
+    assert store.admin.restore(records).embedded == 1
     bad = [dict(records[0], id="x2"), {**records[0], "id": "x3", "created_at": "yesterday"}]
-    version_before = store.stats().version
+    version_before = store.admin.stats().version
     with pytest.raises(InvalidInputError, match=r"record 1: created_at is not an ISO 8601 timestamp"):
-        store.restore(bad)
-    assert store.stats().version == version_before  # nothing written
+        store.admin.restore(bad)
+    assert store.admin.stats().version == version_before  # nothing written
     with pytest.raises(InvalidInputError, match="id is required"):
         parse_restore_record({k: v for k, v in records[0].items() if k != "id"}, StoreConfig())
     with pytest.raises(InvalidInputError, match="unknown field"):
@@ -92,7 +92,7 @@ def test_export_pages_oldest_first(make_store: Callable[..., MemoryStore], clock
     for i in range(5):
         store.add(f"memory number {i} about topic {i}", namespace="u")
         clock.advance(seconds=1)
-    pages = [store.export("u", limit=2, offset=o, include_vectors=False) for o in (0, 2, 4)]
+    pages = [store.admin.export("u", limit=2, offset=o, include_vectors=False) for o in (0, 2, 4)]
     assert [r["text"] for page in pages for r in page] == [f"memory number {i} about topic {i}" for i in range(5)]
 
 
@@ -101,7 +101,7 @@ def test_stats_counts_namespaces_kinds_indexes_fragments_and_size(
 ) -> None:
     store = make_store()
     _fill(store, clock)
-    stats = store.stats()
+    stats = store.admin.stats()
     counts = {n.namespace: n for n in stats.namespaces}
     assert counts["alice"].live == 3 and counts["alice"].superseded == 1
     assert counts["alice"].kinds == {"message": 2, "preference": 1}
@@ -111,8 +111,8 @@ def test_stats_counts_namespaces_kinds_indexes_fragments_and_size(
     assert fts and fts[0].indexed_rows + fts[0].unindexed_rows == 5
     assert stats.fragments >= 1 and stats.versions >= 1 and stats.version >= stats.versions
     assert stats.disk_bytes is not None and stats.disk_bytes >= stats.data_bytes > 0
-    store.optimize()
-    after = store.stats()
+    store.admin.optimize()
+    after = store.admin.stats()
     assert all(i.unindexed_rows == 0 for i in after.indexes) and after.fragments <= stats.fragments
     assert json.loads(json.dumps(after.to_dict()))["namespaces"][0]["namespace"] == "alice"
 
@@ -124,18 +124,18 @@ def test_item8_backups_with_expiring_memories_restore(
     source = make_store()
     source.add("the door code is 4711 until Friday", namespace="u", expires_at=clock() + timedelta(days=3))
     source.add("Alice likes tea", namespace="u")
-    exported = source.export("u")
+    exported = source.admin.export("u")
     assert any(r["expires_at"] for r in exported)
     target = MemoryStore(tmp_path / "copy", embedder=source.embedder, clock=clock)
     try:
-        assert target.restore(exported).added == 2  # as export returns them
-        assert target.export("u") == exported
-        assert target.restore([json.loads(json.dumps(r)) for r in exported]).replaced == 2  # through JSON text
-        assert target.export("u") == exported
+        assert target.admin.restore(exported).added == 2  # as export returns them
+        assert target.admin.export("u") == exported
+        assert target.admin.restore([json.loads(json.dumps(r)) for r in exported]).replaced == 2  # through JSON text
+        assert target.admin.export("u") == exported
         clock.advance(days=4)  # the restored expiry still counts
         assert [m.text for m in target.list("u")] == ["Alice likes tea"]
         with pytest.raises(InvalidInputError, match="expires_at"):
-            target.restore([{**exported[0], "expires_at": "next Friday"}])
+            target.admin.restore([{**exported[0], "expires_at": "next Friday"}])
     finally:
         target.close()
 
@@ -147,8 +147,8 @@ def test_item11_an_access_count_past_int64_is_a_typed_error_naming_it(
     # Found by the red-team pass of issue 27: a raw OverflowError aborted the whole restore/import.
     store = make_store()
     store.add("Alice likes tea", namespace="u")
-    (record,) = store.export("u")
+    (record,) = store.admin.export("u")
     with pytest.raises(InvalidInputError, match="access_count"):
-        store.restore([{**record, "id": "other", "access_count": count}])
+        store.admin.restore([{**record, "id": "other", "access_count": count}])
     assert [m.id for m in store.list("u")] == [record["id"]]
-    assert store.restore([{**record, "access_count": 2**63 - 1}]).replaced == 1
+    assert store.admin.restore([{**record, "access_count": 2**63 - 1}]).replaced == 1

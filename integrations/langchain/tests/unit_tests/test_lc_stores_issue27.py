@@ -158,14 +158,14 @@ def test_item15_a_put_langgraph_cannot_store_faithfully_is_a_typed_error(
     lg: MemoryStoreLangGraph, store: MemoryStore, value: dict[str, Any], ttl: float | None, match: str
 ) -> None:
     lg.put(("t",), "before", {"text": "kept"})
-    version = store.stats().version
+    version = store.admin.stats().version
     with pytest.raises(InvalidInputError, match=match):
         lg.put(("t",), "k", value, ttl=ttl)
     with pytest.raises(InvalidInputError, match=match):  # a batch checks every put before running any op
         lg.batch([PutOp(("u",), "first", {"text": "never written"}), PutOp(("t",), "k", value, ttl=ttl)])
     assert lg.get(("t",), "k") is None and lg.get(("u",), "first") is None
     assert [i.key for i in lg.search(("t",))] == ["before"]
-    assert store.stats().version == version  # nothing was written
+    assert store.admin.stats().version == version  # nothing was written
 
 
 def test_item15_the_deepest_value_allowed_round_trips(lg: MemoryStoreLangGraph) -> None:

@@ -129,7 +129,7 @@ def test_item7_ttl_sweep_keeps_items_put_again(store: MemoryStore, clock: Manual
         for key in keys:
             lg.put(NS, key, {"text": f"{key} first"}, ttl=1)
         clock.advance(minutes=2)  # every item expired, none swept yet
-        acked = _race_puts_against_sweeps(lg, keys, lg.sweep_ttl if via == "sweep_ttl" else store.optimize)
+        acked = _race_puts_against_sweeps(lg, keys, lg.sweep_ttl if via == "sweep_ttl" else store.admin.optimize)
         assert acked == keys
         lg.sweep_ttl()  # a last sweep after every put: the refreshed items are not expired
         lost += [key for key in acked if lg.get(NS, key, refresh_ttl=False) is None]

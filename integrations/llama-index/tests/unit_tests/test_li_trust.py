@@ -138,10 +138,10 @@ def test_set_messages_is_one_commit(store: MemoryStore) -> None:
     chats = MemoryChatStore(store=store, namespace="alice")
     chats.set_messages("s", [user("one"), user("two")])
     store.flush()  # index builds after the first write run in the background: let them finish
-    before = store.stats().version
+    before = store.admin.stats().version
     chats.set_messages("s", [user("three"), user("four")])
     store.flush()
-    assert store.stats().version == before + 1  # readers saw the old session or the new one
+    assert store.admin.stats().version == before + 1  # readers saw the old session or the new one
     assert [m.content for m in chats.get_messages("s")] == ["three", "four"]
     assert store.count("alice") == 2
 

@@ -1,0 +1,166 @@
+"""A store opened on the caller's own LanceDB: their connection or their table handle (issue 28)."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import pyarrow as pa
+import pytest
+
+from memory_retrievers import ConfigError, ForkedStoreError, HashEmbedder, MemoryStore
+
+EMBEDDER = HashEmbedder(32)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Iterator[lancedb.DBConnection]:
+    # The caller's options: every commit of another handle is seen at once.
+    yield lancedb.connect(tmp_path / "db", read_consistency_interval=timedelta(0))
+
+
+def _caller_row_like(table: lancedb.table.Table, id_: str, text: str) -> pa.Table:
+    """A row written by the caller through their own handle: a stored row with a new id and text."""
+    row = table.to_arrow().slice(0, 1).to_pylist()[0]
+    row.update(id=id_, text=text, search_text=text, revision=0)
+    return pa.Table.from_pylist([row], schema=table.schema)
+
+
+def test_a_store_on_a_callers_connection_shares_the_table_both_ways(db: lancedb.DBConnection) -> None:
+    with MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER) as store:
+        added = store.add("Alice prefers the dark theme", namespace="alice")
+        theirs = db.open_table("mem")  # the caller's handle reads what the store wrote
+        assert theirs.search().where(f"id = '{added.id}'").to_list()[0]["text"] == "Alice prefers the dark theme"
+        theirs.add(_caller_row_like(theirs, "from-caller", "Alice owns a red bicycle"))
+        assert store.get("from-caller", namespace="alice").text == "Alice owns a red bicycle"
+        assert [h.id for h in store.fts_search("bicycle", namespace="alice")] == ["from-caller"]
+        assert store.uri == db.uri and store.table_name == "mem"
+
+
+async def test_a_store_on_a_callers_async_connection(tmp_path: Path) -> None:
+    adb = await lancedb.connect_async(tmp_path / "db", read_consistency_interval=timedelta(0))
+    store = await MemoryStore.aopen(connection=adb, table_name="mem", embedder=EMBEDDER)
+    try:
+        added = await store.aadd("Bob drinks green tea", namespace="bob")
+        theirs = await adb.open_table("mem")
+        assert (await theirs.query().where(f"id = '{added.id}'").to_arrow()).column("text").to_pylist() == [
+            "Bob drinks green tea"
+        ]
+    finally:
+        await store.aclose()
+    assert adb.is_open() and await theirs.count_rows() == 1  # closing the store left the caller's connection open
+
+
+def test_from_table_uses_the_callers_table_handle(db: lancedb.DBConnection) -> None:
+    MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER).close()  # the store creates its table
+    handle = db.open_table("mem")
+    with MemoryStore.from_table(handle, embedder=EMBEDDER) as store:
+        store.add("Carol lives in Lisbon", namespace="carol")
+        assert store.table_name == "mem" and store.count(namespace="carol") == 1
+    assert handle.count_rows() == 1  # the handle still works after close
+
+
+async def test_afrom_table_on_an_async_handle(tmp_path: Path) -> None:
+    adb = await lancedb.connect_async(tmp_path / "db")
+    first = await MemoryStore.aopen(connection=adb, table_name="mem", embedder=EMBEDDER)
+    await first.aclose()
+    store = await MemoryStore.afrom_table(await adb.open_table("mem"), embedder=EMBEDDER)
+    try:
+        await store.aadd("Dan plays chess", namespace="dan")
+        assert await store.acount(namespace="dan") == 1
+    finally:
+        await store.aclose()
+
+
+def test_two_stores_on_one_connection(db: lancedb.DBConnection) -> None:
+    with (
+        MemoryStore(connection=db, table_name="a", embedder=EMBEDDER) as a,
+        MemoryStore(connection=db, table_name="b", embedder=EMBEDDER) as b,
+        MemoryStore(connection=db, table_name="a", embedder=EMBEDDER) as a2,
+    ):
+        a.add("only in a", namespace="n")
+        b.add("only in b", namespace="n")
+        assert [m.text for m in a2.list("n")] == ["only in a"]  # same table, another store: sees the write
+        assert [m.text for m in b.list("n")] == ["only in b"]
+    assert db.open_table("a").count_rows() == 1 and db.open_table("b").count_rows() == 1
+
+
+def test_close_leaves_the_callers_connection_usable(db: lancedb.DBConnection) -> None:
+    store = MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER)
+    store.add("kept", namespace="n")
+    store.close()
+    assert db.open_table("mem").count_rows() == 1
+    db.create_table("mine", data=[{"x": 1}])  # the caller goes on using it
+    assert db.open_table("mine").count_rows() == 1
+
+
+def test_a_callers_table_of_another_schema_is_refused_naming_the_columns(db: lancedb.DBConnection) -> None:
+    foreign = db.create_table("docs", schema=pa.schema([("id", pa.string()), ("text", pa.large_string())]))
+    with pytest.raises(ConfigError, match=r"namespace \(missing") as raised:
+        MemoryStore(connection=db, table_name="docs", embedder=EMBEDDER)
+    assert "MemoryStore(connection=db, table_name=" in str(raised.value)  # the fix
+    with pytest.raises(ConfigError, match=r"vector \(missing"):
+        MemoryStore.from_table(foreign, embedder=EMBEDDER)
+    assert foreign.count_rows() == 0  # refused before anything was written
+
+
+def test_wrong_connection_arguments_are_config_errors(db: lancedb.DBConnection, tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="either uri or connection"):
+        MemoryStore(tmp_path / "x", connection=db, embedder=EMBEDDER)
+    with pytest.raises(ConfigError, match="storage_options cannot be combined"):
+        MemoryStore(connection=db, storage_options={"timeout": "5s"}, embedder=EMBEDDER)
+    with pytest.raises(ConfigError, match="connection must be a LanceDB connection"):
+        MemoryStore(connection=str(tmp_path), embedder=EMBEDDER)
+    with pytest.raises(ConfigError, match="table must be a LanceDB table"):
+        MemoryStore.from_table("memories", embedder=EMBEDDER)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="os.fork")
+def test_a_forked_child_cannot_use_the_callers_connection_and_gets_a_typed_error(db: lancedb.DBConnection) -> None:
+    store = MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER)
+    store.add("parent's", namespace="n")
+    pid = os.fork()
+    if pid == 0:  # the child: no LanceDB call may run here (its runtime is the parent's)
+        code = 0
+        try:
+            MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER)
+            code = 10
+        except ForkedStoreError:
+            pass
+        except BaseException:
+            code = 11
+        try:
+            store.count(namespace="n")
+            code = code or 12
+        except ForkedStoreError:
+            pass
+        except BaseException:
+            code = code or 13
+        os._exit(code)
+    deadline = time.monotonic() + 60
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung instead of raising ForkedStoreError")
+        time.sleep(0.05)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert store.count(namespace="n") == 1  # the parent's store is untouched
+    store.close()
+
+
+def test_a_table_the_store_created_is_migrated_as_on_a_uri(tmp_path: Path) -> None:
+    MemoryStore(tmp_path / "db", embedder=EMBEDDER).close()  # created by URI, our schema recorded
+    db = lancedb.connect(tmp_path / "db")
+    db.open_table("memories").drop_columns(["expires_at"])  # as written by an older release
+    with MemoryStore(connection=db, embedder=EMBEDDER) as store:
+        store.add("Erin moved to Oslo", namespace="erin")
+        assert store.count(namespace="erin") == 1
+    assert "expires_at" in db.open_table("memories").schema.names  # the additive migration ran
