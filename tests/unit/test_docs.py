@@ -116,28 +116,23 @@ def test_the_claims_in_comments_become_assertions() -> None:
     assert with_claims_checked(code) == 'assert (m).action.name == "ADDED"\nassert r.recall("x").memories == ()\n'
 
 
-#: What some blocks print (stdout, stripped), checked after they run: (page, block index) -> output.
+#: What some blocks print (stdout, stripped), checked after they run: (page, block index) -> output
+#: (an output ending in "..." is the start of what is printed).
 PRINTS = {
     ("docs/tutorials/first-agent.md", 2): "You told me you live in Berlin.",
     ("docs/how-to/privacy.md", 0): "2\n0",
     ("docs/how-to/privacy.md", 1): "1\n2\n1",
-    ("docs/reference/configuration.md", 0): "1.5 0.3\nrefused: invalid RecallConfig: unknown key 'kk'; valid keys are: "
-    "abstain_below, abstain_relevance, asked_vector_share, calibration, candidate_depth, collapse_copies, "
-    "cross_topic_penalty, date_boost, decay, decay_scale_days, decay_weight, excerpt_chars, expansion, "
-    "fact_source_weight, feedback_docs, feedback_terms, half_life_days, hyde, k, kind_boosts, link_decay, "
-    "link_hops, link_seeds, llm_rewrites, llm_timeout_s, max_query_chars, min_relevance, min_score, mmr, "
-    "mmr_lambda, mmr_similarity_floor, mode, no_project_penalty, original_query_weight, other_project_penalty, "
-    "pinned_boost, pinned_first, rank1_bonus, record_access, relevance_floor, rerank_depth, rerank_timeout_s, "
-    "rerank_weight, rocchio_alpha, rocchio_beta, rrf_k, same_project_boost, searched_query_chars, section_shares, "
-    "semantic_blend, session_diverse, speaker_boost, speaker_free_vector, superseded, token_budget, token_encoding, "
-    "top3_bonus, weights",
+    # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")
+    ("docs/reference/configuration.md", 0): "1.5 0.3\nrefused: invalid RecallConfig: unknown key 'kk'; valid keys ...",
 }
 
 
 def check_prints(page: str, outputs: list[str]) -> None:
     for (where, i), expected in PRINTS.items():
         if where == page:
-            assert outputs[i].strip() == expected, f"{page}, python block {i} printed:\n{outputs[i]}"
+            printed = outputs[i].strip()
+            ok = printed.startswith(expected[:-3]) if expected.endswith("...") else printed == expected
+            assert ok, f"{page}, python block {i} printed:\n{outputs[i]}"
 
 
 @pytest.mark.parametrize("page", sorted(FAST))
