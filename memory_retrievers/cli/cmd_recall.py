@@ -121,7 +121,7 @@ Examples:
   memory-retrievers recall "what happened in Berlin?" -n alice --explain
   memory-retrievers recall "tea" -n alice --weight-context 0 --mode hybrid --json
 
-Every RecallConfig field is a flag (below the filters); see README "Recall" for the stages.""",
+Every RecallConfig field is a flag (below the filters); see docs/explanation/recall.md for the stages.""",
 )
 @click.argument("query")
 @namespace_option

@@ -1,4 +1,4 @@
-"""The commands shown in docs/CLI.md and in the README's "Command line" section run as pasted."""
+"""The commands shown in docs/CLI.md and in the README's "Command line" quickstart run as pasted."""
 
 from __future__ import annotations
 
@@ -69,16 +69,12 @@ def test_the_eval_example_runs_from_the_repository_root(env: dict[str, str]) -> 
     assert "recall@10" in done.stdout and "all" in done.stdout
 
 
-def test_the_readme_command_line_section_runs_as_pasted(env: dict[str, str], tmp_path: Path) -> None:
+def test_the_readme_command_line_quickstart_runs_as_pasted(env: dict[str, str], tmp_path: Path) -> None:
     readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Command line", 1)[1].split("\n## ", 1)[0]
-    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
-    scripts = [body for _, body in blocks(quickstart + section, "bash")]
-    # Installing is not repeated here: this environment has the package installed.
-    lines = [
-        ln for s in scripts for ln in s.splitlines() if not ln.lstrip().startswith(("pip install", "python -m pip"))
-    ]
-    assert len(lines) >= 3
+    section = readme.split("### Command line\n", 1)[1].split("\n## ", 1)[0]
+    (script,) = [body for _, body in blocks(section, "bash")]
+    lines = script.splitlines()
+    assert len(lines) == 1 and "memory-retrievers add" in lines[0] and "memory-retrievers recall" in lines[0]
     done = _run("\n".join(lines), env, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     assert "Relevant memories (most relevant first):" in done.stdout

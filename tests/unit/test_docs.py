@@ -1,0 +1,159 @@
+"""Every Python block of README.md and docs/**/*.md runs as pasted, and the docs site builds strictly.
+
+A page's blocks run in order, as script files, in one empty folder with its own home (the
+``MemoryStore()`` default writes under ``~``), as a reader pasting them one after the other would.
+Where a line states a result in a comment, the run also checks that claim:
+``x.action  # WriteAction.SKIPPED`` becomes ``assert x.action.name == "SKIPPED"``, and
+``x.memories  # () ...`` becomes ``assert x.memories == ()``.
+
+A block is run here, or by the page's own test (``DEDICATED``: pages whose blocks start servers or
+need a bucket), or carries ``<!-- not run: REASON -->`` on the line above it. The first test fails
+when a block is none of these. Pages that load the real model run in the long tier; the others
+(``FAST``) in the fast one.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)
+NOT_RUN = re.compile(r"not run: \S.{9,}")  # a reason of at least ten characters
+ACTION_CLAIM = re.compile(r"^(?P<call>.+)\.action  # WriteAction\.(?P<action>[A-Z]+)\b.*$", flags=re.M)
+EMPTY_CLAIM = re.compile(r"^(?P<call>.+\.memories)  # \(\) .*$", flags=re.M)
+
+#: Pages whose blocks another test runs (it must name the page), with the reason.
+DEDICATED = {
+    "README.md": "tests/integration/test_readme_snippets.py",  # also checks each quickstart's claims
+    "docs/DEPLOYMENT.md": "tests/reliability/test_deployment_docs.py",  # gunicorn/uvicorn servers
+    "docs/OBJECT_STORAGE.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
+}
+#: Pages whose blocks need no model: run in the fast tier.
+FAST = {"docs/reference/configuration.md"}
+
+
+def pages() -> list[str]:
+    found = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+    return [p.relative_to(ROOT).as_posix() for p in found]
+
+
+def python_blocks(page: str) -> list[tuple[str, str]]:
+    """The page's ``python`` blocks as (note above the block, code)."""
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return [(m["note"] or "", m["body"]) for m in BLOCK.finditer(text) if m["lang"] == "python"]
+
+
+def runnable(page: str) -> list[str]:
+    return [code for note, code in python_blocks(page) if not note.startswith("not run")]
+
+
+def with_claims_checked(code: str) -> str:
+    code = ACTION_CLAIM.sub(r'assert (\g<call>).action.name == "\g<action>"', code)
+    return EMPTY_CLAIM.sub(r"assert \g<call> == ()", code)
+
+
+def run_page(page: str, folder: Path) -> list[str]:
+    """Run the page's blocks in order in ``folder``; returns each block's stdout."""
+    folder.mkdir(parents=True, exist_ok=True)
+    outputs = []
+    for i, code in enumerate(runnable(page)):
+        script = folder / f"block_{i}.py"
+        script.write_text(with_claims_checked(code))
+        done = subprocess.run(
+            [sys.executable, str(script)],
+            cwd=folder,
+            env={**os.environ, "HOME": str(folder)},
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        assert done.returncode == 0, f"{page}, python block {i} failed:\n{code}\n---\n{done.stderr[-3000:]}"
+        outputs.append(done.stdout)
+    return outputs
+
+
+GENERIC = [p for p in pages() if p not in DEDICATED and runnable(p)]
+
+
+def test_every_python_block_is_run_or_marked() -> None:
+    for page in pages():
+        for note, code in python_blocks(page):
+            ast.parse(code, filename=page)  # a block that is not even Python fails here, fast
+            if note.startswith("not run"):
+                assert NOT_RUN.fullmatch(note), f"{page}: say why a block is not run: <!-- not run: REASON -->"
+                continue
+            assert page in DEDICATED or page in GENERIC, f"{page}: a python block nobody runs"
+    for page, test in DEDICATED.items():
+        assert page.rsplit("/", 1)[-1] in (ROOT / test).read_text(encoding="utf-8"), f"{test} does not read {page}"
+        assert runnable(page), f"{page} has no runnable python block: drop it from DEDICATED"
+    assert set(FAST) <= set(GENERIC)
+    assert {page for page, _ in PRINTS} <= set(GENERIC)
+
+
+def test_the_readme_is_the_short_front_door() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    assert len(text.splitlines()) <= 150
+    # .ci/run runs exactly these commands; the README's "Develop / test" section shows them.
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    develop = text[text.index("## Develop / test\n") :]
+    for command in ("python -m pip install -r requirements-dev.txt", "python -m pytest", "python -m pytest -m long"):
+        assert re.search(rf"^{re.escape(command)}\s+#", develop, flags=re.M), command
+        assert re.search(rf"^{re.escape(command)}$", ci, flags=re.M), command
+    for link in re.findall(r"\]\((docs/[^)#]+)", text):
+        assert (ROOT / link).is_file(), f"README links to a missing page: {link}"
+
+
+def test_the_claims_in_comments_become_assertions() -> None:
+    code = 'm.action  # WriteAction.ADDED\nr.recall("x").memories  # () : nothing\n'
+    assert with_claims_checked(code) == 'assert (m).action.name == "ADDED"\nassert r.recall("x").memories == ()\n'
+
+
+#: What some blocks print (stdout, stripped), checked after they run: (page, block index) -> output
+#: (an output ending in "..." is the start of what is printed).
+PRINTS = {
+    ("docs/tutorials/first-agent.md", 2): "You told me you live in Berlin.",
+    ("docs/how-to/privacy.md", 0): "2\n0",
+    ("docs/how-to/privacy.md", 1): "1\n2\n1",
+    # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")
+    ("docs/reference/configuration.md", 0): "1.5 0.3\nrefused: invalid RecallConfig: unknown key 'kk'; valid keys ...",
+}
+
+
+def check_prints(page: str, outputs: list[str]) -> None:
+    for (where, i), expected in PRINTS.items():
+        if where == page:
+            printed = outputs[i].strip()
+            ok = printed.startswith(expected[:-3]) if expected.endswith("...") else printed == expected
+            assert ok, f"{page}, python block {i} printed:\n{outputs[i]}"
+
+
+@pytest.mark.parametrize("page", sorted(FAST))
+def test_a_page_without_the_model_runs_as_pasted(tmp_path: Path, page: str) -> None:
+    check_prints(page, run_page(page, tmp_path))
+
+
+@pytest.mark.long
+@pytest.mark.parametrize("page", [p for p in GENERIC if p not in FAST])
+def test_a_page_runs_as_pasted(tmp_path: Path, page: str) -> None:
+    check_prints(page, run_page(page, tmp_path))
+
+
+def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-5000:]
+    assert (tmp_path / "site" / "reference" / "api" / "core" / "index.html").is_file()
