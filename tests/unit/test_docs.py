@@ -120,6 +120,7 @@ def test_the_claims_in_comments_become_assertions() -> None:
 #: (an output ending in "..." is the start of what is printed).
 PRINTS = {
     ("docs/tutorials/first-agent.md", 2): "You told me you live in Berlin.",
+    ("docs/how-to/own-lancedb.md", 0): "1\nAlice prefers window seats\n['memories']",
     ("docs/how-to/privacy.md", 0): "2\n0",
     ("docs/how-to/privacy.md", 1): "1\n2\n1",
     # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")
