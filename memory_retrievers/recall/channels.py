@@ -29,7 +29,7 @@ from ..models import FtsField
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
 
-__all__ = ["Channels", "statement_ranks"]
+__all__ = ["Channels", "statement_ranks", "statements_cut"]
 
 # What a channel found: ids best first, and their ranks when ties share one (None: by position).
 Found = tuple[tuple[str, ...], tuple[int, ...] | None]
@@ -65,6 +65,25 @@ def statement_ranks(asks: Sequence[bool], scores: Sequence[float] | None) -> tup
         else:
             following = ranks[i]
     return tuple(ranks)
+
+
+def statements_cut(source: RecallSource, ids: tuple[str, ...], scores: tuple[float, ...] | None, depth: int) -> Found:
+    """The hits up to the ``depth``-th statement (the questions among them kept), ranked among statements.
+
+    ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
+    """
+    asks = [line_facts(m.text).asks for m in source.memories_of(list(ids))]
+    end = len(ids)
+    statements = 0
+    for i, question in enumerate(asks):
+        if statements == depth:
+            end = i
+            break
+        statements += not question
+    ids, asks = ids[:end], asks[:end]
+    if not any(asks):
+        return ids, None if scores is None else tied_ranks(scores[:end])
+    return ids, statement_ranks(asks, None if scores is None else scores[:end])
 
 
 class Channels:
@@ -135,22 +154,7 @@ class Channels:
         return 2 * self._depth
 
     def _cut(self, ids: tuple[str, ...], scores: tuple[float, ...] | None) -> Found:
-        """The hits up to the ``depth``-th statement (the questions among them kept), ranked among statements.
-
-        ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
-        """
-        asks = [line_facts(m.text).asks for m in self._source.memories_of(list(ids))]
-        end = len(ids)
-        statements = 0
-        for i, question in enumerate(asks):
-            if statements == self._depth:
-                end = i
-                break
-            statements += not question
-        ids, asks = ids[:end], asks[:end]
-        if not any(asks):
-            return ids, None if scores is None else tied_ranks(scores[:end])
-        return ids, statement_ranks(asks, None if scores is None else scores[:end])
+        return statements_cut(self._source, ids, scores, self._depth)
 
     async def _text(self, query: str, field: FtsField, with_context_only: bool) -> Found:
         hits = await self._source.text_search(query, field, self._fetch, with_context_only=with_context_only)
