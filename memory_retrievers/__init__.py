@@ -36,6 +36,9 @@ if TYPE_CHECKING:
     from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
     from .pending import PendingWrite
     from .per_process import PerProcess
+    from .recall.activation import SpreadingActivation
+    from .recall.channel import Channel, ChannelInput, ChannelQuery, Need
+    from .recall.registry import ChannelFailedWarning, ChannelRegistry
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
@@ -80,6 +83,13 @@ _EXPORTS: dict[str, str] = {
     "WriteAction": ".models",
     "PendingWrite": ".pending",
     "PerProcess": ".per_process",
+    "SpreadingActivation": ".recall.activation",
+    "Channel": ".recall.channel",
+    "ChannelInput": ".recall.channel",
+    "ChannelQuery": ".recall.channel",
+    "Need": ".recall.channel",
+    "ChannelFailedWarning": ".recall.registry",
+    "ChannelRegistry": ".recall.registry",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",
     "RecallConfig": ".recall_config",
@@ -127,6 +137,11 @@ __all__ = [
     "LLM",
     "AddedMemory",
     "CallableLLM",
+    "Channel",
+    "ChannelFailedWarning",
+    "ChannelInput",
+    "ChannelQuery",
+    "ChannelRegistry",
     "ChannelWeights",
     "ContextSection",
     "Contribution",
@@ -138,6 +153,7 @@ __all__ = [
     "Explanation",
     "LLMFallbackWarning",
     "MemoryRetriever",
+    "Need",
     "PendingWrite",
     "PerProcess",
     "Preset",
@@ -173,6 +189,7 @@ __all__ = [
     "QueueFullError",
     "SchemaMismatchError",
     "SentenceTransformerEmbedder",
+    "SpreadingActivation",
     "StorageError",
     "StoreConfig",
     "WriteAction",
