@@ -1,13 +1,17 @@
 """`MemoryRetriever`: a query in, the few memories that matter out, within a token budget.
 
 Stages (each switchable in :class:`RecallConfig`, each its own module in
-:mod:`memory_retrievers.recall`): routing -> query expansion -> HyDE -> retrieval channels (vector,
-BM25, context BM25, entity, recency, link spreading) run concurrently -> weighted reciprocal rank
-fusion -> optional reranker blend -> score multipliers (decay, priority, pin, kind, project,
-topic) -> budgeted selection (pinned first, session-diverse, MMR) -> access write-back. Every stage
-reads the namespace through the store's public :class:`~memory_retrievers.recall.RecallSource`.
-This module checks the arguments and runs the stages in order. The implementation is async;
-:meth:`MemoryRetriever.recall` runs it on the store's private loop.
+:mod:`memory_retrievers.recall`): routing (each registered channel says whether it runs) -> query
+expansion and HyDE -> the channels' first pass (vector, BM25, context BM25, entity, recency,
+dated and any plug-in :class:`~memory_retrievers.Channel`) run concurrently -> weighted reciprocal
+rank fusion -> LLM-free feedback lists and the after-fusion channels (link spreading, plug-ins
+such as :class:`~memory_retrievers.SpreadingActivation`) -> provenance folding -> optional
+reranker blend -> score multipliers (decay, priority, pin, kind, project, topic) -> budgeted
+selection (pinned first, session-diverse, MMR) -> access write-back. Every stage reads the
+namespace through the store's public :class:`~memory_retrievers.recall.RecallSource` and writes
+one :class:`~memory_retrievers.recall.state.RecallState`. This module checks the arguments and
+runs the stages in order. The implementation is async; :meth:`MemoryRetriever.recall` runs it on
+the store's private loop.
 """
 
 from __future__ import annotations

@@ -1,8 +1,11 @@
-"""Retrieval channels: ranked lists searched concurrently through a :class:`RecallSource`.
+"""Searches launched by recall stages (LLM rewrites, HyDE, feedback) as ranked lists, and the statement cut.
 
-Each launched search becomes one :class:`~memory_retrievers.RankedList` (a label, a channel and a
-weight). BM25 lists rank ties together (a query matching only the user's name scores many
-memories the same); the other channels rank by position.
+The channels themselves are :class:`~memory_retrievers.recall.channel.Channel` plug-ins
+(:mod:`memory_retrievers.recall.builtin`); the stages of :mod:`memory_retrievers.recall.expansion`
+launch their extra text and vector searches through :class:`Channels`. Each launched search
+becomes one :class:`~memory_retrievers.RankedList` (a label, a channel and a weight). BM25 lists
+rank ties together (a query matching only the user's name scores many memories the same); the
+other channels rank by position.
 
 Questions do not use up a text or vector list's depth, nor push statements down it. A stored
 question is closer to a query that repeats it than the statement answering it is, and a chat where
@@ -87,7 +90,7 @@ def statements_cut(source: RecallSource, ids: tuple[str, ...], scores: tuple[flo
 
 
 class Channels:
-    """Launches one recall's searches and collects them as ranked lists, in launch order.
+    """Launches one recall's stage searches and collects them as ranked lists, in launch order.
 
     Args:
         source: The namespace under the recall's filter.
@@ -131,14 +134,6 @@ class Channels:
         """Cosine similarity to a text, embedded first (rewrites, HyDE)."""
         self._launch(label, channel, weight, self._vector_of_text(text))
 
-    def entity(self, weight: float, entities: Sequence[str]) -> None:
-        """Shared entities."""
-        self._launch("entity", "entity", weight, self._positional(self._source.entity_search(entities, self._depth)))
-
-    def recency(self, weight: float) -> None:
-        """Newest first."""
-        self._launch("recency", "recency", weight, self._positional(self._source.recency_search(self._depth)))
-
     async def collect(self) -> list[RankedList]:
         """Every list launched since the last collect, searched, in launch order."""
         jobs, self._jobs = self._jobs, []
@@ -162,10 +157,6 @@ class Channels:
 
     async def _statements(self, search: Awaitable[SourceHits]) -> Found:
         return self._cut((await search).ids, None)
-
-    @staticmethod
-    async def _positional(search: Awaitable[SourceHits]) -> Found:
-        return (await search).ids, None
 
     async def _vector_of_text(self, text: str) -> Found:
         vector = await self._embed(text)

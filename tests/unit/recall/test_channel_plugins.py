@@ -28,9 +28,13 @@ from memory_retrievers import (
     RecallConfig,
     RoutingMode,
     SpreadingActivation,
+    StorageError,
 )
-from memory_retrievers.query import QueryFeatures
+from memory_retrievers.query import QueryFeatures, analyze
 from memory_retrievers.recall.builtin import default_registry
+from memory_retrievers.recall.channel import ChannelQuery
+from memory_retrievers.recall.registry import ChannelRunner, CheckedSource
+from memory_retrievers.recall.tasks import RecallTasks
 
 QUIET = {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0, "vector": 0, "bm25": 1.0}
 BUILT_INS = ("vector", "bm25", "context", "entity", "recency", "dated", "links")
@@ -344,3 +348,50 @@ def test_activation_parameters_are_checked(kwargs: dict[str, Any]) -> None:
     with pytest.raises(ConfigError, match=f"SpreadingActivation {next(iter(kwargs))}"):
         SpreadingActivation(**kwargs)
     assert "hops=2" in repr(SpreadingActivation())
+
+
+# --------------------------------------------------------------------------- the runner's boundary
+class BrokenSource:
+    """A source whose store fails: every search raises."""
+
+    namespace = "u"
+    description = "broken"
+
+    async def text_search(self, *args: Any, **kwargs: Any) -> Any:
+        raise StorageError("the table is gone")
+
+
+async def test_a_source_failure_fails_the_recall_but_a_plug_ins_own_error_does_not() -> None:
+    class OwnStorageError(Pin):
+        async def search(self, given: ChannelInput) -> Sequence[RankedList]:
+            raise StorageError("raised by the plug-in itself")
+
+    registry = default_registry().with_channels([Pin(), OwnStorageError(name="own")])
+    query = ChannelQuery("alpha", "alpha", analyze("alpha"))
+    async with RecallTasks() as tasks:
+        runner = ChannelRunner(registry, CheckedSource(BrokenSource()), RecallConfig(), tasks, 1.0)  # type: ignore[arg-type]
+        runner.start(["pin"], query)
+        with pytest.raises(StorageError, match="the table is gone"):  # as when a built-in's search fails
+            await runner.collect()
+        runner.start(["own"], query)
+        with pytest.warns(ChannelFailedWarning, match="'own' failed.*raised by the plug-in itself"):
+            assert await runner.collect() == []
+
+
+def test_a_channel_needing_entities_is_searched_only_when_there_are_some(store: MemoryStore) -> None:
+    calls: list[tuple[str, ...]] = []
+
+    async def record(given: ChannelInput) -> list[RankedList]:
+        calls.append(given.query.entities)
+        return []
+
+    store.add("Alice moved to Berlin", namespace="u", entities=["Alice", "Berlin"])
+    r = MemoryRetriever(
+        store, namespace="u", config=cfg(), channels=[Scripted(record, needs=frozenset({Need.ENTITIES}))]
+    )
+    assert "scripted" in r.recall("where did she move?").plan["channels"]
+    assert calls == []  # routed, but the query names no entity
+    r.recall("where did Alice move?")
+    assert calls == [("Alice",)]
+    assert "scripted" in r.recall("where did Bob move?", namespace="empty").plan["channels"]
+    assert calls == [("Alice",)]  # the namespace has no entities
