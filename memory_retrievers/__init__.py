@@ -37,8 +37,8 @@ if TYPE_CHECKING:
     from .pending import PendingWrite
     from .per_process import PerProcess
     from .recall.activation import SpreadingActivation
-    from .recall.channel import Channel, ChannelInput, ChannelQuery, Need
-    from .recall.registry import ChannelFailedWarning, ChannelRegistry
+    from .recall.channel import Channel, ChannelFailedWarning, ChannelInput, ChannelQuery, Need
+    from .recall.registry import ChannelRegistry
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
@@ -88,7 +88,7 @@ _EXPORTS: dict[str, str] = {
     "ChannelInput": ".recall.channel",
     "ChannelQuery": ".recall.channel",
     "Need": ".recall.channel",
-    "ChannelFailedWarning": ".recall.registry",
+    "ChannelFailedWarning": ".recall.channel",
     "ChannelRegistry": ".recall.registry",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",

@@ -46,7 +46,8 @@ from .recall.expansion import LLMFallbackWarning, LLMStages, feedback_pass
 from .recall.long_query import searched_query
 from .recall.plan import route
 from .recall.provenance import fold_into_sources, source_lists
-from .recall.registry import ChannelRegistry, ChannelRunner, CheckedSource
+from .recall.registry import ChannelRegistry
+from .recall.runner import ChannelRunner, CheckedSource
 from .recall.source import RecallSource
 from .recall.state import RecallState
 from .recall.tasks import RecallTasks

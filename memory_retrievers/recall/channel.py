@@ -25,6 +25,7 @@ query's features, the config and the routing mode; a channel whose weight is 0 n
 from __future__ import annotations
 
 import enum
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
@@ -37,7 +38,18 @@ from ..query import QueryFeatures
 from ..recall_config import RecallConfig, RoutingMode
 from .source import RecallSource
 
-__all__ = ["Channel", "ChannelInput", "ChannelQuery", "Need"]
+__all__ = ["Channel", "ChannelFailedWarning", "ChannelInput", "ChannelQuery", "Need", "warn_failed"]
+
+
+class ChannelFailedWarning(RuntimeWarning):
+    """A channel failed, timed out or returned garbage; recall continued without its lists."""
+
+
+def warn_failed(name: str, reason: str) -> None:
+    """Warn that channel ``name`` is left out of this recall, and why."""
+    warnings.warn(
+        f"memory-retrievers: channel {name!r} {reason}; recall continues without it", ChannelFailedWarning, stacklevel=3
+    )
 
 
 class Need(str, enum.Enum):

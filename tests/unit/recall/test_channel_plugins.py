@@ -33,7 +33,7 @@ from memory_retrievers import (
 from memory_retrievers.query import QueryFeatures, analyze
 from memory_retrievers.recall.builtin import default_registry
 from memory_retrievers.recall.channel import ChannelQuery
-from memory_retrievers.recall.registry import ChannelRunner, CheckedSource
+from memory_retrievers.recall.runner import ChannelRunner, CheckedSource
 from memory_retrievers.recall.tasks import RecallTasks
 
 QUIET = {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0, "vector": 0, "bm25": 1.0}
