@@ -121,6 +121,14 @@ def test_a_plug_in_replaces_the_built_in_of_its_name_in_place(store: MemoryStore
     assert default_registry().names == BUILT_INS  # the default registry is untouched
 
 
+def test_a_call_can_override_a_plug_in_weight(store: MemoryStore, two: dict[str, str]) -> None:
+    r = MemoryRetriever(store, namespace="u", config=cfg(pin=1.0), channels=[Pin()])
+    res = r.recall("alpha", config={"weights": {"pin": 4.0}})
+    (zebra,) = [m for m in res.memories if m.id == two["zebra"]]
+    assert [c.weight for c in zebra.explanation.channels] == [4.0]
+    assert r.config.weights.get("pin") == 1.0  # the retriever's own config is unchanged
+
+
 def test_weights_must_name_a_registered_channel(store: MemoryStore) -> None:
     with pytest.raises(ConfigError, match=r"\['pinn'\].*registered channels: vector, bm25"):
         MemoryRetriever(store, namespace="u", config={"weights": {"pinn": 1.0}})
