@@ -9,7 +9,8 @@ channel, built-in or not, is held to the same rules at the boundary:
   on without it;
 - its output must be a list of :class:`~memory_retrievers.RankedList` with a non-empty label, a
   finite weight >= 0 and ranks (when given) of the ids' length; otherwise it is dropped (warned);
-- ids that are not strings or repeat an earlier id of the list are dropped;
+- ids that are not strings or repeat an earlier id of the list are dropped, and a list counts
+  with its first :data:`MAX_LIST_IDS` ids only;
 - ids the recall's source has not returned (by a search or a ``fetch``) are fetched once, which
   applies the namespace and the filter; those that do not pass are dropped, so a channel cannot
   bring in another namespace's memories or filtered-out ones;
@@ -39,7 +40,11 @@ from .registry import ChannelRegistry
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
 
-__all__ = ["ChannelRunner", "CheckedSource"]
+__all__ = ["MAX_LIST_IDS", "ChannelRunner", "CheckedSource"]
+
+#: Ids of one channel list that count (the built-in lists hold at most 2 x ``candidate_depth``);
+#: the rest are dropped before the unknown ones are fetched, so a runaway list costs one bounded query.
+MAX_LIST_IDS = 1_000
 
 
 class CheckedSource:
@@ -243,6 +248,8 @@ def _checked_list(lst: Any, name: str) -> RankedList:
         if isinstance(id_, str) and id_ not in seen:
             seen.add(id_)
             keep.append(n)
+            if len(keep) == MAX_LIST_IDS:
+                break
     return RankedList(
         lst.label,
         tuple(lst.ids[n] for n in keep),

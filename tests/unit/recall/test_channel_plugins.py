@@ -33,7 +33,7 @@ from memory_retrievers import (
 from memory_retrievers.query import QueryFeatures, analyze
 from memory_retrievers.recall.builtin import default_registry
 from memory_retrievers.recall.channel import ChannelQuery
-from memory_retrievers.recall.runner import ChannelRunner, CheckedSource
+from memory_retrievers.recall.runner import MAX_LIST_IDS, ChannelRunner, CheckedSource
 from memory_retrievers.recall.tasks import RecallTasks
 
 QUIET = {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0, "vector": 0, "bm25": 1.0}
@@ -182,6 +182,14 @@ def test_garbage_ids_are_dropped_at_the_boundary(store: MemoryStore, two: dict[s
     assert all(m.memory.namespace == "u" for m in res.memories)
     (zebra,) = [m for m in res.memories if m.id == two["zebra"]]
     assert [(c.label, c.channel, c.rank) for c in zebra.explanation.channels] == [("junk", "scripted", 2)]
+
+
+def test_a_runaway_list_counts_with_its_first_ids_only(store: MemoryStore, two: dict[str, str]) -> None:
+    async def runaway(given: ChannelInput) -> list[RankedList]:
+        return [RankedList("junk", (*(f"made-up-{n}" for n in range(MAX_LIST_IDS)), two["zebra"]), given.weight)]
+
+    r = MemoryRetriever(store, namespace="u", config=cfg(), channels=[Scripted(runaway)])
+    assert two["zebra"] not in {m.id for m in r.recall("alpha").memories}  # past the first MAX_LIST_IDS
 
 
 def test_a_filtered_out_id_from_a_plug_in_is_dropped(store: MemoryStore, two: dict[str, str]) -> None:
