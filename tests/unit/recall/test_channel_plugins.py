@@ -33,6 +33,7 @@ from memory_retrievers import (
 from memory_retrievers.query import QueryFeatures, analyze
 from memory_retrievers.recall.builtin import default_registry
 from memory_retrievers.recall.channel import ChannelQuery
+from memory_retrievers.recall.plan import route
 from memory_retrievers.recall.runner import MAX_LIST_IDS, ChannelRunner, CheckedSource
 from memory_retrievers.recall.tasks import RecallTasks
 
@@ -411,3 +412,12 @@ def test_a_channel_needing_entities_is_searched_only_when_there_are_some(store: 
     assert calls == [("Alice",)]
     assert "scripted" in r.recall("where did Bob move?", namespace="empty").plan["channels"]
     assert calls == [("Alice",)]  # the namespace has no entities
+
+
+def test_routing_asks_each_registered_channel() -> None:
+    registry = default_registry().with_channels([Pin()])
+    hybrid = route(analyze("cat"), RecallConfig(mode="hybrid"), has_llm=False, registry=registry)
+    assert hybrid.channels == ["vector", "bm25", "context", "entity", "recency", "links", "pin"]
+    assert route(analyze("cat"), RecallConfig(mode="vector"), has_llm=False, registry=registry).channels == ["vector"]
+    off = RecallConfig(mode="hybrid", weights={"pin": 0})
+    assert "pin" not in route(analyze("cat"), off, has_llm=False, registry=registry).channels
