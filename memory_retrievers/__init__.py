@@ -37,6 +37,9 @@ if TYPE_CHECKING:
     from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
     from .pending import PendingWrite
     from .per_process import PerProcess
+    from .recall.activation import SpreadingActivation
+    from .recall.channel import Channel, ChannelFailedWarning, ChannelInput, ChannelQuery, Need
+    from .recall.registry import ChannelRegistry
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
@@ -81,6 +84,13 @@ _EXPORTS: dict[str, str] = {
     "WriteAction": ".models",
     "PendingWrite": ".pending",
     "PerProcess": ".per_process",
+    "SpreadingActivation": ".recall.activation",
+    "Channel": ".recall.channel",
+    "ChannelInput": ".recall.channel",
+    "ChannelQuery": ".recall.channel",
+    "Need": ".recall.channel",
+    "ChannelFailedWarning": ".recall.channel",
+    "ChannelRegistry": ".recall.registry",
     "ChannelWeights": ".recall_config",
     "Preset": ".recall_config",
     "RecallConfig": ".recall_config",
@@ -129,6 +139,11 @@ __all__ = [
     "LLM",
     "AddedMemory",
     "CallableLLM",
+    "Channel",
+    "ChannelFailedWarning",
+    "ChannelInput",
+    "ChannelQuery",
+    "ChannelRegistry",
     "ChannelWeights",
     "ContextSection",
     "Contribution",
@@ -140,6 +155,7 @@ __all__ = [
     "Explanation",
     "LLMFallbackWarning",
     "MemoryRetriever",
+    "Need",
     "PendingWrite",
     "PerProcess",
     "Preset",
@@ -176,6 +192,7 @@ __all__ = [
     "QueueFullError",
     "SchemaMismatchError",
     "SentenceTransformerEmbedder",
+    "SpreadingActivation",
     "StorageError",
     "StoreConfig",
     "WriteAction",

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import ConfigDict, Field, field_validator
+from pydantic import ConfigDict, Field, field_validator, model_validator
 
 from .calibration import Calibration
 from .config import CheckedModel, validated
@@ -55,9 +56,15 @@ class ChannelWeights(CheckedModel):
     its neighbouring turns is the strongest single channel (0.691), the bare turn's BM25 (0.603)
     and vector (0.481) add what the window blurs. The weights were chosen by
     leave-one-conversation-out on that split (``benchmarks/loco_weights.py``).
+
+    Plug-in channels (see :class:`~memory_retrievers.recall.channel.Channel`) take their weight by
+    name, ``ChannelWeights(activation=0.5)``; read any weight with :meth:`get` or the mapping view
+    :meth:`as_dict`. A plug-in channel without a weight here uses its own ``default_weight``. Names
+    are checked against the retriever's channels when a retriever is built or a call overrides its
+    config (an unknown name raises :class:`~memory_retrievers.ConfigError` listing the known ones).
     """
 
-    model_config = ConfigDict(frozen=True, extra="forbid")
+    model_config = ConfigDict(frozen=True, extra="allow")
 
     vector: float = Field(default=1.0, ge=0)
     bm25: float = Field(default=0.5, ge=0)
@@ -70,6 +77,31 @@ class ChannelWeights(CheckedModel):
     recency: float = Field(default=0.5, ge=0)
     links: float = Field(default=0.5, ge=0)
     hyde: float = Field(default=1.0, ge=0)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plug_in_weights(cls, data: Any) -> Any:
+        # Extra keys are plug-in channels' weights: each a finite number >= 0, stored as a float.
+        if not isinstance(data, Mapping):
+            return data
+        out = dict(data)
+        for name, value in data.items():
+            if name in cls.model_fields:
+                continue
+            if not isinstance(name, str) or not name:
+                raise ValueError(f"a channel weight's name must be a non-empty str, got {name!r}")
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+                raise ValueError(f"weight {name!r} must be a finite number >= 0, got {value!r}")
+            out[name] = float(value)
+        return out
+
+    def get(self, name: str, default: float | None = None) -> float | None:
+        """The weight of channel ``name``, or ``default`` when it has none here."""
+        return self.as_dict().get(name, default)
+
+    def as_dict(self) -> dict[str, float]:
+        """Every weight by channel name: the built-in fields, then plug-in weights."""
+        return {**{name: float(getattr(self, name)) for name in type(self).model_fields}, **(self.model_extra or {})}
 
 
 class RecallConfig(CheckedModel):

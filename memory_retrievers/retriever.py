@@ -1,20 +1,24 @@
 """`MemoryRetriever`: a query in, the few memories that matter out, within a token budget.
 
 Stages (each switchable in :class:`RecallConfig`, each its own module in
-:mod:`memory_retrievers.recall`): routing -> query expansion -> HyDE -> retrieval channels (vector,
-BM25, context BM25, entity, recency, link spreading) run concurrently -> weighted reciprocal rank
-fusion -> optional reranker blend -> score multipliers (decay, priority, pin, kind, project,
-topic) -> budgeted selection (pinned first, session-diverse, MMR) -> access write-back. Every stage
-reads the namespace through the store's public :class:`~memory_retrievers.recall.RecallSource`.
-This module checks the arguments and runs the stages in order. The implementation is async;
-:meth:`MemoryRetriever.recall` runs it on the store's private loop.
+:mod:`memory_retrievers.recall`): routing (each registered channel says whether it runs) -> query
+expansion and HyDE -> the channels' first pass (vector, BM25, context BM25, entity, recency,
+dated and any plug-in :class:`~memory_retrievers.Channel`) run concurrently -> weighted reciprocal
+rank fusion -> LLM-free feedback lists and the after-fusion channels (link spreading, plug-ins
+such as :class:`~memory_retrievers.SpreadingActivation`) -> provenance folding -> optional
+reranker blend -> score multipliers (decay, priority, pin, kind, project, topic) -> budgeted
+selection (pinned first, session-diverse, MMR) -> access write-back. Every stage reads the
+namespace through the store's public :class:`~memory_retrievers.recall.RecallSource` and writes
+one :class:`~memory_retrievers.recall.state.RecallState`. This module checks the arguments and
+runs the stages in order. The implementation is async; :meth:`MemoryRetriever.recall` runs it on
+the store's private loop.
 """
 
 from __future__ import annotations
 
+import asyncio
 import functools
-import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Awaitable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
@@ -29,18 +33,23 @@ from .errors import ConfigError, InvalidInputError
 from .filters import MemoryFilter, coerce_filter
 from .lines import line_facts, line_key
 from .llm import LLM, as_llm
-from .models import FtsField
+from .models import Memory
 from .query import analyze
 from .recall.annotate import notes_for
 from .recall.assemble import Assembly, assemble
 from .recall.blend import final_scores, fuse, rerank, semantic_blend
+from .recall.builtin import default_registry
+from .recall.channel import Channel, ChannelQuery, Need
 from .recall.channels import Channels
 from .recall.cues import read_cues
 from .recall.expansion import LLMFallbackWarning, LLMStages, feedback_pass
-from .recall.links import spread
 from .recall.long_query import searched_query
 from .recall.plan import route
 from .recall.provenance import fold_into_sources, source_lists
+from .recall.registry import ChannelRegistry
+from .recall.runner import ChannelRunner, CheckedSource
+from .recall.source import RecallSource
+from .recall.state import RecallState
 from .recall.tasks import RecallTasks
 from .recall_config import RecallConfig, SupersededPolicy
 from .rerank import Reranker
@@ -73,6 +82,14 @@ class MemoryRetriever:
             async) for query rewrites and HyDE. Without one, recall makes zero LLM calls.
         reranker: Optional :class:`~memory_retrievers.rerank.Reranker` blended with the fused score.
         token_counter: Counts prompt tokens; defaults to exact tiktoken counts (offline).
+        channels: Recall channels (:class:`~memory_retrievers.Channel`) added to the built-in ones
+            for this retriever, or replacing the built-in of the same name. Give each a weight in
+            ``config.weights`` by its name (else it weighs its ``default_weight``).
+        channel_timeout_s: The longest a channel's search may take; a slower one is dropped from
+            the recall with a :class:`~memory_retrievers.ChannelFailedWarning`, like a failing one.
+
+    Raises:
+        ConfigError: A bad argument, or a weight naming no registered channel.
 
     Example:
         >>> retriever = MemoryRetriever(store, namespace="alice")            # doctest: +SKIP
@@ -91,6 +108,8 @@ class MemoryRetriever:
         llm: LLM | Any = None,
         reranker: Reranker | None = None,
         token_counter: TokenCounter | None = None,
+        channels: Iterable[Channel] | None = None,
+        channel_timeout_s: float = 10.0,
     ) -> None:
         if not isinstance(store, MemoryStore):
             raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
@@ -98,6 +117,15 @@ class MemoryRetriever:
         keys = store.config.max_key_chars
         self._namespace = None if namespace is None else check_namespace(namespace, max_chars=keys)
         self._config: RecallConfig = validated(RecallConfig, config, "RecallConfig")
+        if channels is not None and (isinstance(channels, (str, bytes, Channel)) or not isinstance(channels, Iterable)):
+            raise ConfigError(f"channels must be a list of Channel, got {type(channels).__name__}")
+        self._channels = default_registry().with_channels(channels or ())
+        self._channels.check_weights(self._config.weights)
+        if isinstance(channel_timeout_s, bool) or not isinstance(channel_timeout_s, (int, float)):
+            raise ConfigError(f"channel_timeout_s must be a number of seconds, got {channel_timeout_s!r}")
+        if not 0 < channel_timeout_s < float("inf"):
+            raise ConfigError(f"channel_timeout_s must be > 0 seconds (and finite), got {channel_timeout_s!r}")
+        self._channel_timeout_s = float(channel_timeout_s)
         self._llm = as_llm(llm)
         if reranker is not None and not isinstance(reranker, Reranker):
             raise ConfigError(f"reranker must implement rerank/arerank, got {type(reranker).__name__}")
@@ -123,6 +151,11 @@ class MemoryRetriever:
     def config(self) -> RecallConfig:
         """The frozen configuration."""
         return self._config
+
+    @property
+    def channels(self) -> ChannelRegistry:
+        """This retriever's channels, in routing order (the built-ins and those it was given)."""
+        return self._channels
 
     @property
     def token_counter(self) -> TokenCounter:
@@ -217,63 +250,41 @@ class MemoryRetriever:
         """Async twin of :meth:`recall`."""
         ns = self._namespace_for(namespace)
         cfg = self._effective_config(config)
-        if isinstance(query, str) and len(query) > cfg.max_query_chars:
-            raise InvalidInputError(
-                f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.max_query_chars:,}); "
-                "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
-                "its opening and end)"
-            )
-        text = check_text(query, field="query", max_chars=cfg.max_query_chars)
-        k_ = cfg.k if k is None else k
-        if isinstance(k_, bool) or not isinstance(k_, int) or k_ < 1:
-            raise InvalidInputError(f"k must be an int >= 1, got {k_!r}")
-        budget = cfg.token_budget if isinstance(token_budget, str) and token_budget == "config" else token_budget
-        if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
-            raise InvalidInputError(f"token_budget must be an int >= 0 or None, got {budget!r}")
-        if budget is not None and budget > _MAX_BUDGET:
-            raise InvalidInputError(f"token_budget must be <= {_MAX_BUDGET:,}, got {budget:,}")
-        when = to_utc(now, "now") if now is not None else self._store.clock()
-        unknown = set(filters) - _FILTER_KEYS
-        if unknown:
-            raise InvalidInputError(
-                f"unknown recall argument(s) {sorted(unknown)}; filters are: {', '.join(sorted(_FILTER_KEYS))}"
-            )
-        flt = coerce_filter(filters or None)
-        if cfg.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
-            flt = flt.model_copy(update={"include_superseded": True})
-        keys = self._store.config.max_key_chars
-        ctx = ScoringContext(
-            now=when,
-            project=None if project is None else check_key(project, field="project", max_chars=keys),
-            topic=None if topic is None else check_key(topic, field="topic", max_chars=keys),
-        )
-        qvec = None
-        if query_vector is not None:
-            dim = self._store.embedder.dimension
-            given = check_vectors(query_vector, rows=1, dimension=dim, source="query_vector")
-            qvec = unit(given, source="query_vector")[0]
-        excluded = _id_set(exclude_ids)
-        shown = frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts"))
-        calibration = calibration_for(self._store.embedder.name, cfg.calibration)
+        text = _checked_query(query, cfg)
         searched = searched_query(text, cfg.searched_query_chars)
         call = _Call(
             namespace=ns,
             query=searched.text,
             note=searched.note,
             config=cfg,
-            k=k_,
-            budget=budget,
-            filter=flt,
-            context=ctx,
+            k=_checked_k(cfg.k if k is None else k),
+            budget=_checked_budget(cfg.token_budget if token_budget == "config" else token_budget),
+            filter=_checked_filter(filters, cfg),
+            context=self._scoring_context(now, project, topic),
             explain=explain,
-            vector=qvec,
-            excluded=excluded,
-            shown=shown,
+            vector=None if query_vector is None else self._given_vector(query_vector),
+            excluded=_id_set(exclude_ids),
+            shown=frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts")),
             counter=self._counter_for(cfg),
-            calibration=calibration,
+            calibration=calibration_for(self._store.embedder.name, cfg.calibration),
         )
         result = await self._run(call)
         return result if searched.note is None else replace(result, query=text)
+
+    def _scoring_context(self, now: datetime | None, project: str | None, topic: str | None) -> ScoringContext:
+        """The time of the recall and the caller's project and topic, checked."""
+        keys = self._store.config.max_key_chars
+        return ScoringContext(
+            now=to_utc(now, "now") if now is not None else self._store.clock(),
+            project=None if project is None else check_key(project, field="project", max_chars=keys),
+            topic=None if topic is None else check_key(topic, field="topic", max_chars=keys),
+        )
+
+    def _given_vector(self, query_vector: Sequence[float] | np.ndarray) -> np.ndarray:
+        """The caller's query vector, checked against the store's model and made unit length."""
+        given = check_vectors(query_vector, rows=1, dimension=self._store.embedder.dimension, source="query_vector")
+        vector: np.ndarray = unit(given, source="query_vector")[0]
+        return vector
 
     # ------------------------------------------------------------------ pipeline
     def _namespace_for(self, namespace: str | None) -> str:
@@ -300,11 +311,13 @@ class MemoryRetriever:
         if override is None:
             return self._config
         if isinstance(override, RecallConfig):
-            return override
-        if not isinstance(override, Mapping):
+            cfg = override
+        elif isinstance(override, Mapping):
+            cfg = validated(RecallConfig, _deep_merge(self._config.model_dump(), override), "RecallConfig")
+        else:
             raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
-        merged = _deep_merge(self._config.model_dump(), override)
-        return validated(RecallConfig, merged, "RecallConfig")  # type: ignore[no-any-return]
+        self._channels.check_weights(cfg.weights)
+        return cfg
 
     def _counter_for(self, cfg: RecallConfig) -> TokenCounter:
         """The token counter for this call's ``token_encoding``.
@@ -324,110 +337,92 @@ class MemoryRetriever:
         return default_counter(cfg.token_encoding)
 
     async def _run(self, call: _Call) -> RecallResult:
-        query, cfg, ctx = call.query, call.config, call.context
-        started = time.perf_counter()
-        marks: dict[str, float] = {}
-
-        def mark(stage: str) -> None:
-            marks[stage] = round((time.perf_counter() - started) * 1000, 2)
-
-        store = self._store
-        features = analyze(query)
-        plan = route(features, cfg, has_llm=self._llm is not None)
+        features = analyze(call.query)
+        plan = route(features, call.config, has_llm=self._llm is not None, registry=self._channels)
         if call.note is not None:
             plan.notes.append(call.note)
-        w = cfg.weights
-        original = cfg.original_query_weight
-        bm25_query = " ".join(features.keywords) or query
+        terms = " ".join(features.keywords) or call.query
+        state = RecallState(call.config, plan, call.context, ChannelQuery(call.query, terms, features))
+        store, cfg = self._store, call.config
         async with RecallTasks() as tasks:
-            # Phase A: the LLM calls start at once, and so does the namespace's source: a cold
-            # namespace's view loads (14 ms for 1,000 memories of a 200,000-row table) while the
-            # query is embedded. The embedding waits for the namespace's speakers (cached): a query
-            # naming one is embedded with its speaker-free twin in one forward pass.
-            llm_stages = LLMStages(self._llm, plan, query, cfg, tasks)
+            # The LLM calls start at once, and so does the namespace's source: a cold namespace's
+            # view loads (14 ms for 1,000 memories of a 200,000-row table) while the query is embedded.
+            llm_stages = LLMStages(self._llm, plan, call.query, cfg, tasks)
             source_ready = tasks.start(store.arecall_source(call.namespace, filter=call.filter))
-            speakers = functools.partial(store.aspeakers, call.namespace)
-            cues = await read_cues(query, speakers, cfg, own_vector=call.vector is None)
-            plan.speakers = list(cues.speakers)
-            ctx = cues.scoring(ctx, features)
-            texts = [query]
-            if cues.speaker_free is not None:
-                texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
-            embedding = tasks.start(store.aembed_queries(texts) if call.vector is None else _given(call.vector))
-            source = await source_ready
+            embedding = await self._embedding(state, call, tasks)
+            source = CheckedSource(await source_ready)
             plan.notes.append(source.description)
-            channels = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
-            if "bm25" in plan.channels:
-                channels.text("bm25", "bm25", w.bm25 * original, bm25_query, FtsField.TEXT)
-            if "context" in plan.channels:
-                # The text channel above already votes for memories without a context.
-                channels.text(
-                    "context", "context", w.context * original, bm25_query, FtsField.CONTEXT, with_context_only=True
-                )
-            if "entity" in plan.channels and features.entities and await source.has_entities():
-                channels.entity(w.entity, features.entities)
-            if "recency" in plan.channels:
-                channels.recency(w.recency)
-            embedded = await embedding
-            # The vector channels search with the query without the speakers' names, when it names
-            # one; that is then the query's vector (relevance, HyDE) unless the query as asked is
-            # embedded too (``asked_vector_share``).
-            qvec, svec = embedded[0], embedded[-1]
-            mark("embedded")
-            if "vector" in plan.channels:
-                channels.vector("vector", "vector", w.vector * original, svec)
-                if len(embedded) > 1 and cfg.asked_vector_share > 0:
-                    weight = w.vector * original * cfg.asked_vector_share
-                    channels.vector("vector:as asked", "vector", weight, qvec)
-            if "dated" in plan.channels:
-                channels.vector("dated", "dated", w.dated * original, svec, within=features.dates)
-            # Phase B: LLM rewrites and HyDE, each its own list (original query lists weigh more).
-            await llm_stages.launch_lists(channels)
-            lists = await channels.collect()
-            mark("searched")
-            fused = fuse(lists, cfg)
-            mark("fused")
-            # Phase C: LLM-free feedback stages, from the first pass's top hits.
-            feedback_pass(plan, fused, qvec, cfg, source, channels)
-            second = await channels.collect()
-            if second:
-                lists += second
-                fused = fuse(lists, cfg)
-            if "links" in plan.channels and fused:
-                link_list = await spread(fused, source, cfg)
-                if link_list is not None:
-                    lists.append(link_list)
-                    fused = fuse(lists, cfg)
-            folded: dict[str, tuple[str, ...]] = {}
-            if fused:
-                twins, sources = await source_lists(lists, fused, source, cfg.fact_source_weight)
-                if twins:
-                    lists += twins
-                    fused, folded = fold_into_sources(fuse(lists, cfg), sources)
-                    count = sum(len(v) for v in folded.values())
-                    plan.notes.append(f"{count} extracted fact(s) folded into their source turns")
-            notes = await notes_for(fused, folded, source)
+            runner = ChannelRunner(self._channels, source, cfg, tasks, self._channel_timeout_s)
+            stages = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
+            await self._first_pass(state, runner, embedding)
+            # LLM rewrites and HyDE, each its own list (original query lists weigh more).
+            await llm_stages.launch_lists(stages)
+            state.add(await runner.collect() + await stages.collect())
+            state.mark("searched")
+            state.mark("fused")
+            await self._second_pass(state, runner, stages, source)
+            await _fold_provenance(state, source)
+            state.notes = await notes_for(state.fused, state.folded, source)
+        return await self._finish(state, call, source)
 
-        # Memories the caller already shows are dropped after fusion and link spreading, so they
-        # still seed feedback and links (they are on topic) but take no place in the result.
-        memories = dict(zip((h.id for h in fused), source.memories_of([h.id for h in fused]), strict=True))
-        if call.excluded or call.shown:
-            remaining = [
-                h for h in fused if h.id not in call.excluded and line_facts(memories[h.id].text).key not in call.shown
-            ]
-            if len(remaining) < len(fused):
-                plan.notes.append(f"{len(fused) - len(remaining)} candidate(s) excluded by the caller")
-            fused = remaining
-        vectors = {h.id: source.vector(h.id) for h in fused}
-        semantic = {i: float(np.dot(v, qvec)) for i, v in vectors.items()}
-        base = semantic_blend(fused, semantic, cfg.semantic_blend)
+    async def _embedding(self, state: RecallState, call: _Call, tasks: RecallTasks) -> asyncio.Task[np.ndarray]:
+        """Start embedding the query (once the namespace's speakers are known), or take the caller's vector.
+
+        A query naming a speaker is embedded with its speaker-free twin in one forward pass.
+        """
+        cfg, query, store = call.config, call.query, self._store
+        speakers = functools.partial(store.aspeakers, call.namespace)
+        cues = await read_cues(query, speakers, cfg, own_vector=call.vector is None)
+        state.plan.speakers = list(cues.speakers)
+        state.context = cues.scoring(state.context, state.query.features)
+        texts = [query]
+        if cues.speaker_free is not None:
+            texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
+        return tasks.start(store.aembed_queries(texts) if call.vector is None else _given(call.vector))
+
+    async def _first_pass(self, state: RecallState, runner: ChannelRunner, embedding: Awaitable[np.ndarray]) -> None:
+        """Start the first-pass channels: those needing no vector at once, the others once it is computed.
+
+        The vector channels search with the query without the speakers' names, when it names one;
+        that is then the query's vector (relevance, feedback) unless the query as asked is
+        embedded too (``asked_vector_share``).
+        """
+        first = [n for n in state.plan.channels if Need.FUSED not in self._channels[n].needs]
+        runner.start([n for n in first if Need.VECTOR not in self._channels[n].needs], state.query)
+        embedded = await embedding
+        state.vector = embedded[0]
+        asked = embedded[0] if len(embedded) > 1 else None
+        state.query = replace(state.query, vector=embedded[-1], asked_vector=asked)
+        state.mark("embedded")
+        runner.start([n for n in first if Need.VECTOR in self._channels[n].needs], state.query)
+
+    async def _second_pass(
+        self, state: RecallState, runner: ChannelRunner, stages: Channels, source: CheckedSource
+    ) -> None:
+        """LLM-free feedback lists from the first pass's top hits, then the after-fusion channels."""
+        feedback_pass(state.plan, state.fused, state.query_vector, state.config, source, stages)
+        state.add(await stages.collect())
+        after = [n for n in state.plan.channels if Need.FUSED in self._channels[n].needs]
+        if after and state.fused:
+            runner.start(after, state.query, state.fused)
+            state.add(await runner.collect())
+
+    async def _finish(self, state: RecallState, call: _Call, source: CheckedSource) -> RecallResult:
+        """Score the candidates, select the result within the budget, record the access."""
+        cfg, plan = call.config, state.plan
+        memories = dict(zip((h.id for h in state.fused), source.memories_of([h.id for h in state.fused]), strict=True))
+        _exclude(state, call, memories)
+        vectors = {h.id: source.vector(h.id) for h in state.fused}
+        semantic = {i: float(np.dot(v, state.query_vector)) for i, v in vectors.items()}
+        base = semantic_blend(state.fused, semantic, cfg.semantic_blend)
         rerank_scores: dict[str, float] = {}
-        if self._reranker is not None and fused:
-            rerank_scores, base = await rerank(self._reranker, query, fused, memories, base, cfg, plan)
-        scored = final_scores(fused, memories, base, ctx, cfg)
-        mark("scored")
+        if self._reranker is not None and state.fused:
+            rerank_scores, base = await rerank(self._reranker, call.query, state.fused, memories, base, cfg, plan)
+        scored = final_scores(state.fused, memories, base, state.context, cfg)
+        state.mark("scored")
+        labels = [lst.label for lst in state.lists]
         parts = Assembly(
-            query, memories, vectors, semantic, base, rerank_scores, plan, [lst.label for lst in lists], folded, notes
+            call.query, memories, vectors, semantic, base, rerank_scores, plan, labels, state.folded, state.notes
         )
         result = assemble(
             scored,
@@ -439,11 +434,12 @@ class MemoryRetriever:
             counter=call.counter,
             calibration=call.calibration,
         )
-        mark("selected")
+        state.mark("selected")
         if cfg.record_access and result.memories:
-            store.record_access([m.id for m in result.memories], namespace=call.namespace, at=ctx.now)
-        mark("done")
-        return replace(result, plan={**result.plan, "ms": marks["done"], "timings_ms": marks})
+            ids = [m.id for m in result.memories]
+            self._store.record_access(ids, namespace=call.namespace, at=state.context.now)
+        state.mark("done")
+        return replace(result, plan={**result.plan, "ms": state.marks["done"], "timings_ms": state.marks})
 
 
 @dataclass(frozen=True, slots=True)
@@ -469,6 +465,72 @@ class _Call:
     """Line keys left out (``exclude_texts``)."""
     counter: TokenCounter
     calibration: Calibration
+
+
+async def _fold_provenance(state: RecallState, source: RecallSource) -> None:
+    """Extracted facts vote for their source turns and fold into them (see ``recall.provenance``)."""
+    if not state.fused:
+        return
+    twins, sources = await source_lists(state.lists, state.fused, source, state.config.fact_source_weight)
+    if twins:
+        state.lists += twins
+        state.fused, state.folded = fold_into_sources(fuse(state.lists, state.config), sources)
+        count = sum(len(v) for v in state.folded.values())
+        state.plan.notes.append(f"{count} extracted fact(s) folded into their source turns")
+
+
+def _exclude(state: RecallState, call: _Call, memories: Mapping[str, Memory]) -> None:
+    """Drop the memories the caller already shows.
+
+    They are dropped after fusion and the after-fusion channels, so they still seed feedback and
+    links (they are on topic) but take no place in the result.
+    """
+    if not (call.excluded or call.shown):
+        return
+    remaining = [
+        h for h in state.fused if h.id not in call.excluded and line_facts(memories[h.id].text).key not in call.shown
+    ]
+    if len(remaining) < len(state.fused):
+        state.plan.notes.append(f"{len(state.fused) - len(remaining)} candidate(s) excluded by the caller")
+    state.fused = remaining
+
+
+def _checked_query(query: str, cfg: RecallConfig) -> str:
+    """The query, checked: a str, not empty, at most ``max_query_chars``."""
+    if isinstance(query, str) and len(query) > cfg.max_query_chars:
+        raise InvalidInputError(
+            f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.max_query_chars:,}); "
+            "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
+            "its opening and end)"
+        )
+    return check_text(query, field="query", max_chars=cfg.max_query_chars)
+
+
+def _checked_k(k: Any) -> int:
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise InvalidInputError(f"k must be an int >= 1, got {k!r}")
+    return k
+
+
+def _checked_budget(budget: Any) -> int | None:
+    if budget is not None and (isinstance(budget, bool) or not isinstance(budget, int) or budget < 0):
+        raise InvalidInputError(f"token_budget must be an int >= 0 or None, got {budget!r}")
+    if budget is not None and budget > _MAX_BUDGET:
+        raise InvalidInputError(f"token_budget must be <= {_MAX_BUDGET:,}, got {budget:,}")
+    return budget
+
+
+def _checked_filter(filters: Mapping[str, Any], cfg: RecallConfig) -> MemoryFilter:
+    """The recall's metadata prefilter (flagging superseded memories reads them too)."""
+    unknown = set(filters) - _FILTER_KEYS
+    if unknown:
+        raise InvalidInputError(
+            f"unknown recall argument(s) {sorted(unknown)}; filters are: {', '.join(sorted(_FILTER_KEYS))}"
+        )
+    flt = coerce_filter(dict(filters) or None)
+    if cfg.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
+        flt = flt.model_copy(update={"include_superseded": True})
+    return flt
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

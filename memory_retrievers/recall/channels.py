@@ -1,8 +1,11 @@
-"""Retrieval channels: ranked lists searched concurrently through a :class:`RecallSource`.
+"""Searches launched by recall stages (LLM rewrites, HyDE, feedback) as ranked lists, and the statement cut.
 
-Each launched search becomes one :class:`~memory_retrievers.RankedList` (a label, a channel and a
-weight). BM25 lists rank ties together (a query matching only the user's name scores many
-memories the same); the other channels rank by position.
+The channels themselves are :class:`~memory_retrievers.recall.channel.Channel` plug-ins
+(:mod:`memory_retrievers.recall.builtin`); the stages of :mod:`memory_retrievers.recall.expansion`
+launch their extra text and vector searches through :class:`Channels`. Each launched search
+becomes one :class:`~memory_retrievers.RankedList` (a label, a channel and a weight). BM25 lists
+rank ties together (a query matching only the user's name scores many memories the same); the
+other channels rank by position.
 
 Questions do not use up a text or vector list's depth, nor push statements down it. A stored
 question is closer to a query that repeats it than the statement answering it is, and a chat where
@@ -29,7 +32,7 @@ from ..models import FtsField
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
 
-__all__ = ["Channels", "statement_ranks"]
+__all__ = ["Channels", "statement_ranks", "statements_cut"]
 
 # What a channel found: ids best first, and their ranks when ties share one (None: by position).
 Found = tuple[tuple[str, ...], tuple[int, ...] | None]
@@ -67,8 +70,27 @@ def statement_ranks(asks: Sequence[bool], scores: Sequence[float] | None) -> tup
     return tuple(ranks)
 
 
+def statements_cut(source: RecallSource, ids: tuple[str, ...], scores: tuple[float, ...] | None, depth: int) -> Found:
+    """The hits up to the ``depth``-th statement (the questions among them kept), ranked among statements.
+
+    ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
+    """
+    asks = [line_facts(m.text).asks for m in source.memories_of(list(ids))]
+    end = len(ids)
+    statements = 0
+    for i, question in enumerate(asks):
+        if statements == depth:
+            end = i
+            break
+        statements += not question
+    ids, asks = ids[:end], asks[:end]
+    if not any(asks):
+        return ids, None if scores is None else tied_ranks(scores[:end])
+    return ids, statement_ranks(asks, None if scores is None else scores[:end])
+
+
 class Channels:
-    """Launches one recall's searches and collects them as ranked lists, in launch order.
+    """Launches one recall's stage searches and collects them as ranked lists, in launch order.
 
     Args:
         source: The namespace under the recall's filter.
@@ -112,14 +134,6 @@ class Channels:
         """Cosine similarity to a text, embedded first (rewrites, HyDE)."""
         self._launch(label, channel, weight, self._vector_of_text(text))
 
-    def entity(self, weight: float, entities: Sequence[str]) -> None:
-        """Shared entities."""
-        self._launch("entity", "entity", weight, self._positional(self._source.entity_search(entities, self._depth)))
-
-    def recency(self, weight: float) -> None:
-        """Newest first."""
-        self._launch("recency", "recency", weight, self._positional(self._source.recency_search(self._depth)))
-
     async def collect(self) -> list[RankedList]:
         """Every list launched since the last collect, searched, in launch order."""
         jobs, self._jobs = self._jobs, []
@@ -135,22 +149,7 @@ class Channels:
         return 2 * self._depth
 
     def _cut(self, ids: tuple[str, ...], scores: tuple[float, ...] | None) -> Found:
-        """The hits up to the ``depth``-th statement (the questions among them kept), ranked among statements.
-
-        ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
-        """
-        asks = [line_facts(m.text).asks for m in self._source.memories_of(list(ids))]
-        end = len(ids)
-        statements = 0
-        for i, question in enumerate(asks):
-            if statements == self._depth:
-                end = i
-                break
-            statements += not question
-        ids, asks = ids[:end], asks[:end]
-        if not any(asks):
-            return ids, None if scores is None else tied_ranks(scores[:end])
-        return ids, statement_ranks(asks, None if scores is None else scores[:end])
+        return statements_cut(self._source, ids, scores, self._depth)
 
     async def _text(self, query: str, field: FtsField, with_context_only: bool) -> Found:
         hits = await self._source.text_search(query, field, self._fetch, with_context_only=with_context_only)
@@ -158,10 +157,6 @@ class Channels:
 
     async def _statements(self, search: Awaitable[SourceHits]) -> Found:
         return self._cut((await search).ids, None)
-
-    @staticmethod
-    async def _positional(search: Awaitable[SourceHits]) -> Found:
-        return (await search).ids, None
 
     async def _vector_of_text(self, text: str) -> Found:
         vector = await self._embed(text)

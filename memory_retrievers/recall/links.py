@@ -11,12 +11,20 @@ from .source import RecallSource
 __all__ = ["spread"]
 
 
-async def spread(fused: Sequence[FusedHit], source: RecallSource, cfg: RecallConfig) -> RankedList | None:
+async def spread(
+    fused: Sequence[FusedHit],
+    source: RecallSource,
+    cfg: RecallConfig,
+    *,
+    weight: float | None = None,
+    label: str = "links",
+) -> RankedList | None:
     """The memories linked from the top hits, ranked by activation (``None`` when none).
 
     Activation starts at the top ``link_seeds`` hits (1/rank), flows along ``links`` for
     ``link_hops`` hops, multiplied by ``link_decay`` per hop. Targets are fetched through the
-    source (one query per hop at most) and filtered like every channel.
+    source (one query per hop at most) and filtered like every channel. The list weighs
+    ``weight`` (default ``cfg.weights.links``).
     """
     activation: dict[str, float] = {}
     frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.link_seeds], 1)}
@@ -36,4 +44,4 @@ async def spread(fused: Sequence[FusedHit], source: RecallSource, cfg: RecallCon
     if not activation:
         return None
     ranked = sorted(activation, key=lambda i: (-activation[i], i))
-    return RankedList("links", tuple(ranked), cfg.weights.links, "links")
+    return RankedList(label, tuple(ranked), cfg.weights.links if weight is None else weight, "links")

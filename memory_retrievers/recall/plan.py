@@ -7,6 +7,8 @@ from typing import Any
 
 from ..query import QueryFeatures
 from ..recall_config import RecallConfig, RoutingMode
+from .builtin import default_registry
+from .registry import ChannelRegistry
 
 __all__ = ["Plan", "route"]
 
@@ -43,29 +45,24 @@ class Plan:
         }
 
 
-def route(features: QueryFeatures, cfg: RecallConfig, *, has_llm: bool) -> Plan:
+def route(
+    features: QueryFeatures, cfg: RecallConfig, *, has_llm: bool, registry: ChannelRegistry | None = None
+) -> Plan:
     """Decide the channels and stages for a query.
 
-    ``vector`` mode runs the vector channel alone; ``hybrid`` every enabled channel and stage;
-    ``auto`` the core channels, plus entity, recency and session diversity when the query's cues
-    call for them, and expansion/HyDE only with an LLM. The ``dated`` channel runs in ``auto`` and
-    ``hybrid`` whenever the query names a date.
+    Each registered channel with a weight above 0 says whether it runs
+    (:meth:`~memory_retrievers.recall.channel.Channel.runs`). The built-ins: ``vector`` mode runs
+    the vector channel alone; ``hybrid`` every enabled channel; ``auto`` the core channels (vector,
+    BM25, context, links), plus entity and recency when the query's cues call for them; ``dated``
+    whenever the query names a date. Stages: ``hybrid`` runs every enabled one, ``auto`` session
+    diversity when the query's cues call for it and expansion/HyDE only with an LLM.
     """
     plan = Plan(mode=cfg.mode, features=features)
     w = cfg.weights
+    plan.channels = (registry or default_registry()).routed(features, cfg, cfg.mode)
     if cfg.mode is RoutingMode.VECTOR:
-        plan.channels = ["vector"] if w.vector > 0 else []
         return plan
     auto = cfg.mode is RoutingMode.AUTO
-    plan.channels = [name for name in ("vector", "bm25", "context") if getattr(w, name) > 0]
-    if w.entity > 0 and (features.entities or not auto):
-        plan.channels.append("entity")
-    if w.recency > 0 and (features.recency or not auto):
-        plan.channels.append("recency")
-    if w.dated > 0 and features.dates:
-        plan.channels.append("dated")
-    if w.links > 0 and cfg.link_hops > 0:
-        plan.channels.append("links")
     if cfg.expansion:
         if has_llm:
             plan.expansion = "llm"
