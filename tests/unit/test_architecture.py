@@ -85,9 +85,8 @@ CLASS_LINES = 400
 #: the lead shrinks this dict at merge (a test below fails on an entry that is back within the
 #: limit). Never add to it: a new offender, or one of these growing, fails the test.
 OVER_THE_LIMIT = {
+    # 15 lines of code; the rest is its signature and the Args docstring of the public recall API.
     "memory_retrievers.retriever.MemoryRetriever.recall": 66,
-    "memory_retrievers.retriever.MemoryRetriever.arecall": 77,
-    "memory_retrievers.retriever.MemoryRetriever._run": 121,
 }
 
 
