@@ -120,6 +120,9 @@ def test_the_claims_in_comments_become_assertions() -> None:
 #: (an output ending in "..." is the start of what is printed).
 PRINTS = {
     ("docs/tutorials/first-agent.md", 2): "You told me you live in Berlin.",
+    ("docs/explanation/recall.md", 0): (
+        "['vector', 'bm25', 'context', 'entity', 'links', 'activation']\nCaroline is moving to Lisbon in May."
+    ),
     ("docs/how-to/own-lancedb.md", 0): "1\nAlice prefers window seats\n['memories']",
     ("docs/how-to/privacy.md", 0): "2\n0",
     ("docs/how-to/privacy.md", 1): "1\n2\n1",
