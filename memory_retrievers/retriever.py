@@ -303,7 +303,7 @@ class MemoryRetriever:
             return override
         if not isinstance(override, Mapping):
             raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
-        merged = _deep_merge(self._config.model_dump(), override)
+        merged = _deep_merge(self._config.model_dump(), RecallConfig.sectioned(override))
         return validated(RecallConfig, merged, "RecallConfig")  # type: ignore[no-any-return]
 
     def _counter_for(self, cfg: RecallConfig) -> TokenCounter:
