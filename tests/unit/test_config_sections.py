@@ -270,29 +270,24 @@ def test_a_section_field_needs_nothing_in_recall_config() -> None:
 
 
 def test_per_call_overrides_take_flat_names_or_section_dicts(filled: MemoryStore) -> None:
-    retriever = MemoryRetriever(filled, namespace="u", config={"record_access": False, "fusion": {"rrf_k": 10}})
-    by_section = retriever.recall("green tea", config={"selection": {"mmr": False}, "fusion": {"rank1_bonus": 0.0}})
+    def recall(retriever: MemoryRetriever, **kw: Any) -> list[tuple[str, float]]:
+        result = retriever.recall("which theme does Alice like?", namespace="alice", **kw)
+        assert result.memories
+        return [(m.id, m.explanation.fused_score) for m in result.memories]
+
+    retriever = MemoryRetriever(filled, config={"record_access": False, "fusion": {"rrf_k": 10}})
+    by_section = recall(retriever, config={"selection": {"mmr": False}, "fusion": {"rank1_bonus": 0.0}})
     with pytest.warns(DeprecationWarning) as caught:
-        by_name = retriever.recall("green tea", config={"mmr": False, "rank1_bonus": 0.0})
+        by_name = recall(retriever, config={"mmr": False, "rank1_bonus": 0.0})
     assert len(caught) == 2
-    assert [m.id for m in by_name.memories] == [m.id for m in by_section.memories]
-    assert [m.explanation.fused_score for m in by_name.memories] == [
-        m.explanation.fused_score for m in by_section.memories
-    ]
+    assert by_name == by_section
     # the retriever's own rrf_k (10) survives both merges: the same as a retriever built with all three
     whole = RecallConfig(record_access=False, fusion={"rrf_k": 10, "rank1_bonus": 0.0}, selection={"mmr": False})
-    expected = MemoryRetriever(filled, namespace="u", config=whole).recall("green tea")
-    assert [m.explanation.fused_score for m in by_section.memories] == [
-        m.explanation.fused_score for m in expected.memories
-    ]
-    assert by_section.memories[0].explanation.fused_score != pytest.approx(
-        MemoryRetriever(filled, namespace="u", config={"record_access": False})
-        .recall("green tea")
-        .memories[0]
-        .explanation.fused_score
-    )
+    assert recall(MemoryRetriever(filled, config=whole)) == by_section
+    # ...and differs from the defaults (rrf_k 60, bonus 0.05), so the comparison above can fail
+    assert recall(MemoryRetriever(filled, config={"record_access": False}))[0][1] != pytest.approx(by_section[0][1])
     with pytest.raises(ConfigError, match=r"rrf_k and fusion\.rrf_k both given"), pytest.warns(DeprecationWarning):
-        retriever.recall("green tea", config={"rrf_k": 5, "fusion": {"rrf_k": 6}})
+        recall(retriever, config={"rrf_k": 5, "fusion": {"rrf_k": 6}})
 
 
 @settings(max_examples=60, deadline=None)
