@@ -103,8 +103,8 @@ class MemoryRetriever:
             raise ConfigError(f"reranker must implement rerank/arerank, got {type(reranker).__name__}")
         self._reranker = reranker
         self._own_counter = token_counter is not None
-        self._counter = token_counter or default_counter(self._config.token_encoding)
-        calibration_for(store.embedder.name, self._config.calibration)  # a mismatched one fails here
+        self._counter = token_counter or default_counter(self._config.selection.token_encoding)
+        calibration_for(store.embedder.name, self._config.relevance.calibration)  # a mismatched one fails here
 
     def __repr__(self) -> str:
         return f"MemoryRetriever(namespace={self._namespace!r}, store={self._store!r}, llm={self._llm!r})"
@@ -217,13 +217,14 @@ class MemoryRetriever:
         """Async twin of :meth:`recall`."""
         ns = self._namespace_for(namespace)
         cfg = self._effective_config(config)
-        if isinstance(query, str) and len(query) > cfg.max_query_chars:
+        if isinstance(query, str) and len(query) > cfg.query.max_query_chars:
             raise InvalidInputError(
-                f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.max_query_chars:,}); "
+                f"query has {len(query):,} characters, over RecallConfig.max_query_chars "
+                f"({cfg.query.max_query_chars:,}); "
                 "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
                 "its opening and end)"
             )
-        text = check_text(query, field="query", max_chars=cfg.max_query_chars)
+        text = check_text(query, field="query", max_chars=cfg.query.max_query_chars)
         k_ = cfg.k if k is None else k
         if isinstance(k_, bool) or not isinstance(k_, int) or k_ < 1:
             raise InvalidInputError(f"k must be an int >= 1, got {k_!r}")
@@ -239,7 +240,7 @@ class MemoryRetriever:
                 f"unknown recall argument(s) {sorted(unknown)}; filters are: {', '.join(sorted(_FILTER_KEYS))}"
             )
         flt = coerce_filter(filters or None)
-        if cfg.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
+        if cfg.relevance.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
             flt = flt.model_copy(update={"include_superseded": True})
         keys = self._store.config.max_key_chars
         ctx = ScoringContext(
@@ -254,8 +255,8 @@ class MemoryRetriever:
             qvec = unit(given, source="query_vector")[0]
         excluded = _id_set(exclude_ids)
         shown = frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts"))
-        calibration = calibration_for(self._store.embedder.name, cfg.calibration)
-        searched = searched_query(text, cfg.searched_query_chars)
+        calibration = calibration_for(self._store.embedder.name, cfg.relevance.calibration)
+        searched = searched_query(text, cfg.query.searched_query_chars)
         call = _Call(
             namespace=ns,
             query=searched.text,
@@ -313,15 +314,15 @@ class MemoryRetriever:
             ConfigError: A per-call ``token_encoding`` differs from this retriever's while a
                 ``token_counter`` was given (that counter decides, so the override would be ignored).
         """
-        if cfg.token_encoding == self._config.token_encoding:
+        if cfg.selection.token_encoding == self._config.selection.token_encoding:
             return self._counter
         if self._own_counter:
             raise ConfigError(
-                f"token_encoding {cfg.token_encoding!r} cannot apply: this retriever counts tokens with the "
+                f"token_encoding {cfg.selection.token_encoding!r} cannot apply: this retriever counts tokens with the "
                 f"token_counter it was given ({self._counter.name}); drop the override or build a retriever "
                 "without token_counter"
             )
-        return default_counter(cfg.token_encoding)
+        return default_counter(cfg.selection.token_encoding)
 
     async def _run(self, call: _Call) -> RecallResult:
         query, cfg, ctx = call.query, call.config, call.context
@@ -337,7 +338,7 @@ class MemoryRetriever:
         if call.note is not None:
             plan.notes.append(call.note)
         w = cfg.weights
-        original = cfg.original_query_weight
+        original = cfg.fusion.original_query_weight
         bm25_query = " ".join(features.keywords) or query
         async with RecallTasks() as tasks:
             # Phase A: the LLM calls start at once, and so does the namespace's source: a cold
@@ -352,11 +353,11 @@ class MemoryRetriever:
             ctx = cues.scoring(ctx, features)
             texts = [query]
             if cues.speaker_free is not None:
-                texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
+                texts = [query, cues.speaker_free] if cfg.query.asked_vector_share > 0 else [cues.speaker_free]
             embedding = tasks.start(store.aembed_queries(texts) if call.vector is None else _given(call.vector))
             source = await source_ready
             plan.notes.append(source.description)
-            channels = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
+            channels = Channels(source, tasks, cfg.channels.candidate_depth, store.aembed_query)
             if "bm25" in plan.channels:
                 channels.text("bm25", "bm25", w.bm25 * original, bm25_query, FtsField.TEXT)
             if "context" in plan.channels:
@@ -376,8 +377,8 @@ class MemoryRetriever:
             mark("embedded")
             if "vector" in plan.channels:
                 channels.vector("vector", "vector", w.vector * original, svec)
-                if len(embedded) > 1 and cfg.asked_vector_share > 0:
-                    weight = w.vector * original * cfg.asked_vector_share
+                if len(embedded) > 1 and cfg.query.asked_vector_share > 0:
+                    weight = w.vector * original * cfg.query.asked_vector_share
                     channels.vector("vector:as asked", "vector", weight, qvec)
             if "dated" in plan.channels:
                 channels.vector("dated", "dated", w.dated * original, svec, within=features.dates)
@@ -400,7 +401,7 @@ class MemoryRetriever:
                     fused = fuse(lists, cfg)
             folded: dict[str, tuple[str, ...]] = {}
             if fused:
-                twins, sources = await source_lists(lists, fused, source, cfg.fact_source_weight)
+                twins, sources = await source_lists(lists, fused, source, cfg.channels.fact_source_weight)
                 if twins:
                     lists += twins
                     fused, folded = fold_into_sources(fuse(lists, cfg), sources)
@@ -420,7 +421,7 @@ class MemoryRetriever:
             fused = remaining
         vectors = {h.id: source.vector(h.id) for h in fused}
         semantic = {i: float(np.dot(v, qvec)) for i, v in vectors.items()}
-        base = semantic_blend(fused, semantic, cfg.semantic_blend)
+        base = semantic_blend(fused, semantic, cfg.fusion.semantic_blend)
         rerank_scores: dict[str, float] = {}
         if self._reranker is not None and fused:
             rerank_scores, base = await rerank(self._reranker, query, fused, memories, base, cfg, plan)

@@ -70,7 +70,7 @@ def assemble(
     kept.sort(key=lambda i: -probability[i])  # calibrated order; ties keep the final-score order
     notes = dict(parts.notes)
     copies: dict[str, tuple[str, ...]] = {}
-    if cfg.collapse_copies:
+    if cfg.selection.collapse_copies:
         kept, copies, folded = _fold_copies(kept, scored, memories)
         cut += [_cut(scored[i], CutReason.COPY, probability[i], memories) for i in folded]
         for id_, others in copies.items():
@@ -78,9 +78,9 @@ def assemble(
             notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
 
     excerpts = {
-        id_: excerpt_of(text, asked, cfg.excerpt_chars)
+        id_: excerpt_of(text, asked, cfg.selection.excerpt_chars)
         for i in kept
-        if len(text := memories[id_ := scored[i].hit.id].text) > cfg.excerpt_chars
+        if len(text := memories[id_ := scored[i].hit.id].text) > cfg.selection.excerpt_chars
     }
 
     def cost(id_: str) -> int:
@@ -136,9 +136,11 @@ def _floors(
     one but the pinned is cut: the query is taken as one the memories do not answer. Pinned memories
     pass every floor.
     """
-    floor = calibration.floor if cfg.min_score is None else cfg.min_score
-    gate = calibration.abstain if cfg.abstain_below is None else cfg.abstain_below
-    close = calibration.abstain_relevance if cfg.abstain_relevance is None else cfg.abstain_relevance
+    floor = calibration.floor if cfg.relevance.min_score is None else cfg.relevance.min_score
+    gate = calibration.abstain if cfg.relevance.abstain_below is None else cfg.relevance.abstain_below
+    close = (
+        calibration.abstain_relevance if cfg.relevance.abstain_relevance is None else cfg.relevance.abstain_relevance
+    )
     nearest = max((relevance(parts.semantic, s.hit.id) for s in scored), default=0.0)
     abstain = bool(scored) and float(probability.max()) < gate and nearest < close
     if abstain:
@@ -154,9 +156,9 @@ def _floors(
         reason = None
         if abstain and not mem.pinned:
             reason = CutReason.ABSTAINED
-        elif cfg.relevance_floor > 0 and item.score < cfg.relevance_floor * best:
+        elif cfg.relevance.relevance_floor > 0 and item.score < cfg.relevance.relevance_floor * best:
             reason = CutReason.BELOW_FLOOR
-        elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.min_relevance:
+        elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.relevance.min_relevance:
             reason = CutReason.BELOW_RELEVANCE
         elif not mem.pinned and probability[i] < floor:
             reason = CutReason.BELOW_SCORE
@@ -187,7 +189,9 @@ def _select(
     opening = {s.value: counter.count("\n" + SECTION_TITLES[s]) for s in set(sections.values())}
     marker_cost = counter.count("\n" + trimmed_marker(len(kept)))
     avail = None if budget is None else max(0, budget - header_cost - marker_cost)
-    reserve = {} if avail is None else {s.value: int(share * avail) for s, share in cfg.section_shares.items()}
+    reserve = (
+        {} if avail is None else {s.value: int(share * avail) for s, share in cfg.selection.section_shares.items()}
+    )
     costs: dict[str, int] = {}
 
     def cost_of(c: Candidate) -> int:
@@ -211,11 +215,11 @@ def _select(
         candidates,
         k=k,
         token_budget=avail,
-        mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
-        pinned_first=cfg.pinned_first,
+        mmr_lambda=cfg.selection.mmr_lambda if cfg.selection.mmr else None,
+        pinned_first=cfg.selection.pinned_first,
         session_diverse=parts.plan.session_diverse,
         token_cost=cost_of,
-        mmr_similarity_floor=cfg.mmr_similarity_floor,
+        mmr_similarity_floor=cfg.selection.mmr_similarity_floor,
         section_reserve=reserve,
         section_opening=opening,
     )

@@ -64,19 +64,19 @@ def route(features: QueryFeatures, cfg: RecallConfig, *, has_llm: bool) -> Plan:
         plan.channels.append("recency")
     if w.dated > 0 and features.dates:
         plan.channels.append("dated")
-    if w.links > 0 and cfg.link_hops > 0:
+    if w.links > 0 and cfg.channels.link_hops > 0:
         plan.channels.append("links")
-    if cfg.expansion:
+    if cfg.query_expansion.expansion:
         if has_llm:
             plan.expansion = "llm"
         elif not auto:
             plan.expansion = "feedback"
-    if cfg.hyde and w.hyde > 0:
+    if cfg.query_expansion.hyde and w.hyde > 0:
         if has_llm:
             plan.hyde = "llm"
         elif not auto:
             plan.hyde = "rocchio"
-    plan.session_diverse = cfg.session_diverse and (features.aggregation or not auto)
+    plan.session_diverse = cfg.selection.session_diverse and (features.aggregation or not auto)
     if auto:
         plan.notes.append(
             f"intent={features.intent}; entities={'yes' if features.entities else 'no'}; "

@@ -218,7 +218,7 @@ class RecallMemory(BaseMemory):
         recent_memories = self._recent(await self.chat_store.amemories(self.session_id))
         recent = from_memories(recent_memories)
         recaller = self.memory_retriever
-        limit = recaller.config.max_query_chars
+        limit = recaller.config.query.max_query_chars
         query = query_text(input, limit) if input and input.strip() else latest_query(recent, limit)
         if query is None:
             return recent

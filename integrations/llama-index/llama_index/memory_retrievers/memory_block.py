@@ -195,7 +195,7 @@ class RecallMemoryBlock(BaseMemoryBlock[str]):
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         recaller = self.memory_retriever
-        query = latest_query(messages, recaller.config.max_query_chars)
+        query = latest_query(messages, recaller.config.query.max_query_chars)
         shown = window_texts(messages, self.store.config.max_text_chars)
         self._last_query = None if query is None else (query, shown)
         if query is None:
