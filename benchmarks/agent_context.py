@@ -184,7 +184,7 @@ class Core(System):
                 token_budget=None,
                 now=now,
                 exclude_texts=shown,
-                config={"min_score": 0.0, "abstain_below": 0.0},
+                config={"relevance": {"min_score": 0.0, "abstain_below": 0.0}},
             )
             block.features = [
                 ([m.explanation.calibration[f] for f in FEATURES], m.text, self.sources(m.id)) for m in full.memories

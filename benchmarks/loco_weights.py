@@ -69,7 +69,7 @@ class CachedQueries:
 
 def config_of(point: tuple[float, ...]) -> dict[str, Any]:
     speaker, date, dated, context = point
-    return {"speaker_boost": speaker, "date_boost": date, "weights": {"dated": dated, "context": context}}
+    return {"scoring": {"speaker_boost": speaker, "date_boost": date}, "weights": {"dated": dated, "context": context}}
 
 
 def main() -> None:
@@ -122,7 +122,7 @@ def main() -> None:
         print(f"{held}: chose {config_of(best)} -> held out {mean(best, [held]):.3f}")
     best_all = max(points, key=lambda p: mean(p, conversations))
     d = RecallConfig()
-    defaults = (d.speaker_boost, d.date_boost, d.weights.dated, d.weights.context)
+    defaults = (d.scoring.speaker_boost, d.scoring.date_boost, d.weights.dated, d.weights.context)
     out = {
         "grid": GRID,
         "questions": len(questions),

@@ -98,7 +98,7 @@ def main() -> None:
         results: dict[str, Any] = {"k": K, "questions": {}, "thresholds": {}}
         best: dict[str, list[float]] = {"answerable": [], "adversarial": [], "off_topic": []}
         for threshold in THRESHOLDS:
-            cfg = {"record_access": False, "min_relevance": threshold}
+            cfg = {"record_access": False, "relevance": {"min_relevance": threshold}}
             rets = {conv: MemoryRetriever(store, namespace=conv, config=cfg) for conv in ends}
             recall10: list[float] = []
             hits: list[float] = []

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, ClassVar, get_args
@@ -29,7 +30,10 @@ class CheckedModel(BaseModel):
         try:
             super().__init__(**data)
         except ValidationError as exc:
-            raise self.error_type(_explain(exc, type(self), type(self).__name__, self.error_key)) from None
+            error = self.error_type(_explain(exc, type(self), type(self).__name__, self.error_key))
+            # kept so that a model holding this one as a field names the path (``fusion.rrf_k``)
+            error.validation = (exc, type(self))  # type: ignore[attr-defined]
+            raise error from None
 
     @model_validator(mode="before")
     @classmethod
@@ -266,16 +270,38 @@ def validated(
 
 
 def _explain(exc: ValidationError, model: type[BaseModel], what: str, key: str) -> str:
+    return f"invalid {what}: " + "; ".join(_parts(exc, model, key, ()))
+
+
+def _parts(exc: ValidationError, model: type[BaseModel], key: str, prefix: tuple[Any, ...]) -> list[str]:
+    """One message per error, each naming its field by its path from the outermost model."""
     parts = []
     for err in exc.errors():
-        loc = ".".join(str(p) for p in err["loc"]) or what
-        if err["type"] == "extra_forbidden":
+        path = (*prefix, *err["loc"])
+        loc = ".".join(str(p) for p in path)
+        inner = err.get("ctx", {}).get("error")
+        nested = getattr(inner, "validation", None)  # a CheckedModel field's own error
+        if err["type"] == "value_error" and nested is not None:
+            parts.extend(_parts(nested[0], nested[1], key, path))
+        elif err["type"] == "extra_forbidden":
             valid = ", ".join(sorted(model.model_fields))
-            parts.append(f"unknown {key} {loc!r}; valid {key}s are: {valid}")
+            parts.append(f"unknown {key} {loc!r}; valid {key}s are: {valid}{_did_you_mean(model, str(path[-1]))}")
         elif err["type"] == "value_error":  # our own checks: their message already says what to do
             message = str(err["msg"]).removeprefix("Value error, ")
-            nested = message.startswith("invalid ")  # a nested model's own error: keep its wording
-            parts.append(message if nested or not err["loc"] else f"{loc}: {message}")
+            nested_text = message.startswith("invalid ")  # a nested model's own error: keep its wording
+            parts.append(message if nested_text or not path else f"{loc}: {message}")
         else:
             parts.append(f"{loc}: {err['msg']} (got {err.get('input')!r})")
-    return f"invalid {what}: " + "; ".join(parts)
+    return parts
+
+
+def _did_you_mean(model: type[BaseModel], name: str) -> str:
+    """A close field name, looked up in ``model`` and in the models its fields hold (``fusion.rrf_k``)."""
+    paths: dict[str, str] = {}
+    for field, info in model.model_fields.items():
+        paths[field] = field
+        sub = info.annotation
+        if isinstance(sub, type) and issubclass(sub, BaseModel):
+            paths.update({inner: f"{field}.{inner}" for inner in sub.model_fields})
+    close = difflib.get_close_matches(name, list(paths), n=1, cutoff=0.8)
+    return f"; did you mean {paths[close[0]]!r}?" if close else ""

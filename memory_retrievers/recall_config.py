@@ -1,21 +1,66 @@
-"""Frozen, validated configuration of the recall pipeline, with named presets."""
+"""Frozen, validated configuration of the recall pipeline, in sections, with named presets.
+
+:class:`RecallConfig` keeps the everyday settings at its top level (``mode``, ``k``,
+``token_budget``, ``weights``, ``record_access``) and the constants of each stage in a section
+(:mod:`memory_retrievers.stage_config`, and ``ScoringConfig`` in :mod:`memory_retrievers.scoring`).
+The flat names of the release before sections (``RecallConfig(rrf_k=30)``, ``cfg.rrf_k``) still
+work for one release: given, each warns once naming its new place; read, it does not warn yet.
+"""
 
 from __future__ import annotations
 
 import enum
 import math
+import sys
+import warnings
 from collections.abc import Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
-from pydantic import ConfigDict, Field, field_validator, model_validator
+import pydantic
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+from typing_extensions import Self
 
-from .calibration import Calibration
+from ._flat_config import FLAT_NAMES, FlatReads
 from .config import CheckedModel, validated
-from .models import MemoryKind
-from .scoring import DecayKind, ScoringParams
-from .sections import DEFAULT_SECTION_SHARES, ContextSection
+from .errors import ConfigError
+from .scoring import DecayKind, ScoringConfig
+from .stage_config import (
+    ChannelsConfig,
+    FusionConfig,
+    QueryConfig,
+    QueryExpansionConfig,
+    RelevanceConfig,
+    RerankConfig,
+    SelectionConfig,
+    SupersededPolicy,
+)
 
-__all__ = ["ChannelWeights", "Preset", "RecallConfig", "RoutingMode", "SupersededPolicy"]
+__all__ = [
+    "DEFAULT_K",
+    "DEFAULT_TOKEN_BUDGET",
+    "ChannelWeights",
+    "ChannelsConfig",
+    "FusionConfig",
+    "Preset",
+    "QueryConfig",
+    "QueryExpansionConfig",
+    "RecallConfig",
+    "RelevanceConfig",
+    "RerankConfig",
+    "RoutingMode",
+    "ScoringConfig",
+    "SelectionConfig",
+    "SupersededPolicy",
+]
+
+DEFAULT_K = 10
+"""How many memories a recall returns unless told otherwise: ``RecallConfig().k``, and the default
+every adapter (LangChain retriever and middleware, LlamaIndex retriever and memory) should use."""
+
+DEFAULT_TOKEN_BUDGET = 2_000
+"""The token budget of a recall's context block unless told otherwise: ``RecallConfig().token_budget``,
+and the default every adapter should use (about a page of chat turns)."""
 
 
 class RoutingMode(str, enum.Enum):
@@ -28,14 +73,6 @@ class RoutingMode(str, enum.Enum):
     AUTO = "auto"
     """Hybrid core channels; entity, recency, expansion, HyDE and session diversity only when the
     query's features call for them (named entities, "latest", "how many"...)."""
-
-
-class SupersededPolicy(str, enum.Enum):
-    """What recall does with memories replaced by newer ones."""
-
-    DROP = "drop"
-    FLAG = "flag"
-    """Keep them (scored normally) with ``explanation.superseded`` set."""
 
 
 class Preset(str, enum.Enum):
@@ -104,211 +141,101 @@ class ChannelWeights(CheckedModel):
         return {**{name: float(getattr(self, name)) for name in type(self).model_fields}, **(self.model_extra or {})}
 
 
-class RecallConfig(CheckedModel):
+class RecallConfig(CheckedModel, FlatReads):
     """Every constant of the recall pipeline, with its published or measured default.
 
+    The everyday settings are fields; each stage's constants are in a section::
+
+        RecallConfig(k=5, fusion={"rrf_k": 30}, scoring={"decay": "none"})
+
     Unknown keys raise :class:`~memory_retrievers.ConfigError`. Build variants with
-    ``config.model_copy(update={...})`` or :meth:`preset`.
+    ``config.model_copy(update={...})`` (a section dict changes only the fields it names) or
+    :meth:`preset`. The flat names of the release before sections (``RecallConfig(rrf_k=30)``,
+    ``cfg.rrf_k``) still work for one release; given, each warns once with its new place.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
     mode: RoutingMode = RoutingMode.AUTO
+    k: int = Field(default=DEFAULT_K, ge=1, le=1000)
+    token_budget: int | None = Field(default=DEFAULT_TOKEN_BUDGET, ge=0)
     weights: ChannelWeights = ChannelWeights()
-    candidate_depth: int = Field(default=30, ge=1, le=1000)
-    """Hits taken from each channel. Deeper lists let middling items found by several weak
-    channels outrank a strong channel's top hits; 30 measured best on LoCoMo among 10/20/30/50."""
-
-    # fusion
-    rrf_k: float = Field(default=60.0, gt=0)
-    rank1_bonus: float = Field(default=0.05, ge=0)
-    top3_bonus: float = Field(default=0.02, ge=0)
-    original_query_weight: float = Field(default=2.0, gt=0)
-    """Lists from the original query weigh this much relative to expansion lists (weight 1)."""
-    semantic_blend: float = Field(default=0.0, ge=0, le=1)
-    """Blend the fused score with the normalised cosine similarity: ``(1-b)*fused + b*cosine``."""
-
-    # expansion and HyDE
-    expansion: bool = True
-    """Query expansion: LLM rewrites when an LLM is given. Without one, pseudo-relevance feedback
-    queries run in ``hybrid`` mode only (in ``auto`` they gained 0.000 recall@10 on LoCoMo for
-    +11 ms)."""
-    llm_rewrites: int = Field(default=3, ge=2, le=5)
-    feedback_docs: int = Field(default=3, ge=1, le=20)
-    """First-pass hits the LLM-free expansion reads its feedback terms from."""
-    feedback_terms: int = Field(default=3, ge=1, le=20)
-    hyde: bool = True
-    """HyDE: an LLM-written hypothetical memory when an LLM is given; a Rocchio vector otherwise."""
-    rocchio_alpha: float = Field(default=1.0, ge=0)
-    rocchio_beta: float = Field(default=0.5, ge=0)
-    llm_timeout_s: float = Field(default=10.0, gt=0)
-
-    # channels
-    link_hops: int = Field(default=1, ge=0, le=2)
-    link_decay: float = Field(default=0.5, gt=0, le=1)
-    link_seeds: int = Field(default=5, ge=1, le=50)
-    fact_source_weight: float = Field(default=0.5, ge=0)
-    """Provenance folding: a fact extracted from chat turns (``links`` from a non-message memory to
-    ``message`` memories) votes for its source turns in every channel at this share of the
-    channel's weight, and is folded into a source that is a candidate (named in
-    ``explanation.folded``) instead of taking a place of its own. 0 turns it off: facts and
-    turns then compete as separate memories. See :mod:`memory_retrievers.recall.provenance`."""
-
-    # scoring
-    decay: DecayKind = DecayKind.HYPERBOLIC
-    decay_scale_days: float = Field(default=60.0, gt=0)
-    """Hyperbolic decay ``1 / (1 + days_since_access / decay_scale_days)``."""
-    half_life_days: float = Field(default=60.0, gt=0)
-    decay_weight: float = Field(default=0.2, ge=0, le=1)
-    """Strength of the decay: factor ``(1 - w) + w * decay`` (1 = the pure curve). On LoCoMo, whose
-    questions reach back months, the pure curve cost 0.165 recall@10; 0.2 costs 0.004 and still
-    prefers recent memories among equally relevant ones."""
-    pinned_boost: float = Field(default=1.1, gt=0)
-    kind_boosts: Mapping[MemoryKind, float] = Field(
-        default_factory=lambda: {
-            MemoryKind.INSIGHT: 1.5,
-            MemoryKind.EVENT: 1.0,
-            MemoryKind.FACT: 1.0,
-            MemoryKind.PREFERENCE: 1.0,
-            MemoryKind.MESSAGE: 1.0,
-            MemoryKind.RAW: 0.5,
-        }
-    )
-    speaker_boost: float = Field(default=2.0, gt=0)
-    """Multiplier for a chat turn (a ``message`` memory written ``"Name: text"``) whose speaker the
-    query names: a question about Melanie is nearly always answered by what Melanie said (96.5 %
-    of the evidence on LoCoMo). 1 turns it off. See :mod:`memory_retrievers.speakers`."""
-    speaker_free_vector: bool = True
-    """When the query names a speaker, it is embedded without the name: a name pulls in every turn
-    that merely mentions it (vector recall@10 on LoCoMo: 0.481 with the name, 0.587 without). That
-    vector then also gives ``ScoredMemory.relevance``."""
-    asked_vector_share: float = Field(default=0.0, ge=0, le=1)
-    """With ``speaker_free_vector``, also embed the query as asked and search with it at this share
-    of the vector weight (0: not embedded). Measured on LoCoMo at 0.5: +0.000 recall@10 for +2.4 ms
-    (both texts in one forward pass), so off by default."""
-    date_boost: float = Field(default=2.0, gt=0)
-    """Multiplier for a memory created within a day, month or year the query names (1 turns it
-    off). See :mod:`memory_retrievers.dates`."""
-    same_project_boost: float = Field(default=1.3, gt=0)
-    other_project_penalty: float = Field(default=0.8, gt=0)
-    no_project_penalty: float = Field(default=0.9, gt=0)
-    cross_topic_penalty: float = Field(default=0.4, gt=0)
-    superseded: SupersededPolicy = SupersededPolicy.DROP
-    relevance_floor: float = Field(default=0.0, ge=0)
-    """Candidates whose final score is below ``floor * best final score`` are cut (0 = keep all)."""
-    min_relevance: float = Field(default=0.0, ge=0, le=1)
-    """Candidates whose relevance (cosine similarity to the query, see ``ScoredMemory.relevance``)
-    is below this are cut, so a question that nothing answers gets nothing rather than the least
-    bad memories (0 = keep all). Pinned memories are kept whatever their relevance. Measured on
-    LoCoMo in benchmarks/results/relevance.json."""
-
-    abstain_below: float | None = Field(default=None, ge=0, le=1)
-    """When no candidate's calibrated score (``ScoredMemory.score``, the probability that the
-    memory answers the query) reaches this, recall returns nothing but pinned memories: an
-    off-topic question gets an empty block rather than filler. ``None`` (default): the
-    calibration's own (``Calibration.abstain``, chosen on LoCoMo for the default model; 0, never,
-    for other embedders, whose cosines it cannot read). 0 never abstains."""
-    abstain_relevance: float | None = Field(default=None, ge=0, le=1)
-    """Recall abstains only when, besides, no candidate's relevance (cosine similarity to the query,
-    clipped to [0, 1]) reaches this: a memory that close is kept even when its other signals are
-    weak, as for a question worded unlike its answer. ``None`` (default): the calibration's own
-    (``Calibration.abstain_relevance``). 1: the calibrated score alone decides."""
-    min_score: float | None = Field(default=None, ge=0, le=1)
-    """Candidates whose calibrated score is below this are cut (cut reason ``below_score``).
-    ``None`` (default): the calibration's own floor (``Calibration.floor``). 0 keeps all. Pinned
-    memories are kept whatever their score."""
-    calibration: Calibration | None = None
-    """The model that turns a candidate's signals into its calibrated score (see
-    :mod:`memory_retrievers.calibration`). ``None``: the one shipped for the store's embedder, or
-    the embedder-agnostic one."""
-
-    # the block
-    collapse_copies: bool = True
-    """Lines that say the same thing (:func:`memory_retrievers.lines.line_key`: case, punctuation
-    and stop words aside, same speaker, both questions or both statements) take one place in the
-    block, the best of them, noted with how often and since when it was said. The others are cut
-    (reason ``copy``); the stored memories are untouched."""
-    excerpt_chars: int = Field(default=1_200, ge=100, le=1_000_000)
-    """A memory longer than this (an assistant's long reply, a pasted document) is shown in the
-    block by its passage of this many characters holding the most of the query's keywords, marked
-    with ``…`` (``ScoredMemory.excerpt``), so it costs the budget what answers; the memory itself is
-    untouched. 1,200 characters is about 300 tokens."""
-    max_query_chars: int = Field(default=200_000, ge=1, le=10_000_000)
-    """Longest query recall accepts, in characters (a longer one raises ``InvalidInputError``
-    naming this setting). Adapters cut a chat message to it instead of failing."""
-    searched_query_chars: int = Field(default=1_000, ge=100, le=100_000)
-    """A longer query (a pasted log, a long message) is searched by its first 30% and last 70% of
-    this many characters, cut at word boundaries, and the plan says so: the default model reads
-    only its first 256 word pieces (about 1,000 characters of English), and BM25 over hundreds of
-    words is slow and matches everything."""
-
-    # reranker
-    rerank_depth: int = Field(default=30, ge=1, le=500)
-    rerank_weight: float = Field(default=0.5, ge=0, le=1)
-    """Blend: ``(1-w) * fused + w * reranker``, both min-max normalised over the candidates."""
-    rerank_timeout_s: float = Field(default=10.0, gt=0)
-    """A reranker slower than this is skipped for the recall (with a warning), like a slow LLM."""
-
-    # selection
-    k: int = Field(default=10, ge=1, le=1000)
-    token_budget: int | None = Field(default=2000, ge=0)
-    token_encoding: str = "cl100k_base"
-    mmr: bool = True
-    mmr_lambda: float = Field(default=0.6, ge=0, le=1)
-    mmr_similarity_floor: float = Field(default=0.9, ge=0, le=1)
-    """Cosine similarity below which MMR applies no penalty (0 = classic MMR). Classic MMR at
-    lambda 0.6 also pushes down distinct turns of one conversation: -0.020 recall@10 on LoCoMo;
-    with the 0.9 floor only near-duplicates pay (0.000)."""
-    session_diverse: bool = False
-    """Two-phase, session-diverse selection for aggregation queries (auto mode detects them).
-    Off by default: on LoCoMo it cost 0.021 recall@5 and gained nothing at @10."""
-    pinned_first: bool = True
-    section_shares: Mapping[ContextSection, float] = Field(default_factory=lambda: dict(DEFAULT_SECTION_SHARES))
-    """Share of the token budget reserved for each section of the context block (``pinned``,
-    ``knowledge``, ``conversation``; see :mod:`memory_retrievers.sections`), each in [0, 1], summing
-    to at most 1. A reservation holds only while its section has candidates left, and whatever is
-    not reserved goes to the best candidates of any section. ``{}`` reserves nothing: pure score
-    order, pinned first."""
-
-    # write-back
     record_access: bool = True
+    """Record each returned memory's access (its decay then counts from now)."""
 
-    @field_validator("kind_boosts", mode="before")
-    @classmethod
-    def _kind_keys(cls, value: Any) -> Any:
-        if isinstance(value, Mapping):
-            return {MemoryKind(k): float(v) for k, v in value.items()}
-        return value
+    channels: ChannelsConfig = ChannelsConfig()
+    """How deep each channel searches, how links spread, how facts vote for their sources."""
+    fusion: FusionConfig = FusionConfig()
+    """Rank fusion of the channels' lists."""
+    query: QueryConfig = QueryConfig()
+    """What recall accepts as a query and what it searches with."""
+    query_expansion: QueryExpansionConfig = QueryExpansionConfig()
+    """Query expansion and HyDE (with an LLM, or LLM-free)."""
+    scoring: ScoringConfig = ScoringConfig()
+    """Score multipliers: decay, pins, kinds, projects, topics, speaker and date cues."""
+    relevance: RelevanceConfig = RelevanceConfig()
+    """Floors, abstention, the calibrated score, superseded memories."""
+    selection: SelectionConfig = SelectionConfig()
+    """MMR, section shares, copies and excerpts in the block, token counting."""
+    rerank: RerankConfig = RerankConfig()
+    """The optional reranker's depth, weight and timeout."""
 
-    @field_validator("section_shares", mode="before")
+    SECTIONS: ClassVar[Mapping[str, type[BaseModel]]] = {
+        "channels": ChannelsConfig,
+        "fusion": FusionConfig,
+        "query": QueryConfig,
+        "query_expansion": QueryExpansionConfig,
+        "scoring": ScoringConfig,
+        "relevance": RelevanceConfig,
+        "selection": SelectionConfig,
+        "rerank": RerankConfig,
+    }
+    """Each section's field name and class."""
+
+    @model_validator(mode="before")
     @classmethod
-    def _section_keys(cls, value: Any) -> Any:
-        if not isinstance(value, Mapping):
-            return value
-        valid = ", ".join(repr(s.value) for s in ContextSection)
-        out: dict[ContextSection, float] = {}
-        for key, share in value.items():
-            try:
-                section = ContextSection(key)
-            except ValueError:
-                raise ValueError(f"section_shares key {key!r} is not a section; use one of {valid}") from None
-            if isinstance(share, bool) or not isinstance(share, (int, float)) or not 0 <= share <= 1:
-                raise ValueError(f"section_shares[{section.value!r}] must be a number in [0, 1], got {share!r}")
-            out[section] = float(share)
-        if sum(out.values()) > 1 + 1e-9:
-            raise ValueError(f"section_shares must sum to at most 1, got {sum(out.values()):.3f}; lower a share")
+    def _flat_names(cls, data: Any) -> Any:
+        return cls.sectioned(data) if isinstance(data, Mapping) else data
+
+    @classmethod
+    def sectioned(cls, data: Mapping[str, Any]) -> dict[str, Any]:
+        """The same settings with the flat names of the release before sections moved into them.
+
+        ``{"rrf_k": 30, "k": 5}`` becomes ``{"fusion": {"rrf_k": 30}, "k": 5}``; a section given
+        as a dict or an instance takes the flat names of its fields. Each flat name warns once.
+
+        Raises:
+            ConfigError: A flat name and the same field in its section both given.
+        """
+        flat = [key for key in data if isinstance(key, str) and key in FLAT_NAMES]
+        if not flat:
+            return dict(data)
+        out = {key: value for key, value in data.items() if key not in flat}
+        for name in flat:
+            section = FLAT_NAMES[name]
+            _warn_flat(name, section)
+            current = out.get(section)
+            if isinstance(current, BaseModel):
+                given, current = current.model_fields_set, dict(current)
+            elif isinstance(current, Mapping) or current is None:
+                current = dict(current or {})
+                given = set(current)
+            else:  # not a section: leave the name unknown, so the error names both
+                out[name] = data[name]
+                continue
+            if name in given:
+                # a ConfigError is a ValueError: inside validation, CheckedModel reports it as given
+                raise ConfigError(f"{name} and {section}.{name} both given; keep one: {section}={{{name!r}: ...}}")
+            out[section] = {**current, name: data[name]}
         return out
-
-    @field_validator("token_encoding")
-    @classmethod
-    def _encoding(cls, value: str) -> str:
-        if value not in ("cl100k_base", "o200k_base"):
-            raise ValueError("token_encoding must be 'cl100k_base' or 'o200k_base'")
-        return value
 
     @classmethod
     def preset(cls, name: Preset | str, **overrides: Any) -> RecallConfig:
-        """A named preset, optionally with overrides (validated like any config)."""
+        """A named preset, optionally with overrides (validated like any config).
+
+        A section given as a dict changes only the fields it names, so
+        ``preset("knowledge_base", scoring={"decay_weight": 0.5})`` keeps the preset's ``decay``.
+        """
         preset = Preset(name)
         base: dict[str, Any] = {}
         if preset is Preset.SUPPORT:
@@ -316,23 +243,59 @@ class RecallConfig(CheckedModel):
         elif preset is Preset.KNOWLEDGE_BASE:
             base = {
                 "weights": ChannelWeights(vector=2.0, bm25=1.0, context=0.0, recency=0.0),
-                "decay": DecayKind.NONE,
+                "scoring": {"decay": DecayKind.NONE},
             }
-        return validated(cls, {**base, **overrides}, "RecallConfig")  # type: ignore[no-any-return]
+        return validated(cls, _merge_sections(base, cls.sectioned(overrides)), "RecallConfig")  # type: ignore[no-any-return]
 
-    def scoring_params(self) -> ScoringParams:
-        """The subset used by :func:`memory_retrievers.scoring.multipliers`."""
-        return ScoringParams(
-            decay_kind=self.decay,
-            decay_scale_days=self.decay_scale_days,
-            half_life_days=self.half_life_days,
-            decay_weight=self.decay_weight,
-            pinned_boost=self.pinned_boost,
-            kind_boosts=self.kind_boosts,
-            same_project_boost=self.same_project_boost,
-            other_project_penalty=self.other_project_penalty,
-            no_project_penalty=self.no_project_penalty,
-            cross_topic_penalty=self.cross_topic_penalty,
-            speaker_boost=self.speaker_boost,
-            date_boost=self.date_boost,
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with ``update`` applied and validated (a section dict changes only the fields it names).
+
+        Args:
+            update: New values: top-level fields, sections (dicts or instances), or flat names
+                of the release before sections (each warns).
+            deep: Copy nested values too (only without ``update``).
+        """
+        if not update:
+            return super().model_copy(deep=deep)
+        current = {name: getattr(self, name) for name in type(self).model_fields}
+        return validated(type(self), _merge_sections(current, self.sectioned(update)), "RecallConfig")  # type: ignore[no-any-return]
+
+    def scoring_params(self) -> ScoringConfig:
+        """Deprecated: the scoring section, ``config.scoring``."""
+        warnings.warn(
+            "RecallConfig.scoring_params() is deprecated; use config.scoring (a ScoringConfig)",
+            DeprecationWarning,
+            stacklevel=2,
         )
+        return self.scoring
+
+
+def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with ``update`` applied; a section dict in ``update`` changes only the fields it names."""
+    out = dict(base)
+    for key, value in update.items():
+        current = out.get(key)
+        if key in RecallConfig.SECTIONS and isinstance(value, Mapping) and current is not None:
+            out[key] = {**(dict(current) if isinstance(current, BaseModel) else current), **value}
+        else:
+            out[key] = value
+    return out
+
+
+_INTERNAL = (str(Path(__file__).parent), str(Path(pydantic.__file__).parent))
+"""Frames to skip so that a deprecation warning points at the caller's line, not ours or pydantic's."""
+
+
+def _warn_flat(name: str, section: str) -> None:
+    """One DeprecationWarning for a flat name, pointing at the first frame outside the library."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(
+        f"RecallConfig({name}=...) is deprecated; use RecallConfig({section}={{{name!r}: ...}}) "
+        f"(read it as config.{section}.{name})",
+        DeprecationWarning,
+        stacklevel=level,
+    )

@@ -131,8 +131,8 @@ class MemoryRetriever:
             raise ConfigError(f"reranker must implement rerank/arerank, got {type(reranker).__name__}")
         self._reranker = reranker
         self._own_counter = token_counter is not None
-        self._counter = token_counter or default_counter(self._config.token_encoding)
-        calibration_for(store.embedder.name, self._config.calibration)  # a mismatched one fails here
+        self._counter = token_counter or default_counter(self._config.selection.token_encoding)
+        calibration_for(store.embedder.name, self._config.relevance.calibration)  # a mismatched one fails here
 
     def __repr__(self) -> str:
         return f"MemoryRetriever(namespace={self._namespace!r}, store={self._store!r}, llm={self._llm!r})"
@@ -251,7 +251,7 @@ class MemoryRetriever:
         ns = self._namespace_for(namespace)
         cfg = self._effective_config(config)
         text = _checked_query(query, cfg)
-        searched = searched_query(text, cfg.searched_query_chars)
+        searched = searched_query(text, cfg.query.searched_query_chars)
         call = _Call(
             namespace=ns,
             query=searched.text,
@@ -266,7 +266,7 @@ class MemoryRetriever:
             excluded=_id_set(exclude_ids),
             shown=frozenset(line_key(t) for t in _strings(exclude_texts, "exclude_texts", "texts")),
             counter=self._counter_for(cfg),
-            calibration=calibration_for(self._store.embedder.name, cfg.calibration),
+            calibration=calibration_for(self._store.embedder.name, cfg.relevance.calibration),
         )
         result = await self._run(call)
         return result if searched.note is None else replace(result, query=text)
@@ -313,7 +313,9 @@ class MemoryRetriever:
         if isinstance(override, RecallConfig):
             cfg = override
         elif isinstance(override, Mapping):
-            cfg = validated(RecallConfig, _deep_merge(self._config.model_dump(), override), "RecallConfig")
+            cfg = validated(
+                RecallConfig, _deep_merge(self._config.model_dump(), RecallConfig.sectioned(override)), "RecallConfig"
+            )
         else:
             raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
         self._channels.check_weights(cfg.weights)
@@ -326,15 +328,15 @@ class MemoryRetriever:
             ConfigError: A per-call ``token_encoding`` differs from this retriever's while a
                 ``token_counter`` was given (that counter decides, so the override would be ignored).
         """
-        if cfg.token_encoding == self._config.token_encoding:
+        if cfg.selection.token_encoding == self._config.selection.token_encoding:
             return self._counter
         if self._own_counter:
             raise ConfigError(
-                f"token_encoding {cfg.token_encoding!r} cannot apply: this retriever counts tokens with the "
+                f"token_encoding {cfg.selection.token_encoding!r} cannot apply: this retriever counts tokens with the "
                 f"token_counter it was given ({self._counter.name}); drop the override or build a retriever "
                 "without token_counter"
             )
-        return default_counter(cfg.token_encoding)
+        return default_counter(cfg.selection.token_encoding)
 
     async def _run(self, call: _Call) -> RecallResult:
         features = analyze(call.query)
@@ -353,7 +355,7 @@ class MemoryRetriever:
             source = CheckedSource(await source_ready)
             plan.notes.append(source.description)
             runner = ChannelRunner(self._channels, source, cfg, tasks, self._channel_timeout_s)
-            stages = Channels(source, tasks, cfg.candidate_depth, store.aembed_query)
+            stages = Channels(source, tasks, cfg.channels.candidate_depth, store.aembed_query)
             await self._first_pass(state, runner, embedding)
             # LLM rewrites and HyDE, each its own list (original query lists weigh more).
             await llm_stages.launch_lists(stages)
@@ -377,7 +379,7 @@ class MemoryRetriever:
         state.context = cues.scoring(state.context, state.query.features)
         texts = [query]
         if cues.speaker_free is not None:
-            texts = [query, cues.speaker_free] if cfg.asked_vector_share > 0 else [cues.speaker_free]
+            texts = [query, cues.speaker_free] if cfg.query.asked_vector_share > 0 else [cues.speaker_free]
         return tasks.start(store.aembed_queries(texts) if call.vector is None else _given(call.vector))
 
     async def _first_pass(self, state: RecallState, runner: ChannelRunner, embedding: Awaitable[np.ndarray]) -> None:
@@ -414,7 +416,7 @@ class MemoryRetriever:
         _exclude(state, call, memories)
         vectors = {h.id: source.vector(h.id) for h in state.fused}
         semantic = {i: float(np.dot(v, state.query_vector)) for i, v in vectors.items()}
-        base = semantic_blend(state.fused, semantic, cfg.semantic_blend)
+        base = semantic_blend(state.fused, semantic, cfg.fusion.semantic_blend)
         rerank_scores: dict[str, float] = {}
         if self._reranker is not None and state.fused:
             rerank_scores, base = await rerank(self._reranker, call.query, state.fused, memories, base, cfg, plan)
@@ -471,7 +473,7 @@ async def _fold_provenance(state: RecallState, source: RecallSource) -> None:
     """Extracted facts vote for their source turns and fold into them (see ``recall.provenance``)."""
     if not state.fused:
         return
-    twins, sources = await source_lists(state.lists, state.fused, source, state.config.fact_source_weight)
+    twins, sources = await source_lists(state.lists, state.fused, source, state.config.channels.fact_source_weight)
     if twins:
         state.lists += twins
         state.fused, state.folded = fold_into_sources(fuse(state.lists, state.config), sources)
@@ -497,13 +499,13 @@ def _exclude(state: RecallState, call: _Call, memories: Mapping[str, Memory]) ->
 
 def _checked_query(query: str, cfg: RecallConfig) -> str:
     """The query, checked: a str, not empty, at most ``max_query_chars``."""
-    if isinstance(query, str) and len(query) > cfg.max_query_chars:
+    if isinstance(query, str) and len(query) > cfg.query.max_query_chars:
         raise InvalidInputError(
-            f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.max_query_chars:,}); "
+            f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.query.max_query_chars:,}); "
             "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
             "its opening and end)"
         )
-    return check_text(query, field="query", max_chars=cfg.max_query_chars)
+    return check_text(query, field="query", max_chars=cfg.query.max_query_chars)
 
 
 def _checked_k(k: Any) -> int:
@@ -528,7 +530,7 @@ def _checked_filter(filters: Mapping[str, Any], cfg: RecallConfig) -> MemoryFilt
             f"unknown recall argument(s) {sorted(unknown)}; filters are: {', '.join(sorted(_FILTER_KEYS))}"
         )
     flt = coerce_filter(dict(filters) or None)
-    if cfg.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
+    if cfg.relevance.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
         flt = flt.model_copy(update={"include_superseded": True})
     return flt
 

@@ -8,15 +8,20 @@ from __future__ import annotations
 
 import enum
 import math
+import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
+from pydantic import ConfigDict, Field, field_validator
+
+from .config import CheckedModel
 from .dates import DateSpan
 from .models import Memory, MemoryKind
 from .speakers import speaker_of
 
-__all__ = ["DecayKind", "ScoringContext", "ScoringParams", "decay", "multipliers"]
+__all__ = ["DecayKind", "ScoringConfig", "ScoringContext", "decay", "multipliers"]
 
 
 class DecayKind(str, enum.Enum):
@@ -30,26 +35,70 @@ class DecayKind(str, enum.Enum):
     """No decay."""
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class ScoringParams:
-    """The constants of :func:`multipliers`, all required.
+class ScoringConfig(CheckedModel):
+    """The constants of :func:`multipliers`: decay, boosts and penalties (``RecallConfig.scoring``).
 
-    Build them with :meth:`RecallConfig.scoring_params() <memory_retrievers.RecallConfig.scoring_params>`
-    (the defaults live there, once), and vary one with ``dataclasses.replace``.
+    A new scoring option is a field here and its use in :func:`multipliers`: one file.
     """
 
-    decay_kind: DecayKind
-    decay_scale_days: float
-    half_life_days: float
-    decay_weight: float
-    pinned_boost: float
-    kind_boosts: Mapping[MemoryKind, float]
-    same_project_boost: float
-    other_project_penalty: float
-    no_project_penalty: float
-    cross_topic_penalty: float
-    speaker_boost: float
-    date_boost: float
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    decay: DecayKind = DecayKind.HYPERBOLIC
+    decay_scale_days: float = Field(default=60.0, gt=0)
+    """Hyperbolic decay ``1 / (1 + days_since_access / decay_scale_days)``."""
+    half_life_days: float = Field(default=60.0, gt=0)
+    decay_weight: float = Field(default=0.2, ge=0, le=1)
+    """Strength of the decay: factor ``(1 - w) + w * decay`` (1 = the pure curve). On LoCoMo, whose
+    questions reach back months, the pure curve cost 0.165 recall@10; 0.2 costs 0.004 and still
+    prefers recent memories among equally relevant ones."""
+    pinned_boost: float = Field(default=1.1, gt=0)
+    kind_boosts: Mapping[MemoryKind, float] = Field(
+        default_factory=lambda: {
+            MemoryKind.INSIGHT: 1.5,
+            MemoryKind.EVENT: 1.0,
+            MemoryKind.FACT: 1.0,
+            MemoryKind.PREFERENCE: 1.0,
+            MemoryKind.MESSAGE: 1.0,
+            MemoryKind.RAW: 0.5,
+        }
+    )
+    speaker_boost: float = Field(default=2.0, gt=0)
+    """Multiplier for a chat turn (a ``message`` memory written ``"Name: text"``) whose speaker the
+    query names: a question about Melanie is nearly always answered by what Melanie said (96.5 %
+    of the evidence on LoCoMo). 1 turns it off. See :mod:`memory_retrievers.speakers`."""
+    date_boost: float = Field(default=2.0, gt=0)
+    """Multiplier for a memory created within a day, month or year the query names (1 turns it
+    off). See :mod:`memory_retrievers.dates`."""
+    same_project_boost: float = Field(default=1.3, gt=0)
+    other_project_penalty: float = Field(default=0.8, gt=0)
+    no_project_penalty: float = Field(default=0.9, gt=0)
+    cross_topic_penalty: float = Field(default=0.4, gt=0)
+
+    @field_validator("kind_boosts", mode="before")
+    @classmethod
+    def _kind_keys(cls, value: Any) -> Any:
+        if isinstance(value, Mapping):
+            valid = ", ".join(repr(k.value) for k in MemoryKind)
+            out: dict[MemoryKind, Any] = {}
+            for key, boost in value.items():
+                try:
+                    out[MemoryKind(key)] = boost
+                except ValueError:
+                    raise ValueError(f"kind_boosts key {key!r} is not a memory kind; use one of {valid}") from None
+            return out
+        return value
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ScoringParams":  # the 12-field mirror of RecallConfig, before the config had sections
+        warnings.warn(
+            "memory_retrievers.scoring.ScoringParams is deprecated; use ScoringConfig "
+            "(RecallConfig().scoring), whose decay_kind field is now called decay",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return ScoringConfig
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,22 +120,22 @@ class ScoringContext:
     dates: tuple[DateSpan, ...] = ()
 
 
-def decay(days: float, params: ScoringParams) -> float:
+def decay(days: float, params: ScoringConfig) -> float:
     """Decay factor in (0, 1] for a memory last touched ``days`` ago (negative days count as 0).
 
     ``decay_weight`` w blends it with no decay: ``(1 - w) + w * raw`` so w = 1 is the pure curve.
     """
     days = max(0.0, days)
-    if params.decay_kind is DecayKind.NONE:
+    if params.decay is DecayKind.NONE:
         raw = 1.0
-    elif params.decay_kind is DecayKind.EXPONENTIAL:
+    elif params.decay is DecayKind.EXPONENTIAL:
         raw = math.pow(0.5, days / params.half_life_days)
     else:
         raw = 1.0 / (1.0 + days / params.decay_scale_days)
     return (1.0 - params.decay_weight) + params.decay_weight * raw
 
 
-def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringParams) -> dict[str, float]:
+def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringConfig) -> dict[str, float]:
     """Every multiplier that applies to ``memory``, by name (1.0 entries are included)."""
     touched = memory.last_accessed_at or memory.created_at or ctx.now
     days = (ctx.now - touched).total_seconds() / 86_400.0

@@ -1,6 +1,7 @@
 """Options shared by several commands, and the recall flags generated from :class:`RecallConfig`.
 
-The recall flags come from ``RecallConfig.model_fields`` (help text from each field's docstring),
+The recall flags come from the fields of ``RecallConfig`` and of its sections (help text from each
+field's docstring; a section's field keeps its own name as a flag, ``--rrf-k``),
 so a new config field is a new flag without a second list to keep in step: the reason the command
 line is built on Click, whose options are objects a program can make, rather than on Typer, whose
 options are read from a function signature.
@@ -175,23 +176,24 @@ _RENAMED = {"k": "--k", "token_budget": "--budget"}
 
 @cache
 def _field_docs() -> dict[str, str]:
-    """First line of each RecallConfig/ChannelWeights field's docstring, read from the source."""
-    from .. import recall_config
+    """First line of each RecallConfig/ChannelWeights/section field's docstring, read from the source."""
+    from .. import recall_config, scoring, stage_config
 
     docs: dict[str, str] = {}
-    tree = ast.parse(inspect.getsource(recall_config))
-    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
-        body = cls.body
-        for node, nxt in itertools.pairwise(body):
-            if (
-                isinstance(node, ast.AnnAssign)
-                and isinstance(node.target, ast.Name)
-                and isinstance(nxt, ast.Expr)
-                and isinstance(nxt.value, ast.Constant)
-                and isinstance(nxt.value.value, str)
-            ):
-                first = nxt.value.value.strip().split("\n\n")[0]
-                docs[f"{cls.name}.{node.target.id}"] = " ".join(first.split())
+    for module in (recall_config, stage_config, scoring):
+        tree = ast.parse(inspect.getsource(module))
+        for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+            body = cls.body
+            for node, nxt in itertools.pairwise(body):
+                if (
+                    isinstance(node, ast.AnnAssign)
+                    and isinstance(node.target, ast.Name)
+                    and isinstance(nxt, ast.Expr)
+                    and isinstance(nxt.value, ast.Constant)
+                    and isinstance(nxt.value.value, str)
+                ):
+                    first = nxt.value.value.strip().split("\n\n")[0]
+                    docs[f"{cls.name}.{node.target.id}"] = " ".join(first.split())
     return docs
 
 
@@ -201,11 +203,11 @@ def _enum_of(annotation: Any) -> type[enum.Enum] | None:
     return None
 
 
-def _make_option(name: str, annotation: Any, default: Any, doc: str) -> click.Option:
+def _make_option(name: str, annotation: Any, default: Any, doc: str, path: str) -> click.Option:
     flag = _RENAMED.get(name, "--" + name.replace("_", "-"))
     dest = f"cfg__{name}"
     shown = default.value if isinstance(default, enum.Enum) else default
-    help_text = f"{doc} [RecallConfig.{name}, default {shown}]".strip()
+    help_text = f"{doc} [RecallConfig.{path}, default {shown}]".strip()
     kind = _enum_of(annotation)
     if annotation is bool:
         return click.Option([f"{flag}/--no-{flag[2:]}", dest], default=None, help=help_text)
@@ -246,23 +248,31 @@ def recall_config_params() -> tuple[click.Option, ...]:
                         help=f"{doc} [RecallConfig.weights.{channel}, default {winfo.default}]",
                     )
                 )
-            continue
-        if name == "kind_boosts":
-            params.append(
-                click.Option(
-                    ["--kind-boost", "cfg__kind_boosts"],
-                    multiple=True,
-                    metavar="KIND=FACTOR",
-                    help="Score multiplier of a kind, e.g. insight=1.5 (repeat). [RecallConfig.kind_boosts]",
-                )
+        elif name in RecallConfig.SECTIONS:  # one flag per field of a section, named as the field
+            section = RecallConfig.SECTIONS[name]
+            params.extend(
+                _option_of(field, finfo, docs, section.__name__, f"{name}.{field}")
+                for field, finfo in section.model_fields.items()
             )
-            continue
-        annotation = info.annotation
-        if get_origin(annotation) is not None and type(None) in get_args(annotation):
-            annotation = next(a for a in get_args(annotation) if a is not type(None))
-        default = info.get_default(call_default_factory=True)
-        params.append(_make_option(name, annotation, default, docs.get(f"RecallConfig.{name}", "")))
+        else:
+            params.append(_option_of(name, info, docs, "RecallConfig", name))
     return tuple(params)
+
+
+def _option_of(name: str, info: Any, docs: Mapping[str, str], owner: str, path: str) -> click.Option:
+    """The flag of one config field (``kind_boosts`` as a repeatable ``--kind-boost KIND=FACTOR``)."""
+    if name == "kind_boosts":
+        return click.Option(
+            ["--kind-boost", "cfg__kind_boosts"],
+            multiple=True,
+            metavar="KIND=FACTOR",
+            help=f"Score multiplier of a kind, e.g. insight=1.5 (repeat). [RecallConfig.{path}]",
+        )
+    annotation = info.annotation
+    if get_origin(annotation) is not None and type(None) in get_args(annotation):
+        annotation = next(a for a in get_args(annotation) if a is not type(None))
+    default = info.get_default(call_default_factory=True)
+    return _make_option(name, annotation, default, docs.get(f"{owner}.{name}", ""), path)
 
 
 def recall_config_options(func: F) -> F:
@@ -277,6 +287,7 @@ def recall_config_from(params: Mapping[str, Any]) -> Any:
     Raises:
         click.BadParameter: A value the config rejects (the message names the field and the fix).
     """
+    from .._flat_config import FLAT_NAMES
     from ..config import validated
     from ..errors import ConfigError
     from ..recall_config import RecallConfig
@@ -293,9 +304,11 @@ def recall_config_from(params: Mapping[str, Any]) -> Any:
         elif name.startswith("weight__"):
             weights[name[8:]] = value
         elif name == "kind_boosts":
-            overrides["kind_boosts"] = _kind_boosts(value)
+            overrides.setdefault("scoring", {})["kind_boosts"] = _kind_boosts(value)
         elif name == "token_budget":
             overrides["token_budget"] = _budget(value)
+        elif name in FLAT_NAMES:  # a section's field: into its section
+            overrides.setdefault(FLAT_NAMES[name], {})[name] = value
         else:
             overrides[name] = value
     try:
@@ -325,7 +338,7 @@ def _kind_boosts(values: Sequence[str]) -> dict[str, float]:
     """The default kind boosts with the given ``KIND=FACTOR`` items changed."""
     from ..recall_config import RecallConfig
 
-    boosts = {k.value: v for k, v in RecallConfig().kind_boosts.items()}
+    boosts = {k.value: v for k, v in RecallConfig().scoring.kind_boosts.items()}
     for item in values:
         kind, _, factor = item.partition("=")
         try:

@@ -115,10 +115,10 @@ def _shown(
     notes = dict(parts.notes)
     copies: dict[str, tuple[str, ...]] = {}
     folded: list[int] = []
-    if cfg.collapse_copies:
+    if cfg.selection.collapse_copies:
         kept, copies, folded = _fold_copies(kept, scored, parts.memories)
         _note_copies(notes, copies, parts.memories)
-    excerpts = _excerpts([scored[i].hit.id for i in kept], parts.memories, asked, cfg.excerpt_chars)
+    excerpts = _excerpts([scored[i].hit.id for i in kept], parts.memories, asked, cfg.selection.excerpt_chars)
     return kept, _Lines(notes, excerpts, copies), folded
 
 
@@ -168,9 +168,11 @@ def _floors(
     one but the pinned is cut: the query is taken as one the memories do not answer. Pinned memories
     pass every floor.
     """
-    floor = calibration.floor if cfg.min_score is None else cfg.min_score
-    gate = calibration.abstain if cfg.abstain_below is None else cfg.abstain_below
-    close = calibration.abstain_relevance if cfg.abstain_relevance is None else cfg.abstain_relevance
+    floor = calibration.floor if cfg.relevance.min_score is None else cfg.relevance.min_score
+    gate = calibration.abstain if cfg.relevance.abstain_below is None else cfg.relevance.abstain_below
+    close = (
+        calibration.abstain_relevance if cfg.relevance.abstain_relevance is None else cfg.relevance.abstain_relevance
+    )
     nearest = max((relevance(parts.semantic, s.hit.id) for s in scored), default=0.0)
     abstain = bool(scored) and float(probability.max()) < gate and nearest < close
     if abstain:
@@ -186,9 +188,9 @@ def _floors(
         reason = None
         if abstain and not mem.pinned:
             reason = CutReason.ABSTAINED
-        elif cfg.relevance_floor > 0 and item.score < cfg.relevance_floor * best:
+        elif cfg.relevance.relevance_floor > 0 and item.score < cfg.relevance.relevance_floor * best:
             reason = CutReason.BELOW_FLOOR
-        elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.min_relevance:
+        elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.relevance.min_relevance:
             reason = CutReason.BELOW_RELEVANCE
         elif not mem.pinned and probability[i] < floor:
             reason = CutReason.BELOW_SCORE
@@ -219,7 +221,9 @@ def _select(
     opening = {s.value: counter.count("\n" + SECTION_TITLES[s]) for s in set(sections.values())}
     marker_cost = counter.count("\n" + trimmed_marker(len(kept)))
     avail = None if budget is None else max(0, budget - header_cost - marker_cost)
-    reserve = {} if avail is None else {s.value: int(share * avail) for s, share in cfg.section_shares.items()}
+    reserve = (
+        {} if avail is None else {s.value: int(share * avail) for s, share in cfg.selection.section_shares.items()}
+    )
     costs: dict[str, int] = {}
 
     def cost_of(c: Candidate) -> int:
@@ -231,11 +235,11 @@ def _select(
     params = SelectionParams(
         k=k,
         token_budget=avail,
-        mmr_lambda=cfg.mmr_lambda if cfg.mmr else None,
-        pinned_first=cfg.pinned_first,
+        mmr_lambda=cfg.selection.mmr_lambda if cfg.selection.mmr else None,
+        pinned_first=cfg.selection.pinned_first,
         session_diverse=parts.plan.session_diverse,
         token_cost=cost_of,
-        mmr_similarity_floor=cfg.mmr_similarity_floor,
+        mmr_similarity_floor=cfg.selection.mmr_similarity_floor,
         section_reserve=reserve,
         section_opening=opening,
     )

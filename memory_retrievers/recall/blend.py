@@ -23,7 +23,9 @@ __all__ = ["Scored", "final_scores", "fuse", "rerank", "semantic_blend"]
 
 def fuse(lists: Sequence[RankedList], cfg: RecallConfig) -> list[FusedHit]:
     """Weighted RRF with the config's constants."""
-    return weighted_rrf(lists, k_rrf=cfg.rrf_k, rank1_bonus=cfg.rank1_bonus, top3_bonus=cfg.top3_bonus)
+    return weighted_rrf(
+        lists, k_rrf=cfg.fusion.rrf_k, rank1_bonus=cfg.fusion.rank1_bonus, top3_bonus=cfg.fusion.top3_bonus
+    )
 
 
 def semantic_blend(fused: Sequence[FusedHit], semantic: Mapping[str, float], blend: float) -> dict[str, float]:
@@ -49,10 +51,12 @@ async def rerank(
     mapped back onto the head's score range, so items below the head keep their place under it.
     A reranker that fails or returns garbage is skipped with a warning.
     """
-    head = [h.id for h in fused[: cfg.rerank_depth]]
+    head = [h.id for h in fused[: cfg.rerank.rerank_depth]]
     try:
         texts = [memories[i].text for i in head]
-        raw = await asyncio.wait_for(isolated(lambda: reranker.arerank(query, texts)), timeout=cfg.rerank_timeout_s)
+        raw = await asyncio.wait_for(
+            isolated(lambda: reranker.arerank(query, texts)), timeout=cfg.rerank.rerank_timeout_s
+        )
         scores = [float(s) for s in raw]
         if len(scores) != len(head) or not all(math.isfinite(s) for s in scores):
             raise ValueError(f"expected {len(head)} finite scores, got {len(scores)}")
@@ -65,7 +69,7 @@ async def rerank(
     rr = dict(zip(head, scores, strict=True))
     lo, hi = min(scores), max(scores)
     blo, bhi = min(base[i] for i in head), max(base[i] for i in head)
-    w = cfg.rerank_weight
+    w = cfg.rerank.rerank_weight
     out = dict(base)
     for i in head:
         nb = (base[i] - blo) / (bhi - blo) if bhi > blo else 1.0
@@ -98,7 +102,7 @@ def final_scores(
     cfg: RecallConfig,
 ) -> list[Scored]:
     """``base * product(multipliers)`` per candidate, best first (ties: better rank, then id)."""
-    params = cfg.scoring_params()
+    params = cfg.scoring
     out = []
     for h in fused:
         mult = multipliers(memories[h.id], ctx, params)

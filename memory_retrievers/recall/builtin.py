@@ -58,15 +58,15 @@ class VectorChannel:
     async def search(self, given: ChannelInput) -> Sequence[RankedList]:
         """One list for the query's vector; a second, at ``asked_vector_share``, for the query as asked."""
         cfg, query, source = given.config, given.query, given.source
-        weight = given.weight * cfg.original_query_weight
+        weight = given.weight * cfg.fusion.original_query_weight
         if query.vector is None:
             return []
         ids = (await source.vector_search(query.vector, 2 * given.depth)).ids
         out = [_listed(self.name, statements_cut(source, ids, None, given.depth), weight)]
-        if query.asked_vector is not None and cfg.asked_vector_share > 0:
+        if query.asked_vector is not None and cfg.query.asked_vector_share > 0:
             ids = (await source.vector_search(query.asked_vector, 2 * given.depth)).ids
             cut = statements_cut(source, ids, None, given.depth)
-            out.append(_listed(f"{self.name}:as asked", cut, weight * cfg.asked_vector_share))
+            out.append(_listed(f"{self.name}:as asked", cut, weight * cfg.query.asked_vector_share))
         return out
 
 
@@ -89,7 +89,7 @@ class Bm25Channel:
         source, depth, terms = given.source, given.depth, given.query.terms
         hits = await source.text_search(terms, self.field, 2 * depth, with_context_only=self.with_context_only)
         cut = statements_cut(source, hits.ids, hits.scores, depth)
-        return [_listed(self.name, cut, given.weight * given.config.original_query_weight)]
+        return [_listed(self.name, cut, given.weight * given.config.fusion.original_query_weight)]
 
 
 @dataclass(frozen=True)
@@ -160,7 +160,7 @@ class DatedChannel:
             return []
         ids = (await source.vector_search(query.vector, 2 * given.depth, within=query.dates)).ids
         cut = statements_cut(source, ids, None, given.depth)
-        return [_listed(self.name, cut, given.weight * given.config.original_query_weight)]
+        return [_listed(self.name, cut, given.weight * given.config.fusion.original_query_weight)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +173,7 @@ class LinksChannel:
 
     def runs(self, features: QueryFeatures, config: RecallConfig, mode: RoutingMode) -> bool:
         """When ``link_hops`` is above 0 (outside ``vector`` mode)."""
-        return _hybrid(mode) and config.link_hops > 0
+        return _hybrid(mode) and config.channels.link_hops > 0
 
     async def search(self, given: ChannelInput) -> Sequence[RankedList]:
         """One list when any link leads somewhere."""

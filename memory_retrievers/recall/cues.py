@@ -50,10 +50,10 @@ async def read_cues(
         own_vector: Whether recall embeds the query itself (a caller's ``query_vector`` is used
             as given: no speaker-free embedding then).
     """
-    if (cfg.speaker_boost == 1.0 and not cfg.speaker_free_vector) or not may_name_a_speaker(query):
+    if (cfg.scoring.speaker_boost == 1.0 and not cfg.query.speaker_free_vector) or not may_name_a_speaker(query):
         return Cues()
     names = named_speakers(query, await speakers())
     if not names:
         return Cues()
-    free = without_names(query, names) if cfg.speaker_free_vector and own_vector else None
+    free = without_names(query, names) if cfg.query.speaker_free_vector and own_vector else None
     return Cues(names, free if free is not None and free != query else None)

@@ -57,10 +57,10 @@ class LLMStages:
         if llm is None:
             return
         if plan.expansion == "llm":
-            prompt = expansion_prompt(query, plan.features.intent, cfg.llm_rewrites)
-            self._expansion = tasks.start(_ask(llm, prompt, cfg.llm_timeout_s, "query expansion"))
+            prompt = expansion_prompt(query, plan.features.intent, cfg.query_expansion.llm_rewrites)
+            self._expansion = tasks.start(_ask(llm, prompt, cfg.query_expansion.llm_timeout_s, "query expansion"))
         if plan.hyde == "llm":
-            self._hyde = tasks.start(_ask(llm, hyde_prompt(query), cfg.llm_timeout_s, "HyDE"))
+            self._hyde = tasks.start(_ask(llm, hyde_prompt(query), cfg.query_expansion.llm_timeout_s, "HyDE"))
 
     async def launch_lists(self, channels: Channels) -> None:
         """Wait for the answers; each rewrite and the HyDE text become lists (weight 1 each)."""
@@ -95,18 +95,18 @@ def feedback_pass(
 ) -> None:
     """Launch the LLM-free second pass from the first pass's top hits (already in the source)."""
     w = cfg.weights
-    top = [h.id for h in fused[: cfg.feedback_docs]]
+    top = [h.id for h in fused[: cfg.query_expansion.feedback_docs]]
     if not top:
         return
     if plan.expansion == "feedback":
         keywords = plan.features.keywords
-        extra = feedback_terms(keywords, [source.memory(i).text for i in top], cfg.feedback_terms)
+        extra = feedback_terms(keywords, [source.memory(i).text for i in top], cfg.query_expansion.feedback_terms)
         if extra:
             plan.notes.append(f"feedback terms: {', '.join(extra)}")
             channels.text("context:feedback", "context", w.context, " ".join([*keywords, *extra]), FtsField.CONTEXT)
     if plan.hyde == "rocchio":
         centroid = np.mean([source.vector(i) for i in top], axis=0)
-        vec = cfg.rocchio_alpha * query_vector + cfg.rocchio_beta * centroid
+        vec = cfg.query_expansion.rocchio_alpha * query_vector + cfg.query_expansion.rocchio_beta * centroid
         norm = float(np.linalg.norm(vec))
         if norm > 0:
             channels.vector("hyde:rocchio", "hyde", w.hyde, vec / norm)

@@ -27,13 +27,13 @@ async def spread(
     ``weight`` (default ``cfg.weights.links``).
     """
     activation: dict[str, float] = {}
-    frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.link_seeds], 1)}
-    for _hop in range(cfg.link_hops):
+    frontier = {h.id: 1.0 / rank for rank, h in enumerate(fused[: cfg.channels.link_seeds], 1)}
+    for _hop in range(cfg.channels.link_hops):
         nxt: dict[str, float] = {}
         for id_, act in frontier.items():
             for target in source.memory(id_).links:
                 if target not in frontier:
-                    nxt[target] = nxt.get(target, 0.0) + act * cfg.link_decay
+                    nxt[target] = nxt.get(target, 0.0) + act * cfg.channels.link_decay
         if not nxt:
             break
         passing = set(await source.fetch(list(nxt)))

@@ -63,17 +63,17 @@ def route(
     if cfg.mode is RoutingMode.VECTOR:
         return plan
     auto = cfg.mode is RoutingMode.AUTO
-    if cfg.expansion:
+    if cfg.query_expansion.expansion:
         if has_llm:
             plan.expansion = "llm"
         elif not auto:
             plan.expansion = "feedback"
-    if cfg.hyde and w.hyde > 0:
+    if cfg.query_expansion.hyde and w.hyde > 0:
         if has_llm:
             plan.hyde = "llm"
         elif not auto:
             plan.hyde = "rocchio"
-    plan.session_diverse = cfg.session_diverse and (features.aggregation or not auto)
+    plan.session_diverse = cfg.selection.session_diverse and (features.aggregation or not auto)
     if auto:
         plan.notes.append(
             f"intent={features.intent}; entities={'yes' if features.entities else 'no'}; "

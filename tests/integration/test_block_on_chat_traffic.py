@@ -106,7 +106,7 @@ def test_a_pasted_log_is_recalled_for_not_refused(chatty: MemoryStore) -> None:
 
 def test_scores_are_calibrated_monotone_and_comparable(chatty: MemoryStore) -> None:
     retriever = MemoryRetriever(chatty, namespace="u")
-    exact = retriever.recall("What is my secret code?", config={"min_score": 0.0}).memories
+    exact = retriever.recall("What is my secret code?", config={"relevance": {"min_score": 0.0}}).memories
     assert exact[0].explanation.calibrated_by == MINILM_CALIBRATION.name
     scores = [m.score for m in exact]
     assert scores == sorted(scores, reverse=True) and all(0 <= s <= 1 for s in scores)

@@ -37,7 +37,7 @@ def test_copies_take_one_line_noted_with_how_often_and_when(store: MemoryStore, 
 
 def test_copy_folding_can_be_turned_off(store: MemoryStore) -> None:
     store.add_many([{"text": "user: ok", "kind": "message"}] * 3, namespace="u", dedup=False)
-    config = {**QUIET, "collapse_copies": False}
+    config = {**QUIET, "selection": {"collapse_copies": False}}
     assert len(MemoryRetriever(store, namespace="u", config=config).recall("ok").memories) == 3
 
 
@@ -71,11 +71,11 @@ def test_a_long_memory_is_shown_by_its_passage_that_answers(store: MemoryStore) 
 def test_a_configured_calibration_abstains_and_floors(store: MemoryStore) -> None:
     store.add_many([{"text": "Alice likes green tea"}, {"text": "Alice moved to Berlin"}], namespace="u")
     strict = Calibration(name="strict", embedder=None, intercept=-20.0, weights={}, floor=0.0, abstain=0.5)
-    result = MemoryRetriever(store, namespace="u", config={**QUIET, "calibration": strict}).recall("tea")
+    result = MemoryRetriever(store, namespace="u", config={**QUIET, "relevance": {"calibration": strict}}).recall("tea")
     assert result.memories == () and any("abstained" in n for n in result.plan["notes"])
     # A pinned memory is kept whatever its score.
     store.add("Always answer in British English", namespace="u", pinned=True)
-    pinned = MemoryRetriever(store, namespace="u", config={**QUIET, "calibration": strict}).recall("tea")
+    pinned = MemoryRetriever(store, namespace="u", config={**QUIET, "relevance": {"calibration": strict}}).recall("tea")
     assert [m.text for m in pinned.memories] == ["Always answer in British English"]
 
 
@@ -84,7 +84,7 @@ def test_a_calibration_for_another_embedder_is_refused(store: MemoryStore) -> No
 
     other = Calibration(name="openai", embedder="openai:text-embedding-3-small", intercept=0.0, weights={})
     with pytest.raises(ConfigError, match="fitted for the embedder 'openai:text-embedding-3-small'"):
-        MemoryRetriever(store, namespace="u", config={"calibration": other})
+        MemoryRetriever(store, namespace="u", config={"relevance": {"calibration": other}})
 
 
 def test_every_adapter_query_path_recalls_a_query_of_any_length_under_the_cap(store: MemoryStore) -> None:

@@ -40,7 +40,9 @@ class BlockingAsyncLLM:
 def test_item14_a_blocking_async_llm_times_out_and_other_writes_go_on(store: MemoryStore) -> None:
     store.add_many([{"text": "the kettle is in the garden shed"}, {"text": "Bob drinks tea"}], namespace="u")
     llm = BlockingAsyncLLM()
-    retriever = MemoryRetriever(store, namespace="u", config={"record_access": False, "llm_timeout_s": 0.5}, llm=llm)
+    retriever = MemoryRetriever(
+        store, namespace="u", config={"record_access": False, "query_expansion": {"llm_timeout_s": 0.5}}, llm=llm
+    )
     result: dict[str, float] = {}
 
     def recall() -> None:

@@ -334,7 +334,7 @@ def test_a_hung_sync_llm_does_not_stall_the_process(make_store: Make) -> None:
 
     store = make_store(embedder=ThreadedEmbedder(32))
     store.add("the kettle is in the kitchen", namespace="u")
-    slow = MemoryRetriever(store, namespace="u", llm=never_answers, config={"llm_timeout_s": 0.3})
+    slow = MemoryRetriever(store, namespace="u", llm=never_answers, config={"query_expansion": {"llm_timeout_s": 0.3}})
     done = threading.Event()
 
     def scenario() -> None:

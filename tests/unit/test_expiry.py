@@ -14,7 +14,7 @@ from memory_retrievers import InvalidInputError, MemoryRetriever, MemoryStore
 from memory_retrievers.testing import ManualClock
 
 NS = "u"
-QUIET = {"expansion": False, "hyde": False, "record_access": False, "decay": "none"}
+QUIET = {"query_expansion": {"expansion": False, "hyde": False}, "record_access": False, "scoring": {"decay": "none"}}
 
 
 @pytest.fixture(params=["view", "lancedb"])

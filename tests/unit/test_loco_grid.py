@@ -30,9 +30,8 @@ def test_every_grid_point_is_a_valid_config_and_the_defaults_are_on_the_grid(loc
     configs = [RecallConfig.model_validate(loco.config_of(p)) for p in points]
     assert len({c.model_dump_json() for c in configs}) == len(points)  # each point is a distinct config
     d = RecallConfig()
-    assert (d.speaker_boost, d.date_boost, d.weights.dated, d.weights.context) in points
-    assert loco.config_of((d.speaker_boost, d.date_boost, d.weights.dated, d.weights.context)) == {
-        "speaker_boost": d.speaker_boost,
-        "date_boost": d.date_boost,
+    assert (d.scoring.speaker_boost, d.scoring.date_boost, d.weights.dated, d.weights.context) in points
+    assert loco.config_of((d.scoring.speaker_boost, d.scoring.date_boost, d.weights.dated, d.weights.context)) == {
+        "scoring": {"speaker_boost": d.scoring.speaker_boost, "date_boost": d.scoring.date_boost},
         "weights": {"dated": d.weights.dated, "context": d.weights.context},
     }

@@ -11,7 +11,12 @@ import pytest
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
 
-QUIET = {"decay": "none", "mmr": False, "record_access": False, "expansion": False}
+QUIET = {
+    "scoring": {"decay": "none"},
+    "selection": {"mmr": False},
+    "record_access": False,
+    "query_expansion": {"expansion": False},
+}
 
 
 class RecordingEmbedder(HashEmbedder):
@@ -65,7 +70,7 @@ def test_a_query_naming_a_speaker_prefers_that_speakers_turns_and_is_embedded_wi
 
     # Also embedding the query as asked: one forward pass when the embedder offers a batch call.
     embedder.calls.clear()
-    both = r.recall("What calms Melanie down?", k=3, config={"asked_vector_share": 0.5})
+    both = r.recall("What calms Melanie down?", k=3, config={"query": {"asked_vector_share": 0.5}})
     expected = (
         [("What calms Melanie down?", "What calms down?")]
         if batch
@@ -77,7 +82,10 @@ def test_a_query_naming_a_speaker_prefers_that_speakers_turns_and_is_embedded_wi
     # Off: the name stays in the query and nobody is boosted.
     embedder.calls.clear()
     off = r.recall(
-        "What calms Melanie down?", k=3, config={"speaker_boost": 1.0, "speaker_free_vector": False}, explain=True
+        "What calms Melanie down?",
+        k=3,
+        config={"scoring": {"speaker_boost": 1.0}, "query": {"speaker_free_vector": False}},
+        explain=True,
     )
     assert embedder.calls == [("What calms Melanie down?",)] and off.plan["speakers"] == []
     assert all("speaker" not in m.explanation.multipliers for m in off.memories)
@@ -127,7 +135,9 @@ def test_a_query_naming_a_date_boosts_and_searches_that_days_memories(make_store
     assert all("date" not in m.explanation.multipliers for m in result.memories[1:])
     plain = r.recall("What did Nate make?", k=3)
     assert "dated" not in plain.plan["channels"] and plain.plan["dates"] == []
-    off = r.recall("What did Nate make on 9 November, 2022?", k=3, config={"weights": {"dated": 0}, "date_boost": 1.0})
+    off = r.recall(
+        "What did Nate make on 9 November, 2022?", k=3, config={"weights": {"dated": 0}, "scoring": {"date_boost": 1.0}}
+    )
     assert "dated" not in off.plan["lists"]
 
 

@@ -29,7 +29,10 @@ from memory_retrievers import (
 from memory_retrievers.calibration import RANK_CALIBRATION
 from memory_retrievers.llm import hyde_prompt
 
-QUIET = {"weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0}, "expansion": False}
+QUIET = {
+    "weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0},
+    "query_expansion": {"expansion": False},
+}
 
 
 def calibrated(features: Mapping[str, float]) -> float:
@@ -39,9 +42,12 @@ def calibrated(features: Mapping[str, float]) -> float:
 
 
 def cfg(**kw: object) -> dict:
-    base = {"decay": "none", "mmr": False, "record_access": False, **QUIET}
-    weights = {**base["weights"], **kw.pop("weights", {})}  # type: ignore[dict-item]
-    return {**base, **kw, "weights": weights}
+    """QUIET with decay and MMR off, and ``kw`` merged in (a section dict changes only its fields)."""
+    base = {"scoring": {"decay": "none"}, "selection": {"mmr": False}, "record_access": False, **QUIET}
+    out = {**base, **kw}
+    for key in ("weights", "scoring", "selection"):
+        out[key] = {**base[key], **kw.get(key, {})}  # type: ignore[dict-item]
+    return out
 
 
 @pytest.fixture
@@ -79,7 +85,11 @@ def test_every_score_is_explained_arithmetically(filled: MemoryStore) -> None:
     r = MemoryRetriever(
         filled,
         namespace="u",
-        config=cfg(weights={"vector": 1.0, "bm25": 0.5, "context": 3.0}, decay="hyperbolic", pinned_first=False),
+        config=cfg(
+            weights={"vector": 1.0, "bm25": 0.5, "context": 3.0},
+            scoring={"decay": "hyperbolic"},
+            selection={"pinned_first": False},
+        ),
     )
     res = r.recall("what theme does Alice like?", k=6, explain=True)
     assert res.memories
@@ -98,7 +108,9 @@ def test_every_score_is_explained_arithmetically(filled: MemoryStore) -> None:
 
 def test_invariants(filled: MemoryStore) -> None:
     r = MemoryRetriever(
-        filled, namespace="u", config=cfg(weights={"vector": 1.0, "bm25": 1.0, "context": 2.0}, pinned_first=False)
+        filled,
+        namespace="u",
+        config=cfg(weights={"vector": 1.0, "bm25": 1.0, "context": 2.0}, selection={"pinned_first": False}),
     )
     res = r.recall("Alice theme tea report hiking", k=10, token_budget=None)
     scores = [m.score for m in res.memories]
@@ -159,7 +171,7 @@ def test_multipliers_pinned_kind_priority_project_and_decay(store: MemoryStore, 
     r = MemoryRetriever(
         store,
         namespace="u",
-        config=cfg(decay="hyperbolic", decay_weight=1.0, pinned_first=False),
+        config=cfg(scoring={"decay": "hyperbolic", "decay_weight": 1.0}, selection={"pinned_first": False}),
     )
     (m,) = r.recall("plants", project="garden", now=clock.now).memories
     # 60 days: 1/(1 + 60/60) = 0.5 ; insight 1.5 ; priority 2.0 ; same project 1.3
@@ -189,7 +201,7 @@ def test_superseded_dropped_or_flagged(store: MemoryStore) -> None:
     new = store.supersede(old.id, "Alice lives in Berlin", namespace="u")
     drop = MemoryRetriever(store, namespace="u", config=cfg())
     assert [m.id for m in drop.recall("where does Alice live").memories] == [new.id]
-    flag = MemoryRetriever(store, namespace="u", config=cfg(superseded="flag"))
+    flag = MemoryRetriever(store, namespace="u", config=cfg(relevance={"superseded": "flag"}))
     res = flag.recall("where does Alice live")
     assert {m.id: m.explanation.superseded for m in res.memories} == {new.id: False, old.id: True}
 
@@ -215,7 +227,7 @@ def test_filters_and_namespace_isolation(filled: MemoryStore) -> None:
 
 
 def test_access_write_back(filled: MemoryStore) -> None:
-    r = MemoryRetriever(filled, namespace="u", config={**QUIET, "mmr": False})
+    r = MemoryRetriever(filled, namespace="u", config={**QUIET, "selection": {"mmr": False}})
     res = r.recall("green tea", k=1)
     got = filled.get(res.memories[0].id, namespace="u")
     assert got.access_count == 1
@@ -233,7 +245,9 @@ def test_llm_expansion_and_hyde_with_scripted_llm(filled: MemoryStore) -> None:
             return "1. morning beverage habits\n2. Bob green tea\n- what Bob drinks\n"
         return "I drink green tea every morning."
 
-    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "pinned_first": False}, llm=llm)
+    r = MemoryRetriever(
+        filled, namespace="u", config={"record_access": False, "selection": {"pinned_first": False}}, llm=llm
+    )
     res = r.recall("What does Bob have for breakfast?")
     assert res.plan["expansion"] == "llm" and res.plan["hyde"] == "llm"
     assert {"context:rewrite 1", "vector:rewrite 3", "hyde"} <= set(res.plan["lists"])
@@ -246,7 +260,9 @@ async def test_async_llm_and_timeout_fallback(filled: MemoryStore) -> None:
         await asyncio.sleep(5)
         return "never"
 
-    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "llm_timeout_s": 0.05}, llm=slow)
+    r = MemoryRetriever(
+        filled, namespace="u", config={"record_access": False, "query_expansion": {"llm_timeout_s": 0.05}}, llm=slow
+    )
     with pytest.warns(LLMFallbackWarning, match="timed out"):
         res = await r.arecall("What does Bob drink?")
     assert res.memories and res.plan["expansion"] == "off" and res.plan["hyde"] == "off"
@@ -278,15 +294,18 @@ class ScriptedReranker:
 
 def test_reranker_blend_and_failure(filled: MemoryStore) -> None:
     q = "Alice theme Berlin"
-    base = MemoryRetriever(filled, namespace="u", config=cfg(pinned_first=False)).recall(q, k=2)
+    base = MemoryRetriever(filled, namespace="u", config=cfg(selection={"pinned_first": False})).recall(q, k=2)
     r = MemoryRetriever(
-        filled, namespace="u", config=cfg(pinned_first=False, rerank_weight=1.0), reranker=ScriptedReranker("Berlin")
+        filled,
+        namespace="u",
+        config=cfg(selection={"pinned_first": False}, rerank={"rerank_weight": 1.0}),
+        reranker=ScriptedReranker("Berlin"),
     )
     res = r.recall(q, k=2)
     assert res.memories[0].text == "Alice moved to Berlin last spring"
     assert res.memories[0].explanation.rerank_score == 10.0
     bad = MemoryRetriever(
-        filled, namespace="u", config=cfg(pinned_first=False), reranker=ScriptedReranker("x", fail=True)
+        filled, namespace="u", config=cfg(selection={"pinned_first": False}), reranker=ScriptedReranker("x", fail=True)
     )
     with pytest.warns(RuntimeWarning, match="reranker exploded"):
         out = bad.recall(q, k=2)
@@ -364,7 +383,7 @@ def test_empty_namespace_recalls_nothing(store: MemoryStore) -> None:
 
 def test_presets_and_overrides() -> None:
     kb = RecallConfig.preset("knowledge_base")
-    assert kb.weights.context == 0.0 and kb.decay.value == "none"
+    assert kb.weights.context == 0.0 and kb.scoring.decay.value == "none"
     assert RecallConfig.preset("support", k=3).k == 3
     with pytest.raises(ConfigError):
         RecallConfig.preset("support", nope=1)
@@ -395,7 +414,9 @@ def test_token_counter_fallback_warns(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_decay_is_reproducible_with_now(store: MemoryStore, clock) -> None:
     store.add("old memory about tea", namespace="u")
-    r = MemoryRetriever(store, namespace="u", config=cfg(decay="exponential", decay_weight=1.0, half_life_days=10))
+    r = MemoryRetriever(
+        store, namespace="u", config=cfg(scoring={"decay": "exponential", "decay_weight": 1.0, "half_life_days": 10})
+    )
     later = clock.now + timedelta(days=20)
     (m,) = r.recall("tea", now=later).memories
     assert m.explanation.multipliers["decay"] == pytest.approx(0.25)
@@ -418,7 +439,9 @@ def test_langchain_fake_llm_drives_expansion_and_hyde(filled: MemoryStore) -> No
     def llm(prompt: str) -> str:
         return (hyde if prompt == hyde_prompt(query) else rewriter).invoke(prompt)
 
-    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "pinned_first": False}, llm=llm)
+    r = MemoryRetriever(
+        filled, namespace="u", config={"record_access": False, "selection": {"pinned_first": False}}, llm=llm
+    )
     res = r.recall(query)
     assert res.plan["expansion"] == "llm" and res.plan["hyde"] == "llm"
     assert {"context:rewrite 1", "context:rewrite 2", "hyde"} <= set(res.plan["lists"])
@@ -523,7 +546,9 @@ def test_tied_channel_scores_give_the_same_result_every_time(store: MemoryStore,
 
 
 def test_query_vector_replaces_the_query_embedding(filled: MemoryStore) -> None:
-    r = MemoryRetriever(filled, namespace="u", config={"record_access": False, "mode": "vector", "pinned_first": False})
+    r = MemoryRetriever(
+        filled, namespace="u", config={"record_access": False, "mode": "vector", "selection": {"pinned_first": False}}
+    )
     tea = filled.embedder.embed_query("green tea every morning")
     by_vector = r.recall("zzz unrelated words", query_vector=tea * 3.0, k=1)  # scale does not matter
     assert by_vector.memories[0].text == "Bob drinks green tea every morning"
@@ -537,7 +562,7 @@ def test_query_vector_replaces_the_query_embedding(filled: MemoryStore) -> None:
 
 
 def test_excluded_ids_take_no_place_and_the_budget_goes_to_others(filled: MemoryStore) -> None:
-    r = MemoryRetriever(filled, namespace="u", config=cfg(pinned_first=False))
+    r = MemoryRetriever(filled, namespace="u", config=cfg(selection={"pinned_first": False}))
     query = "What theme does Alice like?"
     full = r.recall(query, k=2, explain=True)
     first, second = (m.id for m in full.memories)

@@ -12,9 +12,9 @@ from memory_retrievers.selection import Candidate, CutReason, select
 
 QUIET = {
     "weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0},
-    "expansion": False,
-    "decay": "none",
-    "mmr": False,
+    "query_expansion": {"expansion": False},
+    "scoring": {"decay": "none"},
+    "selection": {"mmr": False},
     "record_access": False,
 }
 
@@ -239,7 +239,9 @@ def test_section_shares_reserve_room_for_facts_in_a_chatty_store(store: MemorySt
     ]
     store.add_many([*turns, {"text": "Alice uses a dark editor theme", "kind": "fact"}], namespace="alice")
     query = "editor theme dark settings question"
-    retriever = MemoryRetriever(store, namespace="alice", config={**QUIET, "section_shares": {}})
+    retriever = MemoryRetriever(
+        store, namespace="alice", config={**QUIET, "selection": {**QUIET["selection"], "section_shares": {}}}
+    )
     crowded = retriever.recall(query, k=10, token_budget=120)
     assert crowded.trimmed
     assert "Alice uses a dark editor theme" not in [m.text for m in crowded.memories]
@@ -260,14 +262,14 @@ def test_section_shares_reserve_room_for_facts_in_a_chatty_store(store: MemorySt
 )
 def test_bad_section_shares_are_typed_errors_naming_the_field(shares: dict, fragment: str) -> None:
     with pytest.raises(ConfigError, match="section_shares") as err:
-        RecallConfig(section_shares=shares)
+        RecallConfig(selection={"section_shares": shares})
     assert fragment in str(err.value)
 
 
 def test_section_shares_accept_enum_keys_and_default_to_documented_values() -> None:
-    cfg = RecallConfig(section_shares={ContextSection.PINNED: 0.5})
-    assert cfg.section_shares == {ContextSection.PINNED: 0.5}
-    assert RecallConfig().section_shares == {
+    cfg = RecallConfig(selection={"section_shares": {ContextSection.PINNED: 0.5}})
+    assert cfg.selection.section_shares == {ContextSection.PINNED: 0.5}
+    assert RecallConfig().selection.section_shares == {
         ContextSection.PINNED: 0.2,
         ContextSection.KNOWLEDGE: 0.4,
         ContextSection.CONVERSATION: 0.3,

@@ -32,7 +32,7 @@ from memory_retrievers import (
 )
 from memory_retrievers.validation import MAX_QUERY_CHARS
 
-QUIET = {"decay": "none", "mmr": False, "record_access": False}
+QUIET = {"scoring": {"decay": "none"}, "selection": {"mmr": False}, "record_access": False}
 
 
 def version(store: MemoryStore) -> int:
@@ -146,7 +146,7 @@ def test_per_call_token_encoding_counts_with_that_encoding(store: MemoryStore) -
     store.add("東京の天気は晴れです。明日は雨が降るでしょう。", namespace="u")
     r = MemoryRetriever(store, namespace="u", config=QUIET)
     default = r.recall("天気")
-    other = r.recall("天気", config={"token_encoding": "o200k_base"})
+    other = r.recall("天気", config={"selection": {"token_encoding": "o200k_base"}})
     cl100k, o200k = TiktokenCounter("cl100k_base"), TiktokenCounter("o200k_base")
     assert cl100k.count(default.to_context()) != o200k.count(default.to_context())  # the test can tell them apart
     assert default.tokens_used == cl100k.count(default.to_context())
@@ -157,7 +157,7 @@ def test_per_call_token_encoding_with_a_given_counter_is_an_error(store: MemoryS
     store.add("a memory", namespace="u")
     r = MemoryRetriever(store, namespace="u", token_counter=TiktokenCounter("cl100k_base"))
     with pytest.raises(ConfigError, match="token_counter"):
-        r.recall("memory", config={"token_encoding": "o200k_base"})
+        r.recall("memory", config={"selection": {"token_encoding": "o200k_base"}})
 
 
 # ---------------------------------------------------------------- per-call config overrides
@@ -174,7 +174,7 @@ def test_per_call_weight_override_keeps_the_retrievers_other_weights(store: Memo
 def test_per_call_kind_boost_override_keeps_the_other_kinds(store: MemoryStore) -> None:
     store.add("raw log line about kettles", namespace="u", kind="raw")
     r = MemoryRetriever(store, namespace="u", config=QUIET)
-    (m,) = r.recall("kettles", config={"kind_boosts": {"insight": 2.0}}).memories
+    (m,) = r.recall("kettles", config={"scoring": {"kind_boosts": {"insight": 2.0}}}).memories
     assert m.explanation.multipliers["kind"] == 0.5  # raw's default boost survives the override
 
 
@@ -218,7 +218,7 @@ def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
     store.add_many([{"text": "user: Apples and pears, note 0!", "kind": "message"}], namespace="u")  # a copy
 
     def reasons(k: int, budget: int | None, floor: float, least: float = 0.0, **more: object) -> set[CutReason]:
-        cfg = {**QUIET, "relevance_floor": floor, "min_relevance": least, **more}
+        cfg = {**QUIET, "relevance": {"relevance_floor": floor, "min_relevance": least, **more}}
         r = MemoryRetriever(store, namespace="u", config=cfg)
         return {c.reason for c in r.recall("apples pears note 5", k=k, token_budget=budget, explain=True).cut}
 
@@ -262,7 +262,7 @@ def test_recall_takes_a_long_query_and_its_cap_is_a_setting_the_error_names(
     assert [m.text for m in result.memories] == ["green tea every morning"]
     assert result.query == pasted and any("long query" in note for note in result.plan["notes"])
     with pytest.raises(InvalidInputError, match=r"over RecallConfig.max_query_chars \(1,000\)"):
-        r.recall(pasted, config={"max_query_chars": 1_000})
+        r.recall(pasted, config={"query": {"max_query_chars": 1_000}})
 
 
 @pytest.fixture

@@ -129,7 +129,11 @@ FAR = timezone(timedelta(hours=23, minutes=59))
         (lambda s: StoreConfig(write_batch_size=True), ConfigError, "write_batch_size must be a number"),
         (lambda s: RecallConfig(k=True), ConfigError, "k must be a number"),
         (lambda s: RecallConfig(weights={"vector": False}), ConfigError, "vector must be a number"),
-        (lambda s: MemoryRetriever(s, namespace="u", config={"candidate_depth": True}), ConfigError, "candidate_depth"),
+        (
+            lambda s: MemoryRetriever(s, namespace="u", config={"channels": {"candidate_depth": True}}),
+            ConfigError,
+            "candidate_depth",
+        ),
     ],
 )
 def test_extreme_and_mistyped_arguments_are_typed_errors(store: MemoryStore, call, error, match) -> None:  # type: ignore[no-untyped-def]

@@ -11,7 +11,7 @@ from memory_retrievers.fusion import FusedHit
 from memory_retrievers.recall.provenance import fold_into_sources
 
 NS = "u"
-QUIET = {"expansion": False, "decay": "none", "record_access": False, "hyde": False}
+QUIET = {"query_expansion": {"expansion": False, "hyde": False}, "scoring": {"decay": "none"}, "record_access": False}
 
 
 def hit(id_: str, score: float) -> FusedHit:
@@ -53,7 +53,7 @@ def test_recall_returns_the_source_turn_with_the_fact_named_on_it(store: MemoryS
 
 
 def test_folding_off_lets_facts_and_turns_compete(store: MemoryStore) -> None:
-    cfg = {**QUIET, "fact_source_weight": 0.0}
+    cfg = {**QUIET, "channels": {"fact_source_weight": 0.0}}
     res = MemoryRetriever(store, namespace=NS, config=cfg).recall("Does Ana have a dog named Rex?", k=10)
     assert "Ana adopted a dog named Rex." in [m.text for m in res.memories]
     assert all(s.explanation.folded == () for s in res.memories)

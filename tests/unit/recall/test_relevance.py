@@ -40,7 +40,7 @@ def test_relevance_is_the_clipped_cosine_of_query_and_memory(bob: MemoryStore, e
 
 
 def test_min_relevance_cuts_what_does_not_match_and_says_why(bob: MemoryStore) -> None:
-    retriever = MemoryRetriever(bob, namespace="bob", config={"min_relevance": 0.3})
+    retriever = MemoryRetriever(bob, namespace="bob", config={"relevance": {"min_relevance": 0.3}})
     answered = retriever.recall("sushi ramen", k=3, explain=True)
     assert [m.text for m in answered.memories] == ["bob likes sushi and ramen"]
     assert all(m.relevance >= 0.3 for m in answered.memories)
@@ -54,11 +54,13 @@ def test_min_relevance_cuts_what_does_not_match_and_says_why(bob: MemoryStore) -
 
 def test_pinned_memories_stay_whatever_their_relevance(bob: MemoryStore) -> None:
     pinned = bob.add("always answer in French", namespace="bob", kind="preference", pinned=True)
-    result = MemoryRetriever(bob, namespace="bob", config={"min_relevance": 0.9}).recall("quantum chromodynamics")
+    result = MemoryRetriever(bob, namespace="bob", config={"relevance": {"min_relevance": 0.9}}).recall(
+        "quantum chromodynamics"
+    )
     assert [m.id for m in result.memories] == [pinned.id]
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.5, "high", True])
 def test_a_bad_min_relevance_is_a_config_error(bob: MemoryStore, bad: object) -> None:
     with pytest.raises(ConfigError, match="min_relevance"):
-        MemoryRetriever(bob, namespace="bob", config={"min_relevance": bad})
+        MemoryRetriever(bob, namespace="bob", config={"relevance": {"min_relevance": bad}})

@@ -176,12 +176,12 @@ async def test_cues_name_the_namespaces_speakers_and_strip_them_for_the_vector_q
     assert ctx.speakers == {"melanie", "caroline"} and ctx.dates[0].start == datetime(2024, 5, 2, tzinfo=timezone.utc)
     # A caller's query_vector is used as given: nothing to embed without the names.
     assert (await read_cues(query, fake.speakers, RecallConfig(), own_vector=False)).speaker_free is None
-    no_free = RecallConfig(speaker_free_vector=False)
+    no_free = RecallConfig(query={"speaker_free_vector": False})
     assert (await read_cues(query, fake.speakers, no_free, own_vector=True)).speaker_free is None
     assert (await read_cues("What did Dana say?", fake.speakers, RecallConfig(), own_vector=True)).speakers == ()
     # Both cues off: the namespace's speakers are not even read.
     asked = fake.asked
-    off = RecallConfig(speaker_boost=1.0, speaker_free_vector=False)
+    off = RecallConfig(scoring={"speaker_boost": 1.0}, query={"speaker_free_vector": False})
     assert await read_cues(query, fake.speakers, off, own_vector=True) == Cues()
     assert fake.asked == asked
 
@@ -208,7 +208,7 @@ async def test_recall_tasks_cancel_what_is_still_running_when_the_recall_fails()
 
 async def test_links_spread_activation_by_hand(source: FakeSource) -> None:
     fused = weighted_rrf([RankedList("x", ("a", "b"))])
-    cfg = RecallConfig(link_hops=2, link_decay=0.5, link_seeds=2)
+    cfg = RecallConfig(channels={"link_hops": 2, "link_decay": 0.5, "link_seeds": 2})
     links = await spread(fused, source, cfg)
     assert links is not None and links.ids == ("c", "d")  # a -> c (1/1 * 0.5), c -> d (0.5 * 0.5)
     assert source.fetched == [["c"], ["d"]]  # one fetch per hop
@@ -227,7 +227,7 @@ async def test_rerank_blends_within_the_head_and_skips_a_broken_reranker(source:
 
     fused = [FusedHit(i, s, 0.0, ()) for i, s in (("a", 0.3), ("b", 0.2), ("c", 0.1))]
     base = {"a": 0.3, "b": 0.2, "c": 0.1}
-    cfg = RecallConfig(rerank_depth=2, rerank_weight=1.0)
+    cfg = RecallConfig(rerank={"rerank_depth": 2, "rerank_weight": 1.0})
     plan = Plan(cfg.mode, analyze("q"))
 
     class Flip:
@@ -261,12 +261,12 @@ def test_final_scores_multiply_and_sort(source: FakeSource) -> None:
 def test_assemble_cuts_below_the_floor_and_fits_the_budget(source: FakeSource) -> None:
     from memory_retrievers.recall.plan import Plan
 
-    cfg = RecallConfig(relevance_floor=0.5, mmr=False)
+    cfg = RecallConfig(relevance={"relevance_floor": 0.5}, selection={"mmr": False})
     fused = fuse([RankedList("x", ("a", "b", "c", "d"))], cfg)
     base = {h.id: h.score for h in fused}
     base["d"] = 0.0001
     scored = final_scores(
-        fused, source.memories, base, ScoringContext(now=NOW), cfg.model_copy(update={"decay": "none"})
+        fused, source.memories, base, ScoringContext(now=NOW), cfg.model_copy(update={"scoring": {"decay": "none"}})
     )
     parts = Assembly("q", source.memories, source.vectors, {}, base, {}, Plan(cfg.mode, analyze("q")), ["x"])
     counter = TiktokenCounter()
@@ -282,7 +282,7 @@ def test_assemble_cuts_below_the_floor_and_fits_the_budget(source: FakeSource) -
 
 
 async def test_feedback_pass_reads_the_top_hits_through_the_source(source: FakeSource) -> None:
-    cfg = RecallConfig(mode="hybrid", feedback_docs=2, feedback_terms=2)
+    cfg = RecallConfig(mode="hybrid", query_expansion={"feedback_docs": 2, "feedback_terms": 2})
     plan = route(analyze("cat"), cfg, has_llm=False)
     fused = weighted_rrf([RankedList("x", ("a", "c"))])
     async with RecallTasks() as tasks:
@@ -304,7 +304,7 @@ async def test_llm_stages_fall_back_on_timeouts_and_garbage(source: FakeSource) 
             await asyncio.sleep(10)
             return ""
 
-    cfg = RecallConfig(llm_timeout_s=0.05)
+    cfg = RecallConfig(query_expansion={"llm_timeout_s": 0.05})
     plan = route(analyze("what does the cat eat?"), cfg, has_llm=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
