@@ -44,9 +44,18 @@ if TYPE_CHECKING:
     from .rerank import CrossEncoderReranker, Reranker
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
     from .retriever import LLMFallbackWarning, MemoryRetriever
-    from .scoring import DecayKind
+    from .scoring import DecayKind, ScoringConfig
     from .sections import ContextSection
     from .selection import CutReason
+    from .stage_config import (
+        ChannelsConfig,
+        FusionConfig,
+        QueryConfig,
+        QueryExpansionConfig,
+        RelevanceConfig,
+        RerankConfig,
+        SelectionConfig,
+    )
     from .store import MemoryStore, default_store_path
     from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
 
@@ -96,6 +105,14 @@ _EXPORTS: dict[str, str] = {
     "RecallConfig": ".recall_config",
     "RoutingMode": ".recall_config",
     "SupersededPolicy": ".recall_config",
+    "ChannelsConfig": ".stage_config",
+    "FusionConfig": ".stage_config",
+    "QueryConfig": ".stage_config",
+    "QueryExpansionConfig": ".stage_config",
+    "RelevanceConfig": ".stage_config",
+    "RerankConfig": ".stage_config",
+    "ScoringConfig": ".scoring",
+    "SelectionConfig": ".stage_config",
     "CrossEncoderReranker": ".rerank",
     "Reranker": ".rerank",
     "CutCandidate": ".results",
@@ -166,6 +183,14 @@ __all__ = [
     "RoutingMode",
     "ScoredMemory",
     "SupersededPolicy",
+    "ChannelsConfig",
+    "FusionConfig",
+    "QueryConfig",
+    "QueryExpansionConfig",
+    "RelevanceConfig",
+    "RerankConfig",
+    "ScoringConfig",
+    "SelectionConfig",
     "TiktokenCounter",
     "TokenCounter",
     "weighted_rrf",

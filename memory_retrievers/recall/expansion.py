@@ -68,7 +68,7 @@ class LLMStages:
         plan = self._plan
         if self._expansion is not None:
             answer = await self._expansion
-            rewrites = parse_rewrites(answer or "", self._query, self._cfg.llm_rewrites)
+            rewrites = parse_rewrites(answer or "", self._query, self._cfg.query_expansion.llm_rewrites)
             if not rewrites:
                 plan.expansion = "off"
                 plan.notes.append("LLM expansion gave nothing usable; skipped")

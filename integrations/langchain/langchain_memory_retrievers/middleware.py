@@ -185,7 +185,7 @@ class MemoryMiddleware(AgentMiddleware):
         text = str(message.text)
         if not text.strip():
             return None
-        query = query_text(text, self._binding.config.max_query_chars)
+        query = query_text(text, self._binding.config.query.max_query_chars)
         namespace = self._resolve_namespace(request.runtime)
         # Without a message id two turns asking the same words could not be told apart.
         key = (namespace, message.id, query) if self.recall_once_per_turn and message.id else None

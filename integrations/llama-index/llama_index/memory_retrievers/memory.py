@@ -147,7 +147,7 @@ class RecallMemory(AdapterModel, BaseMemory):
         recent_memories = self._recent(await self.chat_store.amemories(self.session_id))
         recent = from_memories(recent_memories)
         binding = self.recall_binding()
-        limit = binding.config.max_query_chars
+        limit = binding.config.query.max_query_chars
         query = query_text(input, limit) if input and input.strip() else latest_query(recent, limit)
         if query is None:
             return recent

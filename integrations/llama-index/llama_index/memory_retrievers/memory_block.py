@@ -130,7 +130,7 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         return result.to_context()
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
-        query = latest_query(messages, self.recall_binding().config.max_query_chars)
+        query = latest_query(messages, self.recall_binding().config.query.max_query_chars)
         shown = window_texts(messages, self.store.config.max_text_chars)
         self._last_query = None if query is None else (query, shown)
         if query is None:
