@@ -2,4 +2,6 @@
 
 from memory_retrievers.cli import main
 
-main()
+# Guarded so a tool that imports every module (the docs' API reference inspects them) does not run it.
+if __name__ == "__main__":
+    main()

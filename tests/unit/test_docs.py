@@ -160,4 +160,10 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-5000:]
-    assert (tmp_path / "site" / "reference" / "api" / "core" / "index.html").is_file()
+    core = (tmp_path / "site" / "reference" / "api" / "core" / "index.html").read_text(encoding="utf-8")
+    admin = (tmp_path / "site" / "reference" / "api" / "admin" / "index.html").read_text(encoding="utf-8")
+    # The sync methods are made from their async twins at import: the reference must still show them.
+    for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list", "MemoryRetriever.recall"):
+        assert f'id="memory_retrievers.{anchor}"' in core, anchor
+    for anchor in ("purge", "apurge", "optimize", "stats"):
+        assert f'id="memory_retrievers.admin.StoreAdmin.{anchor}"' in admin, anchor
