@@ -668,7 +668,7 @@ class MemoryStoreLangGraph(BaseStore):
         args: dict[str, Any] = {
             "k": min(wanted, _RECALL_MAX),
             "token_budget": None,
-            "config": {"candidate_depth": depth},
+            "config": {"channels": {"candidate_depth": depth}},
             "query_vector": qvec,
         }
         if selected is not None:

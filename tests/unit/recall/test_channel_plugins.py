@@ -43,7 +43,13 @@ BUILT_INS = ("vector", "bm25", "context", "entity", "recency", "dated", "links")
 
 def cfg(**weights: float) -> dict[str, Any]:
     """BM25 alone unless told otherwise: no decay, MMR or access write-back, to read scores by hand."""
-    return {"decay": "none", "mmr": False, "record_access": False, "expansion": False, "weights": {**QUIET, **weights}}
+    return {
+        "scoring": {"decay": "none"},
+        "selection": {"mmr": False},
+        "record_access": False,
+        "query_expansion": {"expansion": False},
+        "weights": {**QUIET, **weights},
+    }
 
 
 class Pin:

@@ -78,9 +78,12 @@ def test_an_adapter_pickled_by_an_earlier_version_still_loads(store: MemoryStore
     from llama_index.memory_retrievers import chat_store
     from memory_retrievers.integration import register, store_spec
 
-    class Earlier:  # what an earlier version's __reduce__ wrote: chat_store.admin.restore and the fields
+    class Earlier:  # what an earlier version's __reduce__ wrote: chat_store.restore and the fields
         def __reduce__(self) -> tuple[Any, ...]:
-            return (chat_store.admin.restore, (cls, {"store": store_spec(store, cls.__name__), "namespace": "alice"}))
+            return (
+                chat_store.restore,
+                (cls, {"store": store_spec(store, cls.__name__), "namespace": "alice"}),
+            )  # codemod: keep
 
     register(store)  # the live store of the process, as an adapter built on it would have made it
     loaded = pickle.loads(pickle.dumps(Earlier()))
