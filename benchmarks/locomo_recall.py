@@ -437,7 +437,8 @@ def main() -> None:
         for mode in memories:
             if mode != "turns":
                 # Facts folded into their source turns (the default) and competing with them.
-                variants = {"": {}, ", facts not folded": {"fact_source_weight": 0.0}} if "turns" in mode else None
+                unfolded = {"channels": {"fact_source_weight": 0.0}}
+                variants = {"": {}, ", facts not folded": unfolded} if "turns" in mode else None
                 formed, formation[mode], formed_store = build_formed(turns, emb, Path(tmp), mode, args.data, variants)
                 stores.append(formed_store)
                 systems.update(formed)

@@ -46,7 +46,7 @@ class RecallRetriever(AdapterModel, BaseRetriever):
     Every document's ``id`` is the memory id; ``metadata`` holds the memory's fields, its ``score``
     (higher is better; it orders one recall and means nothing across queries), its ``relevance``
     (cosine similarity to the query in [0, 1], comparable across queries: filter on it, or set
-    ``recall_config={"min_relevance": ...}``) and an ``explanation`` of how the score was made.
+    ``recall_config={"relevance": {"min_relevance": ...}}``) and an ``explanation`` of how the score was made.
 
     Per call, ``invoke``/``ainvoke`` accept ``k``, ``token_budget``, ``recall_config`` (a dict of
     :class:`~memory_retrievers.RecallConfig` overrides), ``project``, ``topic``, ``explain``, ``now``,

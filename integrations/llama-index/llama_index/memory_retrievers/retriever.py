@@ -152,7 +152,8 @@ class RecallRetriever(BaseRetriever):
         score: What ``NodeWithScore.score`` holds (see :func:`to_nodes`): ``"calibrated"``
             (default: the calibrated score in [0, 1], comparable across queries, for
             ``SimilarityPostprocessor(similarity_cutoff=...)``) or ``"relevance"`` (cosine
-            similarity). To drop memories in recall itself, set ``recall_config={"min_score": ...}``.
+            similarity). To drop memories in recall itself, set
+            ``recall_config={"relevance": {"min_score": ...}}``.
         callback_manager: LlamaIndex callbacks.
 
     Example:
