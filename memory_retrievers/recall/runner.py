@@ -163,7 +163,12 @@ class ChannelRunner:
         cfg = self._config
         for name in names:
             given = ChannelInput(
-                self._source, query, cfg, self._registry.weight(name, cfg.weights), cfg.channels.candidate_depth, tuple(fused)
+                self._source,
+                query,
+                cfg,
+                self._registry.weight(name, cfg.weights),
+                cfg.channels.candidate_depth,
+                tuple(fused),
             )
             self._jobs.append(self._tasks.start(self._guarded(self._registry[name], given)))
 
