@@ -1,0 +1,17 @@
+"""Red-team tests of the issue 28 refactor, LangChain adapter side."""
+
+from __future__ import annotations
+
+import pytest
+
+from langchain_memory_retrievers import RecallRetriever
+from memory_retrievers import ConfigError, MemoryStore
+
+
+def test_a_misspelled_channel_weight_is_refused_when_the_retriever_is_built(store: MemoryStore) -> None:
+    # At c4d7fc4, RecallRetriever(recall_config={"weights": {"vectr": 2}}) raised at construction
+    # (ChannelWeights refused unknown names). Now ChannelWeights takes any name (plug-in weights)
+    # and the AdapterModel builds its RecallBinding lazily, so the typo passes construction and the
+    # first invoke in production raises instead.
+    with pytest.raises((ConfigError, ValueError), match="vectr"):
+        RecallRetriever(store=store, namespace="alice", recall_config={"weights": {"vectr": 2.0}})
