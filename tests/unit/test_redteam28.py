@@ -6,10 +6,12 @@ Each test pins one defect found by probing the merged tree; they fail until it i
 from __future__ import annotations
 
 import inspect
+import time
+import warnings
 
 import pytest
 
-from memory_retrievers import MemoryStore, StoreAdmin
+from memory_retrievers import ChannelFailedWarning, MemoryRetriever, MemoryStore, Need, RankedList, StoreAdmin
 
 ASYNC_MOVED = ["aoptimize", "apurge", "aexpire", "astats", "aexport", "arestore", "aflush_access"]
 
@@ -31,3 +33,60 @@ def test_deprecated_async_admin_alias_on_an_instance_is_a_coroutine_function(sto
     # The bound alias on a live store reads like store.admin's bound method
     assert inspect.iscoroutinefunction(getattr(store.admin, name))
     assert inspect.iscoroutinefunction(getattr(store, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# A plug-in channel with a plain (sync) search: the protocol allows it (runner._searched calls
+# channel.search(given) and awaits only when the result is awaitable), but it then runs on the
+# store's private event loop thread. asyncio.wait_for cannot interrupt it, and while it blocks,
+# the built-in channels' own timers expire: they are the ones dropped and blamed.
+
+
+class _SlowSync:
+    """A user's channel whose search is plain (not async) and slow: e.g. a blocking HTTP client."""
+
+    name = "slow"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    def search(self, given: object) -> list[RankedList]:
+        time.sleep(self.seconds)
+        return []
+
+
+def _recall_with_slow_plugin(store: MemoryStore) -> tuple[float, list[str], list[str]]:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_SlowSync(1.5)], channel_timeout_s=0.3)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = retriever.recall("what does alice like to drink, tea?", namespace="alice")
+    elapsed = time.perf_counter() - started
+    failed = [str(w.message) for w in caught if issubclass(w.category, ChannelFailedWarning)]
+    return elapsed, failed, [m.text for m in result.memories]
+
+
+def test_a_slow_sync_plugin_channel_is_cut_at_channel_timeout_s(store: MemoryStore) -> None:
+    # Given a plug-in whose plain search takes 1.5 s and a retriever with channel_timeout_s=0.3
+    elapsed, failed, _ = _recall_with_slow_plugin(store)
+    # Then the recall does not wait for it (the documented promise of channel_timeout_s) and the
+    # warning names the slow plug-in.
+    # Observed: elapsed ~1.5 s, no warning about 'slow' at all.
+    assert elapsed < 1.0, f"recall took {elapsed:.2f} s: the sync plug-in blocked the store's loop"
+    assert any("'slow'" in message for message in failed), failed
+
+
+def test_a_slow_sync_plugin_does_not_get_built_in_channels_dropped(store: MemoryStore) -> None:
+    # Observed: "channel 'bm25' timed out after 0.3 s" and "channel 'context' timed out after 0.3 s":
+    # the built-ins are dropped from the fusion (and blamed) because the plug-in blocked the loop
+    # past their deadline; the recall silently loses its two strongest channels.
+    _, failed, _ = _recall_with_slow_plugin(store)
+    blamed = [m for m in failed if "'slow'" not in m]
+    assert blamed == [], blamed
