@@ -9,10 +9,22 @@ import asyncio
 import inspect
 import time
 import warnings
+from datetime import timedelta
+from pathlib import Path
 
+import lancedb
 import pytest
 
-from memory_retrievers import ChannelFailedWarning, MemoryRetriever, MemoryStore, Need, RankedList, StoreAdmin
+from memory_retrievers import (
+    ChannelFailedWarning,
+    ConfigError,
+    HashEmbedder,
+    MemoryRetriever,
+    MemoryStore,
+    Need,
+    RankedList,
+    StoreAdmin,
+)
 
 ASYNC_MOVED = ["aoptimize", "apurge", "aexpire", "astats", "aexport", "arestore", "aflush_access"]
 
@@ -118,3 +130,52 @@ def test_a_plugin_raising_cancelled_error_is_dropped_not_the_recall(store: Memor
     with pytest.warns(ChannelFailedWarning, match="cancelled"):
         result = retriever.recall("what does alice drink?", namespace="alice")
     assert [m.text for m in result.memories] == ["alice likes green tea"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The store on a caller's LanceDB connection (storage/caller.py): two stores on one connection.
+
+
+def test_two_stores_on_one_caller_connection_see_each_others_writes(tmp_path: Path, embedder: HashEmbedder) -> None:
+    # Given one application connection (lancedb.connect defaults) and two stores on it, as a
+    # service opening a store per worker/request on its shared connection would
+    db = lancedb.connect(tmp_path / "app")
+    first = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    second = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    try:
+        # When one store writes and flushes
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        # Then the other reads it: each store reports read_consistency_interval=0 ("every read
+        # checks", docs/RELIABILITY.md), and a URI store does see another store's commits.
+        # Observed: second.count() == 0 forever; the caller's connection never checks for updates
+        # and the store's own setting is silently not applied.
+        assert second.config.read_consistency_interval == timedelta(0)
+        assert second.count(namespace="alice") == 1
+        found = MemoryRetriever(second).recall("what does alice drink?", namespace="alice")
+        assert [m.text for m in found.memories] == ["alice likes green tea"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_silently_ignored(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    # storage_options + connection is refused with ConfigError ("set them on your connection");
+    # read_consistency_interval given explicitly with connection= is accepted, reported by
+    # store.config, and not applied. Either refuse it like storage_options or honour it.
+    db = lancedb.connect(tmp_path / "app")
+    cfg = {"read_consistency_interval": timedelta(0)}
+    try:
+        first = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+        second = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+    except ConfigError:
+        return  # refused, like storage_options: fine
+    try:
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        assert second.count(namespace="alice") == 1, "read_consistency_interval=0 was accepted but not applied"
+    finally:
+        first.close()
+        second.close()
