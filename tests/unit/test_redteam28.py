@@ -179,3 +179,59 @@ def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_sil
     finally:
         first.close()
         second.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API of c4d7fc4: memory_retrievers.scoring.ScoringParams (in scoring.__all__) was a frozen
+# dataclass with 12 required fields, the first named decay_kind; RecallConfig.scoring_params()
+# returned one, and its docstring said "vary one with dataclasses.replace". The deprecated alias
+# now hands back ScoringConfig (a pydantic model whose field is `decay`): the deprecation warns,
+# then the old code breaks. "The public API of today keeps working (deprecations warn)".
+
+_OLD_PARAMS = {
+    "decay_kind": "exponential",
+    "decay_scale_days": 60.0,
+    "half_life_days": 30.0,
+    "decay_weight": 0.2,
+    "pinned_boost": 1.1,
+    "kind_boosts": {"fact": 1.0},
+    "same_project_boost": 1.3,
+    "other_project_penalty": 0.8,
+    "no_project_penalty": 0.9,
+    "cross_topic_penalty": 0.4,
+    "speaker_boost": 2.0,
+    "date_boost": 2.0,
+}
+
+
+def test_scoring_params_built_the_old_way_still_drives_decay() -> None:
+    from memory_retrievers import DecayKind, MemoryKind
+    from memory_retrievers import scoring
+
+    with pytest.warns(DeprecationWarning):
+        params_type = scoring.ScoringParams
+    # Observed: ConfigError "invalid ScoringConfig: unknown key 'decay_kind'"
+    params = params_type(**{**_OLD_PARAMS, "decay_kind": DecayKind.EXPONENTIAL, "kind_boosts": {MemoryKind.FACT: 1.0}})
+    # 30 days at a 30-day half-life: 0.5; factor (1 - 0.2) + 0.2 * 0.5 = 0.9 (c4d7fc4 returned 0.9)
+    assert scoring.decay(30.0, params) == pytest.approx(0.9)
+
+
+def test_scoring_params_result_keeps_its_old_reads() -> None:
+    from memory_retrievers import RecallConfig
+
+    with pytest.warns(DeprecationWarning):
+        params = RecallConfig().scoring_params()
+    # Observed: AttributeError 'ScoringConfig' object has no attribute 'decay_kind'
+    assert params.decay_kind.value == "hyperbolic"  # type: ignore[attr-defined]
+
+
+def test_scoring_params_result_still_varies_with_dataclasses_replace() -> None:
+    import dataclasses
+
+    from memory_retrievers import RecallConfig
+
+    with pytest.warns(DeprecationWarning):
+        params = RecallConfig().scoring_params()
+    # Observed: TypeError "replace() should be called on dataclass instances"
+    varied = dataclasses.replace(params, decay_weight=0.5)  # type: ignore[type-var]
+    assert varied.decay_weight == 0.5
