@@ -304,3 +304,47 @@ def test_a_recall_config_pickled_by_the_release_before_sections_drives_a_recall(
     # Observed: AttributeError 'RecallConfig' object has no attribute 'query' on the first recall
     found = retriever.recall("what does alice drink?", namespace="alice")
     assert [m.text for m in found.memories] == ["alice likes green tea"]
+
+
+# ---------------------------------------------------------------------------------------------
+# MemoryStore.from_table: store.uri is the *table's* URI (<db>/memories.lance; CallerTable.open
+# returns str(await table.uri())), while every other store's uri is the database's. store_spec
+# (what pickle / model_dump / LangChain dumps of an adapter write) records that uri with the
+# table name, so another process reopens MemoryStore("<db>/memories.lance", table_name="memories"):
+# a new, empty table nested inside the caller's table directory. Recall there finds nothing and
+# writes land in the nested table. (End to end, a RecallRetriever on a from_table store pickled
+# and loaded in a subprocess returned [] where the original returned the memory.)
+
+
+def test_a_from_table_store_reopens_from_its_spec_on_the_same_table(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from memory_retrievers.handles import store_spec
+
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    owner.add("alice likes green tea", namespace="alice")
+    owner.flush()
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    spec = store_spec(mine, "RecallRetriever")
+    # What another process does with the spec (handles.open_store, without this process's live store)
+    reopened = MemoryStore(spec["uri"], table_name=spec["table_name"], embedder=embedder)
+    try:
+        # Observed: spec["uri"] == ".../app/memories.lance", reopened.count(...) == 0, and a
+        # directory memories.lance/memories.lance now exists inside the caller's table.
+        assert reopened.count(namespace="alice") == 1
+        assert not (tmp_path / "app" / "memories.lance" / "memories.lance").exists()
+    finally:
+        reopened.close()
+        mine.close()
+        owner.close()
+
+
+def test_a_from_table_store_reports_the_database_uri_like_any_store(tmp_path: Path, embedder: HashEmbedder) -> None:
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    try:
+        # Observed: owner.uri == ".../app", mine.uri == ".../app/memories.lance" for the same table
+        assert mine.uri == owner.uri
+    finally:
+        mine.close()
+        owner.close()
