@@ -17,6 +17,7 @@ import pytest
 
 from memory_retrievers import (
     ChannelFailedWarning,
+    ChannelInput,
     ConfigError,
     HashEmbedder,
     MemoryRetriever,
@@ -348,3 +349,40 @@ def test_a_from_table_store_reports_the_database_uri_like_any_store(tmp_path: Pa
     finally:
         mine.close()
         owner.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# A plug-in replacing a built-in: MemoryRetriever's docstring says "channels: ... or replacing the
+# built-in of the same name. Give each a weight in config.weights by its name (else it weighs its
+# default_weight)". ChannelRegistry.weight asks weights.get(name), and a built-in name is a
+# ChannelWeights field that always has a value, so the replacement's default_weight never applies.
+
+
+class _MyVector:
+    """A user's own vector channel (e.g. over an external ANN index), replacing the built-in."""
+
+    name = "vector"
+    needs: frozenset[Need] = frozenset({Need.VECTOR})
+    default_weight = 3.0
+
+    def __init__(self) -> None:
+        self.weights: list[float] = []
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    def search(self, given: ChannelInput) -> list[RankedList]:
+        self.weights.append(given.weight)
+        return []
+
+
+def test_a_plugin_replacing_a_built_in_weighs_its_default_weight_when_the_config_names_none(
+    store: MemoryStore,
+) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    mine = _MyVector()
+    retriever = MemoryRetriever(store, channels=[mine])
+    retriever.recall("what does alice drink?", namespace="alice")
+    # Observed: [1.0] (ChannelWeights().vector, the built-in's default), not the plug-in's 3.0
+    assert mine.weights == [3.0]
