@@ -386,3 +386,62 @@ def test_a_plugin_replacing_a_built_in_weighs_its_default_weight_when_the_config
     retriever.recall("what does alice drink?", namespace="alice")
     # Observed: [1.0] (ChannelWeights().vector, the built-in's default), not the plug-in's 3.0
     assert mine.weights == [3.0]
+
+
+# docs/RELIABILITY.md item 10: "A plug-in that never returns, or blocks, costs itself, not the
+# process ... An `async def` plug-in runs on a loop of its own, so one that blocks inside
+# `async def` no longer stops every store's writes and recalls, and its timeout fires."
+# Channels are the new plug-ins (issue 28) and get neither: ChannelRunner awaits their search on
+# the store's loop.
+
+
+class _BlocksInsideAsync:
+    """A user's channel with an `async def` search that does blocking work (a sync client call)."""
+
+    name = "blocking"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    async def search(self, given: object) -> list[RankedList]:
+        time.sleep(1.5)
+        return []
+
+
+def test_an_async_plugin_channel_that_blocks_inside_async_def_is_cut_at_its_timeout(store: MemoryStore) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_BlocksInsideAsync()], channel_timeout_s=0.3)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        retriever.recall("what does alice drink?", namespace="alice")
+    # Observed: ~1.5 s (the timeout never fires while the loop is blocked)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_blocking_plugin_channel_in_one_tenants_recall_does_not_stall_another_tenants_write(
+    store: MemoryStore,
+) -> None:
+    import threading
+
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_SlowSync(2.0)], channel_timeout_s=0.3)
+
+    def alice() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            retriever.recall("what does alice drink?", namespace="alice")
+
+    worker = threading.Thread(target=alice)
+    worker.start()
+    time.sleep(0.3)  # alice's recall is inside the plug-in now
+    started = time.perf_counter()
+    store.add("bob likes black coffee", namespace="bob")
+    waited = time.perf_counter() - started
+    worker.join()
+    # Observed: bob's add waits ~1.7 s, until alice's plug-in returns (one loop for the store)
+    assert waited < 0.5, f"bob's add waited {waited:.2f} s behind alice's plug-in channel"
