@@ -70,3 +70,25 @@ def test_a_retriever_pickled_with_a_recall_config_by_the_release_before_sections
     restored = _restore(RecallRetriever, {"store": store, "namespace": "alice", "recall_config": old_config})
     docs = restored.invoke("what does alice drink?")
     assert [d.page_content for d in docs] == ["alice likes green tea"]
+
+
+# At c4d7fc4 MemoryChatMessageHistory and MemoryStoreLangGraph refused a non-store with
+# InvalidInputError (their docstrings' Raises); the adapter base now raises ConfigError, which is
+# not an InvalidInputError (both are ValueErrors): an `except InvalidInputError` written against
+# the release before no longer catches it, and nothing warned.
+
+
+def test_chat_history_still_refuses_a_non_store_with_invalid_input_error() -> None:
+    from langchain_memory_retrievers import MemoryChatMessageHistory
+    from memory_retrievers import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="MemoryStore"):
+        MemoryChatMessageHistory("./not-a-store", namespace="alice", session_id="s1")  # type: ignore[arg-type]
+
+
+def test_langgraph_store_still_refuses_a_non_store_with_invalid_input_error() -> None:
+    from langchain_memory_retrievers import MemoryStoreLangGraph
+    from memory_retrievers import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="MemoryStore"):
+        MemoryStoreLangGraph("./not-a-store")  # type: ignore[arg-type]
