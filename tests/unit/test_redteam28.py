@@ -445,3 +445,21 @@ def test_a_blocking_plugin_channel_in_one_tenants_recall_does_not_stall_another_
     worker.join()
     # Observed: bob's add waits ~1.7 s, until alice's plug-in returns (one loop for the store)
     assert waited < 0.5, f"bob's add waited {waited:.2f} s behind alice's plug-in channel"
+
+
+# ---------------------------------------------------------------------------------------------
+# Flat config names given per call. recall() runs arecall on the store's private loop thread, so
+# recall_config._warn_flat walks up to the first frame outside the library and finds asyncio's
+# events.py: the DeprecationWarning is attributed to asyncio/events.py:80. Python's default
+# filters show a DeprecationWarning only when attributed to __main__, so a user's script passing
+# config={"mmr": False} per call is never told the name goes away in the next release.
+
+
+def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: MemoryStore) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, namespace="alice")
+    with pytest.warns(DeprecationWarning, match="mmr") as caught:
+        retriever.recall("what does alice drink?", config={"mmr": False})
+    # Observed: .../asyncio/events.py
+    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
