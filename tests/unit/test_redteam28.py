@@ -206,8 +206,7 @@ _OLD_PARAMS = {
 
 
 def test_scoring_params_built_the_old_way_still_drives_decay() -> None:
-    from memory_retrievers import DecayKind, MemoryKind
-    from memory_retrievers import scoring
+    from memory_retrievers import DecayKind, MemoryKind, scoring
 
     with pytest.warns(DeprecationWarning):
         params_type = scoring.ScoringParams
