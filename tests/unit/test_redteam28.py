@@ -462,3 +462,17 @@ def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: Mem
         retriever.recall("what does alice drink?", config={"mmr": False})
     # Observed: .../asyncio/events.py
     assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
+
+
+# ---------------------------------------------------------------------------------------------
+# memory_retrievers.selection.select (in selection.__all__) took `candidates` as an ordinary
+# parameter at c4d7fc4; it is now positional-only (`candidates, params=None, /, **keywords`), so
+# the keyword form of earlier releases, which the new docstring says is still accepted, fails
+# when it names candidates too. Observed: TypeError "select() missing 1 required positional
+# argument: 'candidates'"; c4d7fc4 returned ([], []).
+
+
+def test_select_still_takes_candidates_by_keyword() -> None:
+    from memory_retrievers.selection import select
+
+    assert select(candidates=[], k=5, token_budget=None, mmr_similarity_floor=0.0) == ([], [])  # type: ignore[call-arg]
