@@ -1,0 +1,478 @@
+"""Red-team tests of the issue 28 refactor: behaviour users relied on at c4d7fc4 that changed.
+
+Each test pins one defect found by probing the merged tree; they fail until it is fixed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+import warnings
+from datetime import timedelta
+from pathlib import Path
+
+import lancedb
+import pytest
+
+from memory_retrievers import (
+    ChannelFailedWarning,
+    ChannelInput,
+    ConfigError,
+    HashEmbedder,
+    MemoryRetriever,
+    MemoryStore,
+    Need,
+    RankedList,
+    StoreAdmin,
+)
+
+ASYNC_MOVED = ["aoptimize", "apurge", "aexpire", "astats", "aexport", "arestore", "aflush_access"]
+
+
+@pytest.mark.parametrize("name", ASYNC_MOVED)
+def test_deprecated_async_admin_aliases_are_still_coroutine_functions(name: str) -> None:
+    # Given the async admin methods that moved to store.admin (at c4d7fc4 each was an `async def`
+    # on MemoryStore, and store.admin's still is)
+    assert inspect.iscoroutinefunction(getattr(StoreAdmin, name))
+    # When the deprecated alias left on MemoryStore is inspected the way frameworks dispatch
+    # (LangChain tools, asyncio.iscoroutinefunction checks, FastAPI dependencies)
+    alias = getattr(MemoryStore, name)
+    # Then it is still a coroutine function, like the method it forwards to
+    assert inspect.iscoroutinefunction(alias), f"MemoryStore.{name} is no longer a coroutine function"
+
+
+@pytest.mark.parametrize("name", ASYNC_MOVED)
+def test_deprecated_async_admin_alias_on_an_instance_is_a_coroutine_function(store: MemoryStore, name: str) -> None:
+    # The bound alias on a live store reads like store.admin's bound method
+    assert inspect.iscoroutinefunction(getattr(store.admin, name))
+    assert inspect.iscoroutinefunction(getattr(store, name))
+
+
+# ---------------------------------------------------------------------------------------------
+# A plug-in channel with a plain (sync) search: the protocol allows it (runner._searched calls
+# channel.search(given) and awaits only when the result is awaitable), but it then runs on the
+# store's private event loop thread. asyncio.wait_for cannot interrupt it, and while it blocks,
+# the built-in channels' own timers expire: they are the ones dropped and blamed.
+
+
+class _SlowSync:
+    """A user's channel whose search is plain (not async) and slow: e.g. a blocking HTTP client."""
+
+    name = "slow"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    def search(self, given: object) -> list[RankedList]:
+        time.sleep(self.seconds)
+        return []
+
+
+def _recall_with_slow_plugin(store: MemoryStore) -> tuple[float, list[str], list[str]]:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_SlowSync(1.5)], channel_timeout_s=0.3)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        result = retriever.recall("what does alice like to drink, tea?", namespace="alice")
+    elapsed = time.perf_counter() - started
+    failed = [str(w.message) for w in caught if issubclass(w.category, ChannelFailedWarning)]
+    return elapsed, failed, [m.text for m in result.memories]
+
+
+def test_a_slow_sync_plugin_channel_is_cut_at_channel_timeout_s(store: MemoryStore) -> None:
+    # Given a plug-in whose plain search takes 1.5 s and a retriever with channel_timeout_s=0.3
+    elapsed, failed, _ = _recall_with_slow_plugin(store)
+    # Then the recall does not wait for it (the documented promise of channel_timeout_s) and the
+    # warning names the slow plug-in.
+    # Observed: elapsed ~1.5 s, no warning about 'slow' at all.
+    assert elapsed < 1.0, f"recall took {elapsed:.2f} s: the sync plug-in blocked the store's loop"
+    assert any("'slow'" in message for message in failed), failed
+
+
+def test_a_slow_sync_plugin_does_not_get_built_in_channels_dropped(store: MemoryStore) -> None:
+    # Observed: "channel 'bm25' timed out after 0.3 s" and "channel 'context' timed out after 0.3 s":
+    # the built-ins are dropped from the fusion (and blamed) because the plug-in blocked the loop
+    # past their deadline; the recall silently loses its two strongest channels.
+    _, failed, _ = _recall_with_slow_plugin(store)
+    blamed = [m for m in failed if "'slow'" not in m]
+    assert blamed == [], blamed
+
+
+class _CancelledInside:
+    """A user's channel whose own awaited call was cancelled (e.g. a client's internal cancel scope)."""
+
+    name = "cancelled"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    async def search(self, given: object) -> list[RankedList]:
+        raise asyncio.CancelledError()
+
+
+def test_a_plugin_raising_cancelled_error_is_dropped_not_the_recall(store: MemoryStore) -> None:
+    # runner.ChannelRunner._guarded catches `Exception` only; CancelledError is a BaseException,
+    # so a plug-in's own CancelledError escapes the guard and cancels the whole recall.
+    # Observed: the sync recall() raises asyncio.CancelledError. Expected (runner's docstring: a
+    # channel that raises is dropped with a ChannelFailedWarning, the recall goes on).
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_CancelledInside()])
+    with pytest.warns(ChannelFailedWarning, match="cancelled"):
+        result = retriever.recall("what does alice drink?", namespace="alice")
+    assert [m.text for m in result.memories] == ["alice likes green tea"]
+
+
+# ---------------------------------------------------------------------------------------------
+# The store on a caller's LanceDB connection (storage/caller.py): two stores on one connection.
+
+
+def test_two_stores_on_one_caller_connection_see_each_others_writes(tmp_path: Path, embedder: HashEmbedder) -> None:
+    # Given one application connection (lancedb.connect defaults) and two stores on it, as a
+    # service opening a store per worker/request on its shared connection would
+    db = lancedb.connect(tmp_path / "app")
+    first = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    second = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    try:
+        # When one store writes and flushes
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        # Then the other reads it: each store reports read_consistency_interval=0 ("every read
+        # checks", docs/RELIABILITY.md), and a URI store does see another store's commits.
+        # Observed: second.count() == 0 forever; the caller's connection never checks for updates
+        # and the store's own setting is silently not applied.
+        assert second.config.read_consistency_interval == timedelta(0)
+        assert second.count(namespace="alice") == 1
+        found = MemoryRetriever(second).recall("what does alice drink?", namespace="alice")
+        assert [m.text for m in found.memories] == ["alice likes green tea"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_silently_ignored(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    # storage_options + connection is refused with ConfigError ("set them on your connection");
+    # read_consistency_interval given explicitly with connection= is accepted, reported by
+    # store.config, and not applied. Either refuse it like storage_options or honour it.
+    db = lancedb.connect(tmp_path / "app")
+    cfg = {"read_consistency_interval": timedelta(0)}
+    try:
+        first = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+        second = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+    except ConfigError:
+        return  # refused, like storage_options: fine
+    try:
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        assert second.count(namespace="alice") == 1, "read_consistency_interval=0 was accepted but not applied"
+    finally:
+        first.close()
+        second.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# Public API of c4d7fc4: memory_retrievers.scoring.ScoringParams (in scoring.__all__) was a frozen
+# dataclass with 12 required fields, the first named decay_kind; RecallConfig.scoring_params()
+# returned one, and its docstring said "vary one with dataclasses.replace". The deprecated alias
+# now hands back ScoringConfig (a pydantic model whose field is `decay`): the deprecation warns,
+# then the old code breaks. "The public API of today keeps working (deprecations warn)".
+
+_OLD_PARAMS = {
+    "decay_kind": "exponential",
+    "decay_scale_days": 60.0,
+    "half_life_days": 30.0,
+    "decay_weight": 0.2,
+    "pinned_boost": 1.1,
+    "kind_boosts": {"fact": 1.0},
+    "same_project_boost": 1.3,
+    "other_project_penalty": 0.8,
+    "no_project_penalty": 0.9,
+    "cross_topic_penalty": 0.4,
+    "speaker_boost": 2.0,
+    "date_boost": 2.0,
+}
+
+
+def test_scoring_params_built_the_old_way_still_drives_decay() -> None:
+    from memory_retrievers import DecayKind, MemoryKind, scoring
+
+    with pytest.warns(DeprecationWarning):
+        params_type = scoring.ScoringParams
+    # Observed: ConfigError "invalid ScoringConfig: unknown key 'decay_kind'"
+    params = params_type(**{**_OLD_PARAMS, "decay_kind": DecayKind.EXPONENTIAL, "kind_boosts": {MemoryKind.FACT: 1.0}})
+    # 30 days at a 30-day half-life: 0.5; factor (1 - 0.2) + 0.2 * 0.5 = 0.9 (c4d7fc4 returned 0.9)
+    assert scoring.decay(30.0, params) == pytest.approx(0.9)
+
+
+def test_scoring_params_result_keeps_its_old_reads() -> None:
+    from memory_retrievers import RecallConfig
+
+    with pytest.warns(DeprecationWarning):
+        params = RecallConfig().scoring_params()
+    # Observed: AttributeError 'ScoringConfig' object has no attribute 'decay_kind'
+    assert params.decay_kind.value == "hyperbolic"  # type: ignore[attr-defined]
+
+
+def test_scoring_params_result_still_varies_with_dataclasses_replace() -> None:
+    import dataclasses
+
+    from memory_retrievers import RecallConfig
+
+    with pytest.warns(DeprecationWarning):
+        params = RecallConfig().scoring_params()
+    # Observed: TypeError "replace() should be called on dataclass instances"
+    varied = dataclasses.replace(params, decay_weight=0.5)  # type: ignore[type-var]
+    assert varied.decay_weight == 0.5
+
+
+# ---------------------------------------------------------------------------------------------
+# A RecallConfig pickled by c4d7fc4 (flat fields). Pydantic unpickles by restoring __dict__, so
+# no validator (RecallConfig._flat_names) runs: the object has k/rrf_k/decay... in its __dict__ and
+# no sections. Every read of a section, and every flat read (FlatReads goes through the section),
+# raises AttributeError; a MemoryRetriever given it (or an adapter pickled with a recall_config,
+# restored through _restore(cls, state)) fails on its first recall. RecallConfig needs a
+# __setstate__ that moves flat keys into their sections.
+
+#: pickle.dumps(RecallConfig(k=3, decay="none"), protocol=4) made by c4d7fc4 (flat fields), base64.
+OLD_CONFIG_PICKLE = (
+    "gASVuwcAAAAAAACMH21lbW9yeV9yZXRyaWV2ZXJzLnJlY2FsbF9jb25maWeUjAxSZWNhbGxDb25maWeUk5QpgZR9lCiMCF9f"
+    "ZGljdF9flH2UKIwEbW9kZZRoAIwLUm91dGluZ01vZGWUk5SMBGF1dG+UhZRSlIwHd2VpZ2h0c5RoAIwOQ2hhbm5lbFdlaWdo"
+    "dHOUk5QpgZR9lChoBX2UKIwGdmVjdG9ylEc/8AAAAAAAAIwEYm0yNZRHP+AAAAAAAACMB2NvbnRleHSUR0AAAAAAAAAAjAVk"
+    "YXRlZJRHQAAAAAAAAACMBmVudGl0eZRHP/AAAAAAAACMB3JlY2VuY3mURz/gAAAAAAAAjAVsaW5rc5RHP+AAAAAAAACMBGh5"
+    "ZGWURz/wAAAAAAAAdYwSX19weWRhbnRpY19leHRyYV9flE6MF19fcHlkYW50aWNfZmllbGRzX3NldF9flI+UjBRfX3B5ZGFu"
+    "dGljX3ByaXZhdGVfX5ROdWKMD2NhbmRpZGF0ZV9kZXB0aJRLHowFcnJmX2uUR0BOAAAAAAAAjAtyYW5rMV9ib251c5RHP6mZ"
+    "mZmZmZqMCnRvcDNfYm9udXOURz+UeuFHrhR7jBVvcmlnaW5hbF9xdWVyeV93ZWlnaHSUR0AAAAAAAAAAjA5zZW1hbnRpY19i"
+    "bGVuZJRHAAAAAAAAAACMCWV4cGFuc2lvbpSIjAxsbG1fcmV3cml0ZXOUSwOMDWZlZWRiYWNrX2RvY3OUSwOMDmZlZWRiYWNr"
+    "X3Rlcm1zlEsDaBqIjA1yb2NjaGlvX2FscGhhlEc/8AAAAAAAAIwMcm9jY2hpb19iZXRhlEc/4AAAAAAAAIwNbGxtX3RpbWVv"
+    "dXRfc5RHQCQAAAAAAACMCWxpbmtfaG9wc5RLAYwKbGlua19kZWNheZRHP+AAAAAAAACMCmxpbmtfc2VlZHOUSwWMEmZhY3Rf"
+    "c291cmNlX3dlaWdodJRHP+AAAAAAAACMBWRlY2F5lIwZbWVtb3J5X3JldHJpZXZlcnMuc2NvcmluZ5SMCURlY2F5S2luZJST"
+    "lIwEbm9uZZSFlFKUjBBkZWNheV9zY2FsZV9kYXlzlEdATgAAAAAAAIwOaGFsZl9saWZlX2RheXOUR0BOAAAAAAAAjAxkZWNh"
+    "eV93ZWlnaHSURz/JmZmZmZmajAxwaW5uZWRfYm9vc3SURz/xmZmZmZmajAtraW5kX2Jvb3N0c5R9lCiMGG1lbW9yeV9yZXRy"
+    "aWV2ZXJzLm1vZGVsc5SMCk1lbW9yeUtpbmSUk5SMB2luc2lnaHSUhZRSlEc/+AAAAAAAAGg/jAVldmVudJSFlFKURz/wAAAA"
+    "AAAAaD+MBGZhY3SUhZRSlEc/8AAAAAAAAGg/jApwcmVmZXJlbmNllIWUUpRHP/AAAAAAAABoP4wHbWVzc2FnZZSFlFKURz/w"
+    "AAAAAAAAaD+MA3Jhd5SFlFKURz/gAAAAAAAAdYwNc3BlYWtlcl9ib29zdJRHQAAAAAAAAACME3NwZWFrZXJfZnJlZV92ZWN0"
+    "b3KUiIwSYXNrZWRfdmVjdG9yX3NoYXJllEcAAAAAAAAAAIwKZGF0ZV9ib29zdJRHQAAAAAAAAACMEnNhbWVfcHJvamVjdF9i"
+    "b29zdJRHP/TMzMzMzM2MFW90aGVyX3Byb2plY3RfcGVuYWx0eZRHP+mZmZmZmZqMEm5vX3Byb2plY3RfcGVuYWx0eZRHP+zM"
+    "zMzMzM2ME2Nyb3NzX3RvcGljX3BlbmFsdHmURz/ZmZmZmZmajApzdXBlcnNlZGVklGgAjBBTdXBlcnNlZGVkUG9saWN5lJOU"
+    "jARkcm9wlIWUUpSMD3JlbGV2YW5jZV9mbG9vcpRHAAAAAAAAAACMDW1pbl9yZWxldmFuY2WURwAAAAAAAAAAjA1hYnN0YWlu"
+    "X2JlbG93lE6MEWFic3RhaW5fcmVsZXZhbmNllE6MCW1pbl9zY29yZZROjAtjYWxpYnJhdGlvbpROjA9jb2xsYXBzZV9jb3Bp"
+    "ZXOUiIwNZXhjZXJwdF9jaGFyc5RNsASMD21heF9xdWVyeV9jaGFyc5RKQA0DAIwUc2VhcmNoZWRfcXVlcnlfY2hhcnOUTegD"
+    "jAxyZXJhbmtfZGVwdGiUSx6MDXJlcmFua193ZWlnaHSURz/gAAAAAAAAjBByZXJhbmtfdGltZW91dF9zlEdAJAAAAAAAAIwB"
+    "a5RLA4wMdG9rZW5fYnVkZ2V0lE3QB4wOdG9rZW5fZW5jb2RpbmeUjAtjbDEwMGtfYmFzZZSMA21tcpSIjAptbXJfbGFtYmRh"
+    "lEc/4zMzMzMzM4wUbW1yX3NpbWlsYXJpdHlfZmxvb3KURz/szMzMzMzNjA9zZXNzaW9uX2RpdmVyc2WUiYwMcGlubmVkX2Zp"
+    "cnN0lIiMDnNlY3Rpb25fc2hhcmVzlH2UKIwabWVtb3J5X3JldHJpZXZlcnMuc2VjdGlvbnOUjA5Db250ZXh0U2VjdGlvbpST"
+    "lIwGcGlubmVklIWUUpRHP8mZmZmZmZpoeowJa25vd2xlZGdllIWUUpRHP9mZmZmZmZpoeowMY29udmVyc2F0aW9ulIWUUpRH"
+    "P9MzMzMzMzN1jA1yZWNvcmRfYWNjZXNzlIh1aBtOaByPlChobWgwkGgeTnViLg=="
+)
+
+
+def _old_config() -> object:
+    import base64
+    import pickle
+
+    return pickle.loads(base64.b64decode(OLD_CONFIG_PICKLE))
+
+
+def test_a_recall_config_pickled_by_the_release_before_sections_reads_its_sections() -> None:
+    old = _old_config()
+    # Observed: AttributeError 'RecallConfig' object has no attribute 'scoring' (and 'fusion'...)
+    assert old.k == 3  # type: ignore[attr-defined]
+    assert old.scoring.decay.value == "none"  # type: ignore[attr-defined]
+    assert old.fusion.rrf_k == 60.0  # type: ignore[attr-defined]
+    with pytest.warns(DeprecationWarning):
+        from memory_retrievers import RecallConfig
+
+        assert old == RecallConfig(k=3, decay="none")
+
+
+def test_a_recall_config_pickled_by_the_release_before_sections_drives_a_recall(store: MemoryStore) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, config=_old_config())  # type: ignore[arg-type]
+    # Observed: AttributeError 'RecallConfig' object has no attribute 'query' on the first recall
+    found = retriever.recall("what does alice drink?", namespace="alice")
+    assert [m.text for m in found.memories] == ["alice likes green tea"]
+
+
+# ---------------------------------------------------------------------------------------------
+# MemoryStore.from_table: store.uri is the *table's* URI (<db>/memories.lance; CallerTable.open
+# returns str(await table.uri())), while every other store's uri is the database's. store_spec
+# (what pickle / model_dump / LangChain dumps of an adapter write) records that uri with the
+# table name, so another process reopens MemoryStore("<db>/memories.lance", table_name="memories"):
+# a new, empty table nested inside the caller's table directory. Recall there finds nothing and
+# writes land in the nested table. (End to end, a RecallRetriever on a from_table store pickled
+# and loaded in a subprocess returned [] where the original returned the memory.)
+
+
+def test_a_from_table_store_reopens_from_its_spec_on_the_same_table(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from memory_retrievers.handles import store_spec
+
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    owner.add("alice likes green tea", namespace="alice")
+    owner.flush()
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    spec = store_spec(mine, "RecallRetriever")
+    # What another process does with the spec (handles.open_store, without this process's live store)
+    reopened = MemoryStore(spec["uri"], table_name=spec["table_name"], embedder=embedder)
+    try:
+        # Observed: spec["uri"] == ".../app/memories.lance", reopened.count(...) == 0, and a
+        # directory memories.lance/memories.lance now exists inside the caller's table.
+        assert reopened.count(namespace="alice") == 1
+        assert not (tmp_path / "app" / "memories.lance" / "memories.lance").exists()
+    finally:
+        reopened.close()
+        mine.close()
+        owner.close()
+
+
+def test_a_from_table_store_reports_the_database_uri_like_any_store(tmp_path: Path, embedder: HashEmbedder) -> None:
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    try:
+        # Observed: owner.uri == ".../app", mine.uri == ".../app/memories.lance" for the same table
+        assert mine.uri == owner.uri
+    finally:
+        mine.close()
+        owner.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# A plug-in replacing a built-in: MemoryRetriever's docstring says "channels: ... or replacing the
+# built-in of the same name. Give each a weight in config.weights by its name (else it weighs its
+# default_weight)". ChannelRegistry.weight asks weights.get(name), and a built-in name is a
+# ChannelWeights field that always has a value, so the replacement's default_weight never applies.
+
+
+class _MyVector:
+    """A user's own vector channel (e.g. over an external ANN index), replacing the built-in."""
+
+    name = "vector"
+    needs: frozenset[Need] = frozenset({Need.VECTOR})
+    default_weight = 3.0
+
+    def __init__(self) -> None:
+        self.weights: list[float] = []
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    def search(self, given: ChannelInput) -> list[RankedList]:
+        self.weights.append(given.weight)
+        return []
+
+
+def test_a_plugin_replacing_a_built_in_weighs_its_default_weight_when_the_config_names_none(
+    store: MemoryStore,
+) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    mine = _MyVector()
+    retriever = MemoryRetriever(store, channels=[mine])
+    retriever.recall("what does alice drink?", namespace="alice")
+    # Observed: [1.0] (ChannelWeights().vector, the built-in's default), not the plug-in's 3.0
+    assert mine.weights == [3.0]
+
+
+# docs/RELIABILITY.md item 10: "A plug-in that never returns, or blocks, costs itself, not the
+# process ... An `async def` plug-in runs on a loop of its own, so one that blocks inside
+# `async def` no longer stops every store's writes and recalls, and its timeout fires."
+# Channels are the new plug-ins (issue 28) and get neither: ChannelRunner awaits their search on
+# the store's loop.
+
+
+class _BlocksInsideAsync:
+    """A user's channel with an `async def` search that does blocking work (a sync client call)."""
+
+    name = "blocking"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    async def search(self, given: object) -> list[RankedList]:
+        time.sleep(1.5)
+        return []
+
+
+def test_an_async_plugin_channel_that_blocks_inside_async_def_is_cut_at_its_timeout(store: MemoryStore) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_BlocksInsideAsync()], channel_timeout_s=0.3)
+    started = time.perf_counter()
+    with warnings.catch_warnings(record=True):
+        warnings.simplefilter("always")
+        retriever.recall("what does alice drink?", namespace="alice")
+    # Observed: ~1.5 s (the timeout never fires while the loop is blocked)
+    assert time.perf_counter() - started < 1.0
+
+
+def test_a_blocking_plugin_channel_in_one_tenants_recall_does_not_stall_another_tenants_write(
+    store: MemoryStore,
+) -> None:
+    import threading
+
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, channels=[_SlowSync(2.0)], channel_timeout_s=0.3)
+
+    def alice() -> None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            retriever.recall("what does alice drink?", namespace="alice")
+
+    worker = threading.Thread(target=alice)
+    worker.start()
+    time.sleep(0.3)  # alice's recall is inside the plug-in now
+    started = time.perf_counter()
+    store.add("bob likes black coffee", namespace="bob")
+    waited = time.perf_counter() - started
+    worker.join()
+    # Observed: bob's add waits ~1.7 s, until alice's plug-in returns (one loop for the store)
+    assert waited < 0.5, f"bob's add waited {waited:.2f} s behind alice's plug-in channel"
+
+
+# ---------------------------------------------------------------------------------------------
+# Flat config names given per call. recall() runs arecall on the store's private loop thread, so
+# recall_config._warn_flat walks up to the first frame outside the library and finds asyncio's
+# events.py: the DeprecationWarning is attributed to asyncio/events.py:80. Python's default
+# filters show a DeprecationWarning only when attributed to __main__, so a user's script passing
+# config={"mmr": False} per call is never told the name goes away in the next release.
+
+
+def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: MemoryStore) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    retriever = MemoryRetriever(store, namespace="alice")
+    with pytest.warns(DeprecationWarning, match="mmr") as caught:
+        retriever.recall("what does alice drink?", config={"mmr": False})
+    # Observed: .../asyncio/events.py
+    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
+
+
+# ---------------------------------------------------------------------------------------------
+# memory_retrievers.selection.select (in selection.__all__) took `candidates` as an ordinary
+# parameter at c4d7fc4; it is now positional-only (`candidates, params=None, /, **keywords`), so
+# the keyword form of earlier releases, which the new docstring says is still accepted, fails
+# when it names candidates too. Observed: TypeError "select() missing 1 required positional
+# argument: 'candidates'"; c4d7fc4 returned ([], []).
+
+
+def test_select_still_takes_candidates_by_keyword() -> None:
+    from memory_retrievers.selection import select
+
+    assert select(candidates=[], k=5, token_budget=None, mmr_similarity_floor=0.0) == ([], [])  # type: ignore[call-arg]
