@@ -8,6 +8,7 @@ one docstring and one behaviour for both, checked by mypy through the ``ParamSpe
 from __future__ import annotations
 
 import functools
+import inspect
 import warnings
 from collections.abc import Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar
@@ -53,11 +54,20 @@ def deprecated_forward(
         old: The old spelling, for the message (``"store.optimize"``).
         new: The replacement, for the message (``"store.admin.optimize"``).
     """
+    message = f"{old}() is deprecated; use {new}() instead"
 
     @functools.wraps(target)
     def method(self: S, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        warnings.warn(f"{old}() is deprecated; use {new}() instead", DeprecationWarning, stacklevel=2)
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
         return target(to(self), *args, **kwargs)
 
-    method.__name__ = old.rsplit(".", 1)[-1]
-    return method
+    @functools.wraps(target)
+    async def amethod(self: S, /, *args: P.args, **kwargs: P.kwargs) -> Any:
+        # An async alias stays a coroutine function (code dispatches on inspect.iscoroutinefunction);
+        # it warns when called, as the sync one does, not when awaited.
+        warnings.warn(message, DeprecationWarning, stacklevel=2)
+        return await target(to(self), *args, **kwargs)  # type: ignore[misc]
+
+    forward: Callable[Concatenate[S, P], R] = amethod if inspect.iscoroutinefunction(target) else method  # type: ignore[assignment]
+    forward.__name__ = old.rsplit(".", 1)[-1]
+    return forward
