@@ -47,6 +47,7 @@ from .handles import (
     store_spec,
 )
 from .llm import LLM, as_llm
+from .recall.builtin import default_registry
 from .recall_config import RecallConfig
 from .rerank import Reranker
 from .results import RecallResult
@@ -304,7 +305,13 @@ class AdapterModel(BaseModel):
     @classmethod
     def _check_recall_config(cls, value: Any) -> Any:
         # Frozen once validated: an edit in place cannot leave the recall binding out of date.
-        return None if value is None else validated(RecallConfig, value, "RecallConfig")
+        if value is None:
+            return None
+        config: RecallConfig = validated(RecallConfig, value, "RecallConfig")
+        # The adapters recall through the built-in channels: a weight naming another channel (a typo)
+        # fails here, at construction or assignment, not on the first recall in production.
+        default_registry().check_weights(config.weights)
+        return config
 
     @field_validator("filters", mode="before", check_fields=False)
     @classmethod
