@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
 from .config import validated
-from .errors import ConfigError
+from .errors import ConfigError, NotAStoreError
 from .filters import coerce_filter
 from .handles import (
     check_arguments,
@@ -85,14 +85,15 @@ class StoreBinding:
         store: The memory store.
 
     Raises:
-        ConfigError: ``store`` is not a :class:`~memory_retrievers.MemoryStore`.
+        NotAStoreError: ``store`` is not a :class:`~memory_retrievers.MemoryStore` (a
+            ``ConfigError`` and an ``InvalidInputError``).
     """
 
     __slots__ = ("_store",)
 
     def __init__(self, store: Any) -> None:
         if not isinstance(store, MemoryStore):
-            raise ConfigError(f"store must be a MemoryStore, got {type(store).__name__}")
+            raise NotAStoreError(f"store must be a MemoryStore, got {type(store).__name__}")
         self._store = register(store)
 
     def __repr__(self) -> str:

@@ -7,7 +7,8 @@ subclass also inherits the built-in exception a caller would naturally catch, so
     MemoryRetrieversError (Exception)
     ├── ConfigError (ValueError)             bad or unknown configuration value
     ├── InvalidInputError (ValueError)       a text, id, namespace or field that cannot be stored
-    │   └── FilterError                      a malformed metadata filter
+    │   ├── FilterError                      a malformed metadata filter
+    │   └── NotAStoreError                   an adapter given something else than a MemoryStore (also a ConfigError)
     ├── NotFoundError (LookupError)          ids that do not exist in the namespace
     ├── NamespaceForgottenError (RuntimeError)  a write from before a forget, refused after it
     ├── EmbeddingError (RuntimeError)        the embedder failed or returned unusable vectors
@@ -34,6 +35,7 @@ __all__ = [
     "InvalidInputError",
     "MemoryRetrieversError",
     "NamespaceForgottenError",
+    "NotAStoreError",
     "NotFoundError",
     "SchemaMismatchError",
     "StorageError",
@@ -57,6 +59,14 @@ class ConfigError(MemoryRetrieversError, ValueError):
 
 class InvalidInputError(MemoryRetrieversError, ValueError):
     """A memory, id, namespace or field value cannot be stored or queried as given."""
+
+
+class NotAStoreError(ConfigError, InvalidInputError):
+    """An adapter's ``store`` is not a :class:`~memory_retrievers.MemoryStore`.
+
+    Both a :class:`ConfigError` and an :class:`InvalidInputError`: before the adapter base, some
+    adapters raised one and some the other, and callers catching either keep working.
+    """
 
 
 class FilterError(InvalidInputError):

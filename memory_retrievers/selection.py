@@ -145,7 +145,7 @@ def maximal_marginal_relevance(
 
 
 def select(
-    candidates: Sequence[Candidate], params: SelectionParams | None = None, /, **keywords: Any
+    candidates: Sequence[Candidate], params: SelectionParams | None = None, **keywords: Any
 ) -> tuple[list[Selected], list[Rejected]]:
     """Pick up to ``params.k`` candidates within ``params.token_budget`` tokens.
 
