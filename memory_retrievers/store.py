@@ -63,9 +63,9 @@ class MemoryStore(WriteAPI, ReadAPI):
         clock: Returns the current UTC time; inject one for reproducible timestamps.
         connection: Your own LanceDB connection (``lancedb.connect(...)`` or
             ``await lancedb.connect_async(...)``) instead of ``uri``: the table ``table_name`` is
-            opened on it (created if missing), with the connection's storage options, read
-            consistency and caches (``StoreConfig.read_consistency_interval``,
-            ``index_cache_bytes`` and ``metadata_cache_bytes`` are then not used). The store never
+            opened on it (created if missing), with the connection's storage options and caches
+            (``StoreConfig.index_cache_bytes`` and ``metadata_cache_bytes`` are then not used);
+            the store's reads still follow ``read_consistency_interval``. The store never
             closes it. A process forked after LanceDB ran cannot use it (``ForkedStoreError``:
             open the connection after the fork, or pass a ``uri``). See :meth:`from_table`.
 

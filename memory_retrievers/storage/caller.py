@@ -1,10 +1,13 @@
 """A store on the caller's own LanceDB: their connection or their table handle, never closed by us.
 
 ``MemoryStore(connection=db, table_name=...)`` opens (or creates) the table on the caller's
-connection, with the connection's own storage options and read consistency; ``MemoryStore.from_table``
-uses a table handle as it is. Either way the table must have the store's columns: one this library
-created is used as is (migrated like any other), one that lacks columns is refused with a
-:class:`~memory_retrievers.ConfigError` naming them.
+connection, with the connection's own storage options; ``MemoryStore.from_table`` uses a table handle
+as it is. Either way the store reports the *database's* URI, as a store opened by URI does, so its
+spec (pickles, dumps of an adapter) reopens the same table. The store's own
+``read_consistency_interval`` is applied by the table layer itself (``MemoryTable``): LanceDB applies
+it only on connections it opens, and a caller's ``lancedb.connect()`` never looks for new versions.
+The table must have the store's columns: one this library created is used as is (migrated like any
+other), one that lacks columns is refused with a :class:`~memory_retrievers.ConfigError` naming them.
 
 Fork: the caller's connection belongs to the process that opened it, and LanceDB's runtime is not
 safe in a child forked from a process that used it (see ``memory_retrievers._fork``). A store
@@ -26,7 +29,7 @@ import pyarrow as pa
 from .. import _fork
 from ..errors import ConfigError, ForkedStoreError
 
-__all__ = ["CallerTable", "missing_columns"]
+__all__ = ["CallerTable", "database_uri", "missing_columns"]
 
 
 @dataclass(frozen=True)
@@ -37,7 +40,7 @@ class CallerTable:
         connection: A ``lancedb.AsyncConnection`` (the table is opened or created on it), or None.
         table: A ``lancedb.AsyncTable`` used as it is, or None.
         table_name: The table's name (for ``table``: its own).
-        uri: The connection's URI, when known before opening.
+        uri: The database's URI, when known before opening (an async table's is read at :meth:`open`).
     """
 
     connection: Any
@@ -94,7 +97,9 @@ class CallerTable:
                 f"got {type(table).__name__}"
             )
         _note_lancedb()
-        return cls(connection=None, table=handle, table_name=str(handle.name), uri="")
+        # A sync table knows its connection (the authoritative database URI); an async one only its own URI.
+        conn_uri = getattr(getattr(table, "_conn", None), "uri", None)
+        return cls(connection=None, table=handle, table_name=str(handle.name), uri=str(conn_uri or ""))
 
     async def open(self, table_name: str, schema: pa.Schema) -> tuple[Any, pa.Schema, str]:
         """The caller's table (opened, or created with ``schema`` when the connection has none), its schema and URI.
@@ -111,7 +116,8 @@ class CallerTable:
                 opened_in=_fork.lancedb_started_in(),
             )
         if self.table is not None:
-            return self.table, await self.table.schema(), str(await self.table.uri())
+            uri = self.uri or database_uri(str(await self.table.uri()), str(self.table_name))
+            return self.table, await self.table.schema(), uri
         from .connect import create_or_open
 
         table = await create_or_open(self.connection, table_name, schema)
@@ -122,6 +128,20 @@ def _note_lancedb() -> None:
     # The caller's handle means LanceDB runs in this process: a child forked from it must know.
     if not _fork.lancedb_inherited():
         _fork.note_lancedb()
+
+
+def database_uri(table_uri: str, table_name: str) -> str:
+    """The database of a table at ``table_uri``: ``<db>/<name>.lance`` (local or ``s3://...``) less its last part.
+
+    A store reports its database's URI (``MemoryStore(store.uri, table_name=...)`` reopens it);
+    the table's own URI would open a new table nested inside the caller's. A URI of another
+    layout is kept as it is: there is no database URI to tell.
+    """
+    trimmed = table_uri.rstrip("/")
+    suffix = f"/{table_name}.lance"
+    if trimmed.endswith(suffix) and len(trimmed) > len(suffix):
+        return trimmed[: -len(suffix)]
+    return table_uri
 
 
 def missing_columns(found: pa.Schema, expected: pa.Schema) -> list[str]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
 from typing import Any, TypeVar
@@ -47,7 +48,8 @@ class MemoryTable:
         schema: The expected schema; its metadata (schema version, embedder, dimension) is checked
             against an existing table's.
         storage_options: LanceDB storage options (object stores).
-        read_consistency_interval: How often the handle looks for other processes' commits.
+        read_consistency_interval: How often the handle looks for other processes' commits (on a
+            caller's connection or table, applied by this layer: see :meth:`_follow`).
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
         caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
@@ -72,6 +74,7 @@ class MemoryTable:
         self.schema = schema
         self._storage_options = dict(storage_options) if storage_options else None
         self._consistency = read_consistency_interval
+        self._checked_at: float | None = None  # monotonic time of the last move to the latest version
         self._caches = caches
         self._table: Any = None
         self._listeners: list[CommitListener] = []
@@ -152,9 +155,25 @@ class MemoryTable:
         return key in self.indexed
 
     # ------------------------------------------------------------------ reads
+    async def _follow(self) -> None:
+        """On a caller's handle, look for other writers' commits as ``read_consistency_interval`` says.
+
+        LanceDB applies the interval only on connections it opens: a caller's ``lancedb.connect()``
+        defaults to never checking, so two stores on one connection would never see each other's
+        writes. The store's setting is honoured here instead, as LanceDB would: ``0`` checks before
+        every read, a longer interval at most once per interval, ``None`` never. A store opened by
+        URI leaves this to LanceDB.
+        """
+        if self._caller is None or self._consistency is None:
+            return
+        if self._checked_at is not None and time.monotonic() - self._checked_at < self._consistency.total_seconds():
+            return
+        await self.refresh()
+
     async def search(self, request: Request, action: str) -> pa.Table:
         """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
         try:
+            await self._follow()
             return await self.bounded(self.backend.search(request), action)
         except StorageError:
             raise
@@ -203,6 +222,7 @@ class MemoryTable:
     async def count(self, where: str | None = None, *, action: str = "count rows") -> int:
         """Rows matching ``where`` (every row for ``None``)."""
         try:
+            await self._follow()
             return await self.bounded(self.backend.count(where), action)
         except StorageError:
             raise
@@ -222,6 +242,7 @@ class MemoryTable:
         """
         try:
             await self.bounded(self.backend.checkout_latest(), "read the latest table version")
+            self._checked_at = time.monotonic()
         except StorageError:
             raise
         except Exception as exc:
@@ -230,6 +251,7 @@ class MemoryTable:
     async def version(self) -> int:
         """The version this handle sees (after ``read_consistency_interval``, others' commits too)."""
         try:
+            await self._follow()
             return await self.bounded(self.backend.version(), "read the table version")
         except StorageError:
             raise

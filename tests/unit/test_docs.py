@@ -123,7 +123,7 @@ PRINTS = {
     ("docs/explanation/recall.md", 0): (
         "['vector', 'bm25', 'context', 'entity', 'links', 'activation']\nCaroline is moving to Lisbon in May."
     ),
-    ("docs/how-to/own-lancedb.md", 0): "1\nAlice prefers window seats\n['memories']",
+    ("docs/how-to/own-lancedb.md", 0): "1\nTrue\n2\nAlice prefers window seats\n['memories']",
     ("docs/how-to/privacy.md", 0): "2\n0",
     ("docs/how-to/privacy.md", 1): "1\n2\n1",
     # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import time
+import types
 from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
@@ -164,3 +165,79 @@ def test_a_table_the_store_created_is_migrated_as_on_a_uri(tmp_path: Path) -> No
         store.add("Erin moved to Oslo", namespace="erin")
         assert store.count(namespace="erin") == 1
     assert "expires_at" in db.open_table("memories").schema.names  # the additive migration ran
+
+
+# ---------------------------------------------------------------------------------------------
+# The database URI of a store on a caller's table, and the store's read consistency on a caller's
+# connection (the red-team cases are in test_redteam28.py).
+
+
+async def test_afrom_table_on_an_async_handle_reports_the_database_uri(tmp_path: Path) -> None:
+    # An async table knows only its own URI (<db>/mem.lance): the store reports the database's.
+    adb = await lancedb.connect_async(tmp_path / "db")
+    await (await MemoryStore.aopen(connection=adb, table_name="mem", embedder=EMBEDDER)).aclose()
+    store = await MemoryStore.afrom_table(await adb.open_table("mem"), embedder=EMBEDDER)
+    try:
+        assert store.uri == adb.uri == str(tmp_path / "db")
+    finally:
+        await store.aclose()
+
+
+@pytest.mark.parametrize(
+    ("table_uri", "expected"),
+    [
+        ("/data/app/memories.lance", "/data/app"),
+        ("/data/app/memories.lance/", "/data/app"),
+        ("s3://bucket/prefix/memories.lance", "s3://bucket/prefix"),
+        ("s3://bucket/memories.lance", "s3://bucket"),
+        ("gs://bucket/a/b/memories.lance", "gs://bucket/a/b"),
+        ("/data/app/other.lance", "/data/app/other.lance"),  # not this table's layout: kept as it is
+        ("/data/app/my_memories.lance", "/data/app/my_memories.lance"),  # a longer name is not a match
+    ],
+)
+def test_database_uri_strips_the_tables_own_segment(table_uri: str, expected: str) -> None:
+    from memory_retrievers.storage.caller import database_uri
+
+    assert database_uri(table_uri, "memories") == expected
+
+
+def _two_stores(tmp_path: Path, interval: timedelta | None) -> tuple[MemoryStore, MemoryStore]:
+    db = lancedb.connect(tmp_path / "app")  # LanceDB's default: the connection never checks for new versions
+    cfg = {"read_consistency_interval": interval}
+    first = MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER, config=cfg)
+    return first, MemoryStore(connection=db, table_name="mem", embedder=EMBEDDER, config=cfg)
+
+
+def test_a_longer_read_consistency_interval_on_a_callers_connection_checks_once_per_interval(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers.storage import table as table_layer
+
+    clock = [1000.0]  # the table layer's monotonic clock, moved by hand: no sleeps, no timing flakes
+    monkeypatch.setattr(table_layer, "time", types.SimpleNamespace(monotonic=lambda: clock[0]))
+    first, second = _two_stores(tmp_path, timedelta(minutes=1))
+    try:
+        assert second.count(namespace="alice") == 0
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        clock[0] += 30
+        assert second.count(namespace="alice") == 0  # within the interval: the version it had, as LanceDB's
+        clock[0] += 31
+        assert second.count(namespace="alice") == 1  # the interval passed: the latest version
+    finally:
+        first.close()
+        second.close()
+
+
+def test_no_read_consistency_interval_on_a_callers_connection_never_checks_on_reads(tmp_path: Path) -> None:
+    first, second = _two_stores(tmp_path, None)
+    try:
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        assert second.count(namespace="alice") == 0  # None: reads stay on the version the store has
+        second.add("alice owns a bicycle", namespace="alice")
+        second.flush()
+        assert second.count(namespace="alice") == 2  # every write still starts from the latest version
+    finally:
+        first.close()
+        second.close()
