@@ -45,11 +45,9 @@ class MemoryTable:
     Args:
         uri: Local folder or LanceDB URI.
         table_name: The table.
-        schema: The expected schema; its metadata (schema version, embedder, dimension) is checked
-            against an existing table's.
+        schema: The expected schema; its metadata (version, embedder, dimension) must match the table's.
         storage_options: LanceDB storage options (object stores).
-        read_consistency_interval: How often the handle looks for other processes' commits (on a
-            caller's connection or table, applied by this layer: see :meth:`_follow`).
+        read_consistency_interval: How often the handle looks for other processes' commits (see :meth:`_follow`).
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
         caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
@@ -158,17 +156,14 @@ class MemoryTable:
     async def _follow(self) -> None:
         """On a caller's handle, look for other writers' commits as ``read_consistency_interval`` says.
 
-        LanceDB applies the interval only on connections it opens: a caller's ``lancedb.connect()``
-        defaults to never checking, so two stores on one connection would never see each other's
-        writes. The store's setting is honoured here instead, as LanceDB would: ``0`` checks before
-        every read, a longer interval at most once per interval, ``None`` never. A store opened by
-        URI leaves this to LanceDB.
+        LanceDB applies the interval only on connections it opens (a caller's ``lancedb.connect()``
+        never checks), so it is honoured here, as LanceDB would: ``0`` before every read, else at
+        most once per interval, ``None`` never. A store opened by URI leaves this to LanceDB.
         """
-        if self._caller is None or self._consistency is None:
-            return
-        if self._checked_at is not None and time.monotonic() - self._checked_at < self._consistency.total_seconds():
-            return
-        await self.refresh()
+        interval = None if self._caller is None else self._consistency
+        last = self._checked_at
+        if interval is not None and (last is None or time.monotonic() - last >= interval.total_seconds()):
+            await self.refresh()
 
     async def search(self, request: Request, action: str) -> pa.Table:
         """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
