@@ -24,7 +24,7 @@ from typing_extensions import Self
 from ._flat_config import FLAT_NAMES, FlatReads
 from .config import CheckedModel, validated
 from .errors import ConfigError
-from .scoring import DecayKind, ScoringConfig
+from .scoring import DecayKind, ScoringConfig, _ScoringParams
 from .stage_config import (
     ChannelsConfig,
     FusionConfig,
@@ -132,6 +132,14 @@ class ChannelWeights(CheckedModel):
             out[name] = float(value)
         return out
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # With extra="allow" pydantic keeps plug-in weights in a dict; a pickle from the release
+        # before plug-in weights (extra="forbid") holds None there, which would make the restored
+        # weights unequal to the same weights built today.
+        if state.get("__pydantic_extra__") is None:
+            state = {**state, "__pydantic_extra__": {}}
+        super().__setstate__(state)
+
     def get(self, name: str, default: float | None = None) -> float | None:
         """The weight of channel ``name``, or ``default`` when it has none here."""
         return self.as_dict().get(name, default)
@@ -191,6 +199,11 @@ class RecallConfig(CheckedModel, FlatReads):
         "rerank": RerankConfig,
     }
     """Each section's field name and class."""
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Pydantic unpickles by restoring __dict__ without validation: a config pickled by the
+        # release before sections would come back with flat fields and no sections.
+        super().__setstate__(_sectioned_state(type(self), state))
 
     @model_validator(mode="before")
     @classmethod
@@ -260,14 +273,18 @@ class RecallConfig(CheckedModel, FlatReads):
         current = {name: getattr(self, name) for name in type(self).model_fields}
         return validated(type(self), _merge_sections(current, self.sectioned(update)), "RecallConfig")  # type: ignore[no-any-return]
 
-    def scoring_params(self) -> ScoringConfig:
-        """Deprecated: the scoring section, ``config.scoring``."""
+    def scoring_params(self) -> _ScoringParams:
+        """Deprecated: the scoring section as the old ``ScoringParams`` dataclass; use ``config.scoring``.
+
+        The result keeps the reads of the release before sections (``params.decay_kind``) and
+        varies with ``dataclasses.replace``; the scoring functions still take it.
+        """
         warnings.warn(
             "RecallConfig.scoring_params() is deprecated; use config.scoring (a ScoringConfig)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.scoring
+        return _ScoringParams.from_config(self.scoring)
 
 
 def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -280,6 +297,27 @@ def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[
         else:
             out[key] = value
     return out
+
+
+def _sectioned_state(cls: type[RecallConfig], state: dict[Any, Any]) -> dict[Any, Any]:
+    """A pickled state of the release before sections (flat fields) moved into today's sections.
+
+    No warning: the flat names are in the pickle, not in the caller's code. The values are
+    validated again (a value out of today's range raises :class:`~memory_retrievers.ConfigError`),
+    and the fields the old config was given stay the given ones: a flat name counts as its section.
+    """
+    fields = state.get("__dict__")
+    if not isinstance(fields, Mapping) or not any(name in FLAT_NAMES for name in fields):
+        return state
+    given = set(state.get("__pydantic_fields_set__") or ())
+    data = {name: value for name, value in fields.items() if name not in FLAT_NAMES}
+    for section, section_cls in cls.SECTIONS.items():
+        values = {name: value for name, value in fields.items() if FLAT_NAMES.get(name) == section}
+        built = validated(section_cls, values, f"RecallConfig.{section}")
+        data[section] = section_cls.model_construct(_fields_set=given & values.keys(), **dict(built))
+    fresh = validated(cls, data, "RecallConfig")
+    now_given = {name for name in given if name in cls.model_fields} | {FLAT_NAMES[n] for n in given if n in FLAT_NAMES}
+    return {**fresh.__getstate__(), "__pydantic_fields_set__": now_given}
 
 
 _INTERNAL = (str(Path(__file__).parent), str(Path(pydantic.__file__).parent))
