@@ -14,10 +14,9 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
+from types import FrameType
 from typing import Any, ClassVar
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
@@ -320,15 +319,39 @@ def _sectioned_state(cls: type[RecallConfig], state: dict[Any, Any]) -> dict[Any
     return {**fresh.__getstate__(), "__pydantic_fields_set__": now_given}
 
 
-_INTERNAL = (str(Path(__file__).parent), str(Path(pydantic.__file__).parent))
-"""Frames to skip so that a deprecation warning points at the caller's line, not ours or pydantic's."""
+_INTERNAL_MODULES = (
+    "memory_retrievers",
+    "langchain_memory_retrievers",
+    "llama_index.memory_retrievers",
+    "langchain_core",
+    "llama_index.core",
+    "pydantic",
+    "asyncio",
+    "concurrent",
+)
+"""Modules whose frames a deprecation warning skips, so that it points at the caller's line.
+
+Ours and our adapters', the frameworks' that call into them (LangChain's ``Serializable`` builds an
+adapter, ``invoke`` calls it; LlamaIndex likewise), pydantic's validation, and asyncio's and the
+executors' hand-offs. Python's default filters show a DeprecationWarning only when it is attributed
+to ``__main__``: attributed to any of these it would be hidden from the user it is meant for.
+Matched by module name, so the core needs no import of the frameworks to know them.
+"""
+
+
+def _internal(frame: FrameType) -> bool:
+    """Whether ``frame`` runs code of one of :data:`_INTERNAL_MODULES` (or a submodule)."""
+    module = frame.f_globals.get("__name__")
+    return isinstance(module, str) and any(
+        module == name or module.startswith(name + ".") for name in _INTERNAL_MODULES
+    )
 
 
 def _warn_flat(name: str, section: str) -> None:
     """One DeprecationWarning for a flat name, pointing at the first frame outside the library."""
     frame = sys._getframe(0)
     level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+    while frame.f_back is not None and _internal(frame):
         frame = frame.f_back
         level += 1
     warnings.warn(

@@ -212,6 +212,10 @@ class MemoryRetriever:
                 negative budget, bad filter, a bad namespace, or none when the retriever has none.
             ConfigError: Unknown config override keys.
         """
+        if isinstance(config, Mapping):
+            # Here, in the caller's thread: a flat name's DeprecationWarning then points at the
+            # caller's line, not at the store's loop thread that runs arecall.
+            config = RecallConfig.sectioned(config)
         return _loop.run_sync(
             self.arecall(
                 query,
