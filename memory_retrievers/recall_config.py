@@ -14,17 +14,16 @@ import math
 import sys
 import warnings
 from collections.abc import Mapping
-from pathlib import Path
+from types import FrameType
 from typing import Any, ClassVar
 
-import pydantic
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
 from ._flat_config import FLAT_NAMES, FlatReads
 from .config import CheckedModel, validated
 from .errors import ConfigError
-from .scoring import DecayKind, ScoringConfig
+from .scoring import DecayKind, ScoringConfig, _ScoringParams
 from .stage_config import (
     ChannelsConfig,
     FusionConfig,
@@ -132,6 +131,14 @@ class ChannelWeights(CheckedModel):
             out[name] = float(value)
         return out
 
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # With extra="allow" pydantic keeps plug-in weights in a dict; a pickle from the release
+        # before plug-in weights (extra="forbid") holds None there, which would make the restored
+        # weights unequal to the same weights built today.
+        if state.get("__pydantic_extra__") is None:
+            state = {**state, "__pydantic_extra__": {}}
+        super().__setstate__(state)
+
     def get(self, name: str, default: float | None = None) -> float | None:
         """The weight of channel ``name``, or ``default`` when it has none here."""
         return self.as_dict().get(name, default)
@@ -191,6 +198,11 @@ class RecallConfig(CheckedModel, FlatReads):
         "rerank": RerankConfig,
     }
     """Each section's field name and class."""
+
+    def __setstate__(self, state: dict[Any, Any]) -> None:
+        # Pydantic unpickles by restoring __dict__ without validation: a config pickled by the
+        # release before sections would come back with flat fields and no sections.
+        super().__setstate__(_sectioned_state(type(self), state))
 
     @model_validator(mode="before")
     @classmethod
@@ -260,14 +272,18 @@ class RecallConfig(CheckedModel, FlatReads):
         current = {name: getattr(self, name) for name in type(self).model_fields}
         return validated(type(self), _merge_sections(current, self.sectioned(update)), "RecallConfig")  # type: ignore[no-any-return]
 
-    def scoring_params(self) -> ScoringConfig:
-        """Deprecated: the scoring section, ``config.scoring``."""
+    def scoring_params(self) -> _ScoringParams:
+        """Deprecated: the scoring section as the old ``ScoringParams`` dataclass; use ``config.scoring``.
+
+        The result keeps the reads of the release before sections (``params.decay_kind``) and
+        varies with ``dataclasses.replace``; the scoring functions still take it.
+        """
         warnings.warn(
             "RecallConfig.scoring_params() is deprecated; use config.scoring (a ScoringConfig)",
             DeprecationWarning,
             stacklevel=2,
         )
-        return self.scoring
+        return _ScoringParams.from_config(self.scoring)
 
 
 def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -282,15 +298,60 @@ def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[
     return out
 
 
-_INTERNAL = (str(Path(__file__).parent), str(Path(pydantic.__file__).parent))
-"""Frames to skip so that a deprecation warning points at the caller's line, not ours or pydantic's."""
+def _sectioned_state(cls: type[RecallConfig], state: dict[Any, Any]) -> dict[Any, Any]:
+    """A pickled state of the release before sections (flat fields) moved into today's sections.
+
+    No warning: the flat names are in the pickle, not in the caller's code. The values are
+    validated again (a value out of today's range raises :class:`~memory_retrievers.ConfigError`),
+    and the fields the old config was given stay the given ones: a flat name counts as its section.
+    """
+    fields = state.get("__dict__")
+    if not isinstance(fields, Mapping) or not any(name in FLAT_NAMES for name in fields):
+        return state
+    given = set(state.get("__pydantic_fields_set__") or ())
+    data = {name: value for name, value in fields.items() if name not in FLAT_NAMES}
+    for section, section_cls in cls.SECTIONS.items():
+        values = {name: value for name, value in fields.items() if FLAT_NAMES.get(name) == section}
+        built = validated(section_cls, values, f"RecallConfig.{section}")
+        data[section] = section_cls.model_construct(_fields_set=given & values.keys(), **dict(built))
+    fresh = validated(cls, data, "RecallConfig")
+    now_given = {name for name in given if name in cls.model_fields} | {FLAT_NAMES[n] for n in given if n in FLAT_NAMES}
+    return {**fresh.__getstate__(), "__pydantic_fields_set__": now_given}
+
+
+_INTERNAL_MODULES = (
+    "memory_retrievers",
+    "langchain_memory_retrievers",
+    "llama_index.memory_retrievers",
+    "langchain_core",
+    "llama_index.core",
+    "pydantic",
+    "asyncio",
+    "concurrent",
+)
+"""Modules whose frames a deprecation warning skips, so that it points at the caller's line.
+
+Ours and our adapters', the frameworks' that call into them (LangChain's ``Serializable`` builds an
+adapter, ``invoke`` calls it; LlamaIndex likewise), pydantic's validation, and asyncio's and the
+executors' hand-offs. Python's default filters show a DeprecationWarning only when it is attributed
+to ``__main__``: attributed to any of these it would be hidden from the user it is meant for.
+Matched by module name, so the core needs no import of the frameworks to know them.
+"""
+
+
+def _internal(frame: FrameType) -> bool:
+    """Whether ``frame`` runs code of one of :data:`_INTERNAL_MODULES` (or a submodule)."""
+    module = frame.f_globals.get("__name__")
+    return isinstance(module, str) and any(
+        module == name or module.startswith(name + ".") for name in _INTERNAL_MODULES
+    )
 
 
 def _warn_flat(name: str, section: str) -> None:
     """One DeprecationWarning for a flat name, pointing at the first frame outside the library."""
     frame = sys._getframe(0)
     level = 1
-    while frame.f_back is not None and frame.f_code.co_filename.startswith(_INTERNAL):
+    while frame.f_back is not None and _internal(frame):
         frame = frame.f_back
         level += 1
     warnings.warn(

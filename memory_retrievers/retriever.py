@@ -222,7 +222,7 @@ class MemoryRetriever:
                 project=project,
                 topic=topic,
                 explain=explain,
-                config=config,
+                config=_sectioned(config),
                 query_vector=query_vector,
                 exclude_ids=exclude_ids,
                 exclude_texts=exclude_texts,
@@ -533,6 +533,15 @@ def _checked_filter(filters: Mapping[str, Any], cfg: RecallConfig) -> MemoryFilt
     if cfg.relevance.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
         flt = flt.model_copy(update={"include_superseded": True})
     return flt
+
+
+def _sectioned(config: RecallConfig | Mapping[str, Any] | None) -> RecallConfig | Mapping[str, Any] | None:
+    """A config override dict with its flat names moved into sections, anything else as given.
+
+    :meth:`MemoryRetriever.recall` calls it in the caller's thread, before handing the call to the
+    store's loop thread: a flat name's DeprecationWarning then points at the caller's line.
+    """
+    return RecallConfig.sectioned(config) if isinstance(config, Mapping) else config
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
