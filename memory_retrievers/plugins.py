@@ -156,17 +156,18 @@ def _settle(future: asyncio.Future[Any], result: Any, error: BaseException | Non
 
 _CORES = os.cpu_count() or 2
 
-#: The process's pools: embedding (CPU-bound; one thread per core), reranking, and sync LLM calls
-#: (I/O-bound: more threads, and the ones most likely to hang).
+#: The process's pools: embedding (CPU-bound; one thread per core), reranking, sync LLM calls
+#: (I/O-bound: more threads, and the ones most likely to hang) and plug-in channels' plain searches.
 _POOLS = {
     "embed": PluginPool("embed", size=max(2, _CORES), max_written_off=8),
     "rerank": PluginPool("rerank", size=2, max_written_off=8),
     "llm": PluginPool("llm", size=8, max_written_off=32),
+    "channel": PluginPool("channel", size=4, max_written_off=32),
 }
 
 
 def pool(kind: str) -> PluginPool:
-    """The process-wide pool for ``"embed"``, ``"rerank"`` or ``"llm"`` calls."""
+    """The process-wide pool for ``"embed"``, ``"rerank"``, ``"llm"`` or ``"channel"`` (plain searches) calls."""
     return _POOLS[kind]
 
 

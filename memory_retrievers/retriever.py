@@ -313,9 +313,9 @@ class MemoryRetriever:
         if isinstance(override, RecallConfig):
             cfg = override
         elif isinstance(override, Mapping):
-            cfg = validated(
-                RecallConfig, _deep_merge(self._config.model_dump(), RecallConfig.sectioned(override)), "RecallConfig"
-            )
+            # Weights as the user set them: a plug-in replacing a built-in reads an unset one as its default_weight.
+            base = {**self._config.model_dump(), "weights": self._config.weights.model_dump(exclude_unset=True)}
+            cfg = validated(RecallConfig, _deep_merge(base, RecallConfig.sectioned(override)), "RecallConfig")
         else:
             raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
         self._channels.check_weights(cfg.weights)

@@ -27,6 +27,9 @@ STAGE_WEIGHTS = frozenset({"hyde"})
 
 _NAME = re.compile(r"[A-Za-z0-9_-]+")
 
+#: Where the built-in channels live (not imported: it imports this module).
+_BUILTIN_MODULE = __name__.rpartition(".")[0] + ".builtin"
+
 
 class ChannelRegistry:
     """Channels by name, in routing order; immutable (:meth:`with_channels` returns a copy).
@@ -68,8 +71,18 @@ class ChannelRegistry:
         """A copy with ``channels`` added (new names, at the end) or replacing those of their name."""
         return ChannelRegistry([*self._channels.values(), *channels])
 
+    def is_plugin(self, name: str) -> bool:
+        """Whether channel ``name`` is a user's (any class but the built-ins', subclasses included)."""
+        return type(self._channels[name]).__module__ != _BUILTIN_MODULE
+
     def weight(self, name: str, weights: ChannelWeights) -> float:
-        """Channel ``name``'s weight: the config's, else the channel's ``default_weight``."""
+        """Channel ``name``'s weight: the config's, else the channel's ``default_weight``.
+
+        A plug-in that replaces a built-in (same name) takes the config's weight for that name only
+        when the user set it: the field's default is the built-in's weight, not the plug-in's.
+        """
+        if name in type(weights).model_fields and name not in weights.model_fields_set and self.is_plugin(name):
+            return float(self._channels[name].default_weight)
         given = weights.get(name)
         return float(self._channels[name].default_weight) if given is None else given
 

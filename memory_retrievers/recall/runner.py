@@ -16,8 +16,10 @@ channel, built-in or not, is held to the same rules at the boundary:
   bring in another namespace's memories or filtered-out ones;
 - each list's ``channel`` is set to the channel's name.
 
-A search that blocks the event loop (synchronous work inside ``async def``) cannot be cut short
-by the timeout: a channel doing blocking I/O must run it in a thread itself.
+A plug-in channel's search (any channel but the built-ins) runs off the store's loop, on a pool
+thread when plain and on the plug-in loop when ``async def`` (:mod:`~memory_retrievers.recall.sandbox`),
+so one that blocks is cut at the timeout and stalls neither the built-in channels nor other
+namespaces' writes; one that raises ``CancelledError`` of its own is dropped like any failure.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from ..models import FtsField, Memory
 from ..recall_config import RecallConfig
 from .channel import Channel, ChannelInput, ChannelQuery, Need, warn_failed
 from .registry import ChannelRegistry
+from .sandbox import ChannelCancelledItself, plugin_search
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
 
@@ -182,9 +185,15 @@ class ChannelRunner:
         if Need.ENTITIES in channel.needs and not (given.query.entities and await self._source.has_entities()):
             return []
         try:
-            raw = await asyncio.wait_for(_searched(channel, given), timeout=self._timeout_s)
+            if self._registry.is_plugin(name):
+                raw = await plugin_search(channel, given, self._timeout_s)
+            else:  # built-ins stay on the store's loop: a hop per search would only add latency
+                raw = await asyncio.wait_for(_searched(channel, given), timeout=self._timeout_s)
         except asyncio.TimeoutError:
             warn_failed(name, f"timed out after {self._timeout_s} s")
+            return []
+        except ChannelCancelledItself:
+            warn_failed(name, "was cancelled (its search raised CancelledError)")
             return []
         except Exception as exc:
             if self._source.raised(exc):
