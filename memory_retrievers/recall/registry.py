@@ -73,7 +73,8 @@ class ChannelRegistry:
 
     def is_plugin(self, name: str) -> bool:
         """Whether channel ``name`` is a user's (any class but the built-ins', subclasses included)."""
-        return type(self._channels[name]).__module__ != _BUILTIN_MODULE
+        cls = type(self._channels[name])
+        return cls.__module__ != _BUILTIN_MODULE
 
     def weight(self, name: str, weights: ChannelWeights) -> float:
         """Channel ``name``'s weight: the config's, else the channel's ``default_weight``.
