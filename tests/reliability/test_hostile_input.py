@@ -49,9 +49,13 @@ flt = st.dictionaries(
     st.one_of(scalar, st.lists(any_text, max_size=2)),
     max_size=3,
 )
+# Top-level fields and sections (a section given as anything, or as a dict of hostile field values).
 config = st.dictionaries(
-    st.sampled_from(["k", "mmr_lambda", "decay", "weights", "rrf_k", "token_budget", "not_a_key", "mode"]),
-    jsonish,
+    st.sampled_from(["k", "weights", "token_budget", "not_a_key", "mode", "selection", "scoring", "fusion"]),
+    st.one_of(
+        jsonish,
+        st.dictionaries(st.sampled_from(["mmr_lambda", "decay", "rrf_k", "not_a_key"]), jsonish, max_size=2),
+    ),
     max_size=3,
 )
 
