@@ -23,7 +23,7 @@ from .errors import ConfigError, ForkedStoreError, InvalidInputError, MemoryRetr
 from .filters import MemoryFilter, coerce_filter
 from .schema import memory_schema
 from .storage.access import AccessLog
-from .storage.connect import CacheSizes
+from .storage.connect import CacheSizes, cloud_access
 from .storage.context_fill import ContextFiller
 from .storage.duplicates import DuplicateFinder
 from .storage.edits import Editor
@@ -98,6 +98,9 @@ class StoreBase:
         storage_options: Mapping[str, str] | None = None,
         clock: Callable[[], datetime] | None = None,
         connection: Any = None,
+        api_key: str | None = None,
+        region: str | None = None,
+        host_override: str | None = None,
         _caller: CallerTable | None = None,
         _open: bool = True,
     ) -> None:
@@ -105,6 +108,9 @@ class StoreBase:
         self._embedder: Embedder = check_embedder(embedder)
         table_name = check_table_name(table_name)
         self._clock = clock or _now_utc
+        cloud = cloud_access(
+            None if uri is None else str(uri), api_key=api_key, region=region, host_override=host_override
+        )
         if connection is not None and _caller is None:
             from .storage.caller import CallerTable
 
@@ -119,6 +125,7 @@ class StoreBase:
             caches=CacheSizes(cfg.index_cache_bytes, cfg.metadata_cache_bytes),
             timeout=cfg.storage_timeout,
             caller=_caller,
+            cloud=cloud,
         )
         self._wire(cfg)
         self._closed = False

@@ -68,10 +68,16 @@ class MemoryStore(WriteAPI, ReadAPI):
             the store's reads still follow ``read_consistency_interval``. The store never
             closes it. A process forked after LanceDB ran cannot use it (``ForkedStoreError``:
             open the connection after the fork, or pass a ``uri``). See :meth:`from_table`.
+        api_key: The API key of LanceDB Cloud or Enterprise, for a ``db://<database>`` ``uri``
+            (read it from where you keep secrets, e.g. ``os.environ["LANCEDB_API_KEY"]``: the store
+            reads no environment variable itself). Never shown in the store's repr or errors.
+        region: The LanceDB Cloud region (LanceDB's default: ``us-east-1``); ``db://`` only.
+        host_override: The URL of a LanceDB Enterprise deployment; ``db://`` only.
 
     Raises:
         ConfigError: Bad config or embedder; ``connection`` is not a LanceDB connection, comes with
-            ``uri`` or ``storage_options``, or its table has columns this store cannot use.
+            ``uri`` or ``storage_options``, or its table has columns this store cannot use;
+            ``api_key``, ``region`` or ``host_override`` without a ``db://`` URI.
         SchemaMismatchError: The table was written by another schema version or embedding model
             (an :class:`~memory_retrievers.EmbedderMismatchError` for another model, whichever detail
             differs).
@@ -95,6 +101,9 @@ class MemoryStore(WriteAPI, ReadAPI):
         storage_options: Mapping[str, str] | None = None,
         clock: Callable[[], datetime] | None = None,
         connection: Any = None,
+        api_key: str | None = None,
+        region: str | None = None,
+        host_override: str | None = None,
     ) -> MemoryStore:
         """Async constructor: same arguments as :class:`MemoryStore`, opens without blocking."""
         store = cls(
@@ -105,6 +114,9 @@ class MemoryStore(WriteAPI, ReadAPI):
             storage_options=storage_options,
             clock=clock,
             connection=connection,
+            api_key=api_key,
+            region=region,
+            host_override=host_override,
             _open=False,
         )
         await store._table.open()

@@ -110,7 +110,7 @@ class StoreProvider:
         # A long-lived worker must see what other processes commit meanwhile (≈1.4 ms per read);
         # a one-shot process opens the latest version anyway.
         config = {"read_consistency_interval": timedelta(0)} if self._keep_open else None
-        store = MemoryStore(settings.store, embedder=make_embedder(settings.embedder), config=config)
+        store = MemoryStore(settings.store, embedder=make_embedder(settings.embedder), config=config, **settings.cloud)
         self._open[key] = store
         return store
 

@@ -5,7 +5,9 @@ Precedence, first found wins:
 - store: ``--store`` > ``MEMORY_RETRIEVERS_STORE`` > ``store`` in the config file > the default
   per-user location (:func:`memory_retrievers.default_store_path`);
 - namespace: ``--namespace/-n`` > ``MEMORY_RETRIEVERS_NAMESPACE`` > ``namespace`` in the config file;
-- embedder: ``--embedder`` > ``MEMORY_RETRIEVERS_EMBEDDER`` > ``embedder`` in the config file > ``minilm``.
+- embedder: ``--embedder`` > ``MEMORY_RETRIEVERS_EMBEDDER`` > ``embedder`` in the config file > ``minilm``;
+- LanceDB Cloud or Enterprise (a ``db://`` store): ``LANCEDB_API_KEY``, ``LANCEDB_REGION`` and
+  ``LANCEDB_HOST_OVERRIDE`` (environment only: a secret does not belong in the config file).
 
 The config file is TOML at ``<user config dir>/memory-retrievers/config.toml``
 (``~/.config/memory-retrievers/config.toml`` on Linux), or wherever ``MEMORY_RETRIEVERS_CONFIG``
@@ -21,13 +23,14 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 __all__ = [
     "CONFIG_KEYS",
     "ENV_CONFIG",
+    "ENV_CLOUD",
     "ENV_EMBEDDER",
     "ENV_NAMESPACE",
     "ENV_NO_WORKER",
@@ -51,6 +54,8 @@ ENV_NO_WORKER = "MEMORY_RETRIEVERS_NO_WORKER"
 ENV_WORKER_IDLE = "MEMORY_RETRIEVERS_WORKER_IDLE"
 ENV_WORKER_TIMEOUT = "MEMORY_RETRIEVERS_WORKER_TIMEOUT"
 ENV_RUNTIME_DIR = "MEMORY_RETRIEVERS_RUNTIME_DIR"
+#: LanceDB Cloud or Enterprise settings by ``MemoryStore`` argument (the variables LanceDB's own clients read).
+ENV_CLOUD = {"api_key": "LANCEDB_API_KEY", "region": "LANCEDB_REGION", "host_override": "LANCEDB_HOST_OVERRIDE"}
 
 #: Keys the config file may hold, with what each sets.
 CONFIG_KEYS: dict[str, str] = {
@@ -153,6 +158,8 @@ class Settings:
         config_file: The config file consulted (it may not exist).
         worker_timeout_s: How long a command waits for the worker (for a free slot, then for the
             answer) before it runs in its own process instead.
+        cloud: For a ``db://`` store: the ``MemoryStore`` arguments ``api_key``, ``region`` and
+            ``host_override`` found in the environment (never shown in the repr).
     """
 
     store: str
@@ -163,6 +170,7 @@ class Settings:
     worker_idle_s: float
     config_file: Path
     worker_timeout_s: float = DEFAULT_WORKER_TIMEOUT_S
+    cloud: Mapping[str, str] = field(default_factory=dict, repr=False)
 
 
 def resolve(
@@ -203,6 +211,7 @@ def resolve(
         worker_idle_s=idle,
         config_file=cfg_file,
         worker_timeout_s=timeout,
+        cloud={arg: env[var] for arg, var in ENV_CLOUD.items() if env.get(var)} if location.startswith("db://") else {},
     )
 
 

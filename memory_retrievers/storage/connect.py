@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from ..errors import StorageError
+from ..errors import ConfigError, StorageError
 
-__all__ = ["CacheSizes", "create_or_open", "is_uri", "open_lancedb_table"]
+__all__ = ["CacheSizes", "CloudAccess", "cloud_access", "create_or_open", "is_uri", "open_lancedb_table"]
 
 
 @dataclass(frozen=True)
@@ -27,6 +27,64 @@ class CacheSizes:
 
     index_bytes: int | None = None
     metadata_bytes: int | None = None
+
+
+@dataclass(frozen=True)
+class CloudAccess:
+    """How to reach LanceDB Cloud or Enterprise (``db://`` URIs): passed to ``lancedb.connect_async``.
+
+    The API key never appears in this object's repr, nor in the store's repr or error messages
+    (:meth:`scrub`). The object itself pickles only to reach the private engine process of a
+    forked child (``storage.remote``); a store refuses to be pickled at all.
+
+    Attributes:
+        api_key: The LanceDB Cloud API key (``None``: LanceDB refuses to connect to ``db://``).
+        region: The Cloud region (``None``: LanceDB's default, ``us-east-1``).
+        host_override: The URL of a LanceDB Enterprise deployment, instead of LanceDB Cloud's.
+    """
+
+    api_key: str | None = field(default=None, repr=False)
+    region: str | None = None
+    host_override: str | None = None
+
+    def __repr__(self) -> str:
+        key = "None" if self.api_key is None else "'***'"
+        return f"CloudAccess(api_key={key}, region={self.region!r}, host_override={self.host_override!r})"
+
+    def connect_kwargs(self) -> dict[str, str]:
+        """The keyword arguments of ``lancedb.connect_async`` that were given (LanceDB's defaults otherwise)."""
+        given = {"api_key": self.api_key, "region": self.region, "host_override": self.host_override}
+        return {name: value for name, value in given.items() if value is not None}
+
+    def scrub(self, text: str) -> str:
+        """``text`` with the API key masked (error messages may quote what the client sent)."""
+        return text.replace(self.api_key, "***") if self.api_key else text
+
+
+def cloud_access(
+    uri: str | None, *, api_key: str | None, region: str | None, host_override: str | None
+) -> CloudAccess | None:
+    """The Cloud settings given with a store's ``uri`` (``None`` when none was given).
+
+    Raises:
+        ConfigError: A setting that is not a non-empty string, or settings given with a URI that is not
+            ``db://`` (LanceDB would ignore them: the store would silently not be the one meant).
+    """
+    given = {"api_key": api_key, "region": region, "host_override": host_override}
+    for name, value in given.items():
+        if value is not None and (not isinstance(value, str) or not value.strip()):
+            shown = "a value that is not a non-empty string" if name == "api_key" else repr(value)
+            raise ConfigError(f"{name} must be a non-empty string or None, got {shown}")
+    if all(value is None for value in given.values()):
+        return None
+    if uri is None or not str(uri).startswith("db://"):
+        names = ", ".join(name for name, value in given.items() if value is not None)
+        raise ConfigError(
+            f"{names} only apply to LanceDB Cloud or Enterprise: pass a 'db://<database>' URI with them, "
+            f"not {'the default local folder' if uri is None else repr(str(uri))} (local folders and s3://... "
+            "take storage_options instead)"
+        )
+    return CloudAccess(api_key=api_key, region=region, host_override=host_override)
 
 
 def is_uri(value: str) -> bool:
@@ -41,8 +99,11 @@ async def open_lancedb_table(
     storage_options: Mapping[str, str] | None,
     read_consistency_interval: timedelta | None,
     caches: CacheSizes | None = None,
+    cloud: CloudAccess | None = None,
 ) -> Any:
     """Connect and open the table (a LanceDB ``AsyncTable``); create it only where nothing is stored yet.
+
+    ``cloud`` carries the API key, region and host of LanceDB Cloud or Enterprise (``db://`` URIs).
 
     Raises:
         StorageError: A local table folder holds data but no readable version.
@@ -60,6 +121,7 @@ async def open_lancedb_table(
         storage_options=dict(storage_options) if storage_options else None,
         read_consistency_interval=read_consistency_interval,
         session=session,
+        **(cloud.connect_kwargs() if cloud is not None else {}),
     )
     for attempt in range(3):
         try:

@@ -14,7 +14,7 @@ from .. import _fork
 from ..errors import ConfigError, StorageError
 from ..schema import META_SCHEMA_VERSION
 from .caller import CallerTable, missing_columns
-from .connect import CacheSizes, is_uri, open_lancedb_table
+from .connect import CacheSizes, CloudAccess, is_uri, open_lancedb_table
 from .remote import RemoteTable, warn_engine
 
 __all__ = ["check_caller_schema", "connect_table", "make_folder", "open_caller", "within"]
@@ -80,16 +80,23 @@ async def connect_table(
     storage_options: Mapping[str, str] | None,
     consistency: timedelta | None,
     caches: CacheSizes | None,
+    cloud: CloudAccess | None = None,
 ) -> tuple[Any, pa.Schema]:
     """Connect, open (or create) the table and read its schema."""
     if _fork.lancedb_inherited():
         # LanceDB's runtime came from the process this one was forked from, and is unsafe
         # here even for a new connection: a fresh engine process does the LanceDB work.
-        table = await RemoteTable.open(uri, table_name, schema, storage_options, consistency, caches)
+        table = await RemoteTable.open(uri, table_name, schema, storage_options, consistency, caches, cloud)
         warn_engine(uri)
     else:
         _fork.note_lancedb()
-        table = await open_lancedb_table(uri, table_name, schema, storage_options, consistency, caches)
+        try:
+            table = await open_lancedb_table(uri, table_name, schema, storage_options, consistency, caches, cloud)
+        except Exception as exc:
+            if cloud is None or cloud.scrub(str(exc)) == str(exc):
+                raise
+            # LanceDB's message quoted the API key: the error (and its chain) must not carry it on.
+            raise RuntimeError(cloud.scrub(str(exc))) from None
     return table, await table.schema()
 
 

@@ -33,7 +33,7 @@ import pyarrow as pa
 
 from .. import _fork
 from ..errors import StorageError
-from .connect import CacheSizes
+from .connect import CacheSizes, CloudAccess
 
 __all__ = ["EngineClient", "Portable", "RemoteTable", "Step", "warn_engine"]
 
@@ -177,6 +177,7 @@ class RemoteTable(_Chain):
         storage_options: Mapping[str, str] | None,
         read_consistency_interval: timedelta | None,
         caches: CacheSizes | None = None,
+        cloud: CloudAccess | None = None,
     ) -> RemoteTable:
         """Start an engine and open (or create) the table there, with :func:`~.connect.open_lancedb_table`."""
         client = EngineClient()
@@ -191,6 +192,7 @@ class RemoteTable(_Chain):
                     dict(storage_options or {}) or None,
                     read_consistency_interval,
                     caches,
+                    cloud,  # over the private socket pair only: the engine must connect as this process would
                 ),
                 _START_TIMEOUT_S,
             )

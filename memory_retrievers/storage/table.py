@@ -21,7 +21,7 @@ from ..errors import MemoryRetrieversError, StorageError
 from ..filters import MemoryFilter, build_where
 from .backend import LanceBackend, Merge, Request
 from .caller import CallerTable
-from .connect import CacheSizes, is_uri
+from .connect import CacheSizes, CloudAccess, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
 from .keys import KEY, ensure_primary_key, key_not_null, whole_rows
 from .migrations import add_missing_columns, check_schema, storage_error
@@ -51,6 +51,7 @@ class MemoryTable:
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
         caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
+        cloud: API key, region and host of LanceDB Cloud or Enterprise (``db://`` URIs, ``connect.CloudAccess``).
     """
 
     def __init__(
@@ -64,9 +65,10 @@ class MemoryTable:
         caches: CacheSizes | None = None,
         timeout: timedelta | None = None,
         caller: CallerTable | None = None,
+        cloud: CloudAccess | None = None,
     ) -> None:
         self.uri = uri
-        self._caller = caller
+        self._caller, self._cloud = caller, cloud
         self._timeout_s = timeout.total_seconds() if timeout is not None else None
         self.table_name = table_name
         self.schema = schema
@@ -117,7 +119,7 @@ class MemoryTable:
             else:
                 make_folder(self.uri)
                 args = (self.uri, self.table_name, self.schema, self._storage_options, self._consistency, self._caches)
-                table, found = await self.bounded(connect_table(*args), f"open {self.where}")
+                table, found = await self.bounded(connect_table(*args, self._cloud), f"open {self.where}")
         except MemoryRetrieversError:
             raise
         except Exception as exc:
@@ -383,12 +385,8 @@ class MemoryTable:
         return event
 
 
-_ACTIONS: dict[CommitAction, str] = {
-    "add": "write memories",
-    "upsert": "write memories",
-    "update": "update memories",
-    "delete": "delete memories",
-}
+_ACTIONS: dict[CommitAction, str] = {"add": "write memories", "upsert": "write memories"}
+_ACTIONS |= {"update": "update memories", "delete": "delete memories"}
 
 
 def _also(where: str, only: str | None) -> str:

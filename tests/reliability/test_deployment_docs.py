@@ -36,12 +36,39 @@ def _env() -> dict[str, str]:
     return env | {"PATH": str(BIN) + os.pathsep + env.get("PATH", "")}
 
 
+#: Stands in for LanceDB Cloud in the ``db://`` snippet's process (a ``sitecustomize`` module, so the
+#: snippet runs as pasted): records what the store connects with, then opens a local database instead.
+RECORDER = """
+import json, os
+import lancedb
+
+_real = lancedb.connect_async
+
+async def _recording(uri, **kwargs):
+    seen = {k: v for k, v in kwargs.items() if k in ("api_key", "region", "host_override", "storage_options")}
+    with open(os.environ["CLOUD_RECORD"], "a") as out:
+        out.write(json.dumps({"uri": str(uri), **seen}) + "\\n")
+    local = {k: v for k, v in kwargs.items() if k in ("read_consistency_interval", "session")}
+    return await _real(os.environ["CLOUD_LOCAL"], **local)
+
+lancedb.connect_async = _recording
+"""
+
+
+def _cloud_env(cwd: Path) -> dict[str, str]:
+    site = cwd / "cloud_recorder"
+    site.mkdir(exist_ok=True)
+    (site / "sitecustomize.py").write_text(RECORDER)
+    path = os.pathsep.join(p for p in (str(site), os.environ.get("PYTHONPATH", "")) if p)
+    record, local = str(cwd / "cloud_calls.jsonl"), str(cwd / "cloud_local")
+    return {"PYTHONPATH": path, "CLOUD_RECORD": record, "CLOUD_LOCAL": local, "LANCEDB_API_KEY": "ldb_test_key"}
+
+
 def _python(code: str, cwd: Path, name: str) -> str:
     # A file, as a user would save it: multiprocessing's forkserver/spawn children import its functions from it.
     (cwd / name).write_text(code)
-    done = subprocess.run(
-        [sys.executable, name], cwd=cwd, env=_env(), capture_output=True, text=True, timeout=TIMEOUT_S
-    )
+    env = _env() | (_cloud_env(cwd) if "db://" in code else {})
+    done = subprocess.run([sys.executable, name], cwd=cwd, env=env, capture_output=True, text=True, timeout=TIMEOUT_S)
     assert done.returncode == 0, f"{code}\n---\n{done.stdout[-2000:]}\n{done.stderr[-3000:]}"
     return done.stdout
 
@@ -65,7 +92,10 @@ def test_the_python_snippets_run_as_pasted(tmp_path: Path) -> None:
     assert app.startswith("200 OK 1 memories")
     assert pool.strip() in ("[1, 2]", "[2, 1]", "[2, 2]")  # both notes stored, one count per worker
     assert "ForkedStoreError" not in forked and "forkserver" in forked and "--preload" in forked
-    assert "api_key" in cloud and "db://my-database" in cloud
+    assert "db://my-database" in cloud and "ldb_test_key" not in cloud
+    (call,) = [json.loads(line) for line in (tmp_path / "cloud_calls.jsonl").read_text().splitlines()]
+    expected = {"uri": "db://my-database", "api_key": "ldb_test_key", "region": "us-east-1", "storage_options": None}
+    assert call == expected
     assert "alice" in duck and "preference" in duck and "jobs" in duck
     assert "alice 1 re-embedded" in reembed and "jobs 2 re-embedded" in reembed
 
