@@ -42,11 +42,14 @@ if TYPE_CHECKING:
     from .recall.registry import ChannelRegistry
     from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
     from .rerank import CrossEncoderReranker, Reranker
+    from .resharding import ReshardResult, reshard
     from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
     from .retriever import LLMFallbackWarning, MemoryRetriever
     from .scoring import DecayKind, ScoringConfig
     from .sections import ContextSection
     from .selection import CutReason
+    from .shard_routing import shard_of
+    from .shards import ShardedMemoryStore
     from .stage_config import (
         ChannelsConfig,
         FusionConfig,
@@ -93,6 +96,10 @@ _EXPORTS: dict[str, str] = {
     "WriteAction": ".models",
     "PendingWrite": ".pending",
     "PerProcess": ".per_process",
+    "ReshardResult": ".resharding",
+    "ShardedMemoryStore": ".shards",
+    "reshard": ".resharding",
+    "shard_of": ".shard_routing",
     "SpreadingActivation": ".recall.activation",
     "Channel": ".recall.channel",
     "ChannelInput": ".recall.channel",
@@ -175,6 +182,10 @@ __all__ = [
     "Need",
     "PendingWrite",
     "PerProcess",
+    "ReshardResult",
+    "ShardedMemoryStore",
+    "reshard",
+    "shard_of",
     "Preset",
     "RankedList",
     "RecallConfig",

@@ -71,6 +71,8 @@ def test_all_is_pinned() -> None:
             "PendingWrite",
             "QueueFullError",
             "PerProcess",
+            "ReshardResult",
+            "ShardedMemoryStore",
             "StoreAdmin",
             "SchemaMismatchError",
             "SentenceTransformerEmbedder",
@@ -80,6 +82,8 @@ def test_all_is_pinned() -> None:
             "WriteAction",
             "__version__",
             "default_store_path",
+            "reshard",
+            "shard_of",
         ]
     )
     for name in memory_retrievers.__all__:

@@ -1,0 +1,399 @@
+"""A store over several LanceDB tables ("shards"), each namespace routed to one of them by a stable hash.
+
+Each table is its own manifest and commit sequence: shards spread many tenants' commits (and their
+object-store requests) over independent sequences. A namespace lives in exactly one shard, chosen by
+:func:`shard_of` (a stable hash: the same in every process), so every process finds a tenant there.
+
+:class:`ShardedMemoryStore` is a :class:`~memory_retrievers.MemoryStore` (the retriever, the
+LangChain and LlamaIndex adapters and :class:`~memory_retrievers.PerProcess` take it as one): a call
+that names a namespace runs on that namespace's shard; :meth:`~ShardedMemoryStore.namespaces`,
+``close``/``flush`` and ``store.admin`` (``optimize``, ``purge``, ``stats``...) run on every shard.
+Shards open on first use, so a process serving a few tenants opens only their shards.
+Moving to another number of shards: :func:`memory_retrievers.reshard`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import functools
+import os
+import threading
+from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
+
+from . import _loop, _store_lifecycle
+from ._shard_admin import ShardedAdmin
+from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
+from ._store_reads import ReadAPI
+from ._store_writes import WriteAPI
+from ._twins import sync_twin
+from .config import StoreConfig, validated
+from .embeddings import Embedder
+from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
+from .models import AddedMemory
+from .pending import PendingWrite
+from .shard_routing import shard_of
+from .store import MemoryStore
+from .validation import validate_record
+
+if TYPE_CHECKING:
+    from ._barrier import Ticket
+    from .admin import StoreAdmin
+
+__all__ = ["ShardedMemoryStore", "shard_of"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _sync(method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Callable[Concatenate[Any, P], R]:
+    """:func:`~memory_retrievers._twins.sync_twin` typed for an override (its ``self`` is the subclass)."""
+    return sync_twin(method)
+
+
+def _namespace_at(args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str) -> Any:
+    """The namespace a call names: its keyword, else its positional argument at ``position``."""
+    if "namespace" in kwargs:
+        return kwargs["namespace"]
+    if position is not None and len(args) > position:
+        return args[position]
+    raise TypeError(f"{name}() missing required argument 'namespace'")
+
+
+def _routed(
+    method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], position: int | None = None
+) -> Callable[Concatenate[ShardedMemoryStore, P], Coroutine[Any, Any, R]]:
+    """``method`` run on the shard of the namespace the call names (``position``: its index in ``*args``)."""
+
+    @functools.wraps(method)
+    async def routed(self: ShardedMemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
+        shard = await self.ashard_for(_namespace_at(args, kwargs, position, method.__name__))
+        return await method(shard, *args, **kwargs)
+
+    return routed
+
+
+class ShardedMemoryStore(MemoryStore):
+    """A :class:`~memory_retrievers.MemoryStore` over several LanceDB tables, routed by namespace.
+
+    Args:
+        shards: One location per shard (a local folder or LanceDB URI, e.g. one ``s3://`` prefix
+            each), opened on first use; or open :class:`~memory_retrievers.MemoryStore` objects
+            (with one embedder), used as they are. The order matters: shard ``i`` holds the
+            namespaces :func:`shard_of` maps to ``i``. At least one.
+        table_name: The table inside each location.
+        embedder: One embedder for every shard (default: the offline all-MiniLM-L6-v2 model).
+        config: :class:`~memory_retrievers.StoreConfig` of every shard.
+        storage_options: LanceDB storage options of every shard (object-store credentials...).
+        clock: As for :class:`~memory_retrievers.MemoryStore`.
+        api_key: For ``db://`` shards (LanceDB Cloud or Enterprise), with ``region`` and ``host_override``.
+        region: See ``api_key``.
+        host_override: See ``api_key``.
+
+    Raises:
+        ConfigError: No shards, a location that is not a str or path, the same location twice,
+            stores with different embedders, or a sharded store given as a shard.
+    """
+
+    def __init__(
+        self,
+        shards: Sequence[str | os.PathLike[str] | MemoryStore],
+        *,
+        table_name: str = DEFAULT_TABLE,
+        embedder: Embedder | None = None,
+        config: StoreConfig | Mapping[str, Any] | None = None,
+        storage_options: Mapping[str, str] | None = None,
+        clock: Callable[[], datetime] | None = None,
+        api_key: str | None = None,
+        region: str | None = None,
+        host_override: str | None = None,
+    ) -> None:
+        given = _check_shards(shards)
+        opened = [s for s in given if isinstance(s, MemoryStore)]
+        first = opened[0] if opened else None
+        self._config = (
+            first.config if first is not None and config is None else validated(StoreConfig, config, "StoreConfig")
+        )
+        self._embedder = check_embedder(embedder if embedder is not None or first is None else first.embedder)
+        for store in opened:
+            if store.embedder.name != self._embedder.name or store.embedder.dimension != self._embedder.dimension:
+                raise ConfigError(
+                    f"every shard must use one embedder: {store!r} uses {store.embedder.name!r}, the sharded "
+                    f"store {self._embedder.name!r}; open the shards with the same embedder"
+                )
+        self._clock = clock or (first.clock if first is not None else _now_utc)
+        self._table_name = check_table_name(table_name)
+        self._open_kwargs: dict[str, Any] = {
+            "storage_options": storage_options,
+            "api_key": api_key,
+            "region": region,
+            "host_override": host_override,
+        }
+        self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
+        self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
+        if len(set(zip(self._locations, self._tables, strict=True))) < len(given):
+            raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")
+        self._stores: dict[int, MemoryStore] = {i: s for i, s in enumerate(given) if isinstance(s, MemoryStore)}
+        self._opening: dict[int, Future[MemoryStore]] = {}
+        self._making: dict[int, MemoryStore] = {}  # constructed, being opened
+        self._lock = threading.Lock()
+        self._closed = False
+        self._pid = os.getpid()  # each shard is tracked by the lifecycle itself (fork, exit) once opened
+
+    # ------------------------------------------------------------------ the shards
+    @property
+    def uri(self) -> str:
+        """Names the shards (``shards://<location>,<location>...``); :attr:`locations` lists them."""
+        return "shards://" + ",".join(self._locations)
+
+    @property
+    def table_name(self) -> str:
+        """The table inside each location."""
+        return self._table_name
+
+    @property
+    def locations(self) -> tuple[str, ...]:
+        """Each shard's location, in shard order."""
+        return self._locations
+
+    @property
+    def open_shards(self) -> builtins.list[int]:
+        """The shards opened so far (by a call on one of their namespaces, or an admin call on all)."""
+        with self._lock:
+            return sorted(self._stores)
+
+    def __repr__(self) -> str:
+        shards, name = len(self._locations), self._embedder.name
+        return f"ShardedMemoryStore({shards} shards, table={self._table_name!r}, embedder={name!r})"
+
+    def shard_index(self, namespace: str) -> int:
+        """Which shard holds ``namespace`` (see :func:`shard_of`).
+
+        Raises:
+            InvalidInputError: Not a valid namespace.
+        """
+        return shard_of(self._ns(namespace), len(self._locations))
+
+    async def ashard(self, index: int) -> MemoryStore:
+        """Shard ``index``'s store, opened now if it is not yet.
+
+        Raises:
+            InvalidInputError: No such shard.
+            StorageError: It could not be opened (the next call tries again).
+        """
+        self._ensure_open()
+        self._check_int(index, "index", 0, len(self._locations) - 1)
+        self._made(index)
+        with self._lock:
+            store, future = self._stores.get(index), self._opening.get(index)
+        if store is not None or future is None:
+            return store or self._stores[index]
+        try:
+            return await asyncio.wrap_future(future)
+        except BaseException:
+            with self._lock:
+                if self._opening.get(index) is future and future.done():
+                    del self._opening[index], self._making[index]  # a failed open is retried by the next call
+            raise
+
+    def shard(self, index: int) -> MemoryStore:
+        """Sync twin of :meth:`ashard`."""
+        with self._lock:
+            store = self._stores.get(index)
+        return store if store is not None else _loop.run_sync(self.ashard(index))
+
+    async def ashard_for(self, namespace: str) -> MemoryStore:
+        """The store of the shard that holds ``namespace``, opened now if needed."""
+        return await self.ashard(self.shard_index(namespace))
+
+    def _made(self, index: int) -> MemoryStore:
+        """Shard ``index``'s store, constructed (no I/O) and its opening started if it is not open yet.
+
+        The opening runs on the private loop whoever asks first, so callers on any loop (and sync
+        callers) share one opening and one store object (its write queue and forget barrier).
+        """
+        with self._lock:
+            store = self._stores.get(index) or self._making.get(index)
+            if store is None:
+                store = self._making[index] = MemoryStore(
+                    self._locations[index],
+                    table_name=self._tables[index],
+                    embedder=self._embedder,
+                    config=self._config,
+                    clock=self._clock,
+                    **self._open_kwargs,
+                    _open=False,
+                )
+                self._opening[index] = _loop.submit(self._finish_opening(index, store))
+            return store
+
+    async def _finish_opening(self, index: int, store: MemoryStore) -> MemoryStore:
+        await store._table.open()
+        _store_lifecycle.register(store)
+        with self._lock:
+            self._stores[index] = store
+            self._opening.pop(index, None)
+            self._making.pop(index, None)
+        return store
+
+    async def _every_shard(self) -> builtins.list[MemoryStore]:
+        return [await self.ashard(i) for i in range(len(self._locations))]
+
+    def _opened(self) -> builtins.list[MemoryStore]:
+        with self._lock:
+            return [self._stores[i] for i in sorted(self._stores)]
+
+    def _sync_shard_for(self, namespace: str) -> MemoryStore:
+        """The shard of ``namespace`` for a sync call (opened through the private loop when needed)."""
+        index = self.shard_index(namespace)
+        with self._lock:
+            store = self._stores.get(index)
+        return store if store is not None else self.shard(index)
+
+    # ------------------------------------------------------------------ lifecycle
+    @functools.cached_property
+    def admin(self) -> StoreAdmin:
+        """Administration across the shards (see :class:`~memory_retrievers._shard_admin.ShardedAdmin`)."""
+        return ShardedAdmin(self)
+
+    async def aclose(self) -> None:
+        """Close every open shard (each writes its pending access statistics and queued writes)."""
+        if self._closed or self._forked():
+            return
+        errors = []
+        for store in self._opened():
+            try:
+                await store.aclose()
+            except MemoryRetrieversError as exc:  # the other shards still close
+                errors.append(exc)
+        self._closed = True
+        if errors:
+            raise errors[0]
+
+    async def aflush(self) -> None:
+        """Wait for every open shard's queued writes and background maintenance."""
+        self._check_process()
+        for store in self._opened():
+            await store.aflush()
+
+    # ------------------------------------------------------------------ routed to one shard
+    aadd = _routed(WriteAPI.aadd)
+    areplace = _routed(WriteAPI.areplace, 0)
+    aupdate = _routed(WriteAPI.aupdate)
+    asupersede = _routed(WriteAPI.asupersede)
+    adelete = _routed(WriteAPI.adelete)
+    aforget = _routed(WriteAPI.aforget, 0)
+    aget = _routed(ReadAPI.aget)
+    alist = _routed(ReadAPI.alist, 0)
+    acount = _routed(ReadAPI.acount, 0)
+    avector_search = _routed(ReadAPI.avector_search)
+    afts_search = _routed(ReadAPI.afts_search)
+    aentity_search = _routed(ReadAPI.aentity_search)
+    arecency_search = _routed(ReadAPI.arecency_search)
+    ahas_entities = _routed(ReadAPI.ahas_entities, 0)
+    aspeakers = _routed(ReadAPI.aspeakers, 0)
+    arecall_source = _routed(ReadAPI.arecall_source, 0)
+    arecord_access = _routed(ReadAPI.arecord_access)
+
+    def add_later(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> PendingWrite:
+        """Queue one memory on its namespace's shard (see :meth:`MemoryStore.add_later`)."""
+        return self._sync_shard_for(namespace).add_later(text, namespace=namespace, dedup=dedup, **fields)
+
+    def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
+        """Count an access of each id on its namespace's shard (see :meth:`MemoryStore.record_access`)."""
+        self._sync_shard_for(namespace).record_access(ids, namespace=namespace, at=at)
+
+    def _forget_ticket(self, namespace: str) -> Ticket:
+        # The barrier needs no table: a shard still opening gives its ticket at once (this may run on
+        # the private loop, which cannot wait for an opening it runs).
+        return self._made(self.shard_index(namespace))._forget_ticket(namespace)
+
+    # ------------------------------------------------------------------ across namespaces
+    async def aadd_many(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        namespace: str | None = None,
+        batch_size: int | None = None,
+        dedup: bool | None = None,
+        progress: bool | None = None,
+    ) -> builtins.list[AddedMemory]:
+        """Store many memories, each on its namespace's shard; results in the order given.
+
+        Every record is validated before anything is written, as :meth:`MemoryStore.add_many`.
+        """
+        self._ensure_open()
+        if isinstance(records, (str, bytes, Mapping)):
+            raise InvalidInputError("records must be a list of dicts; for one memory use add()")
+        records = builtins.list(records)
+        groups: dict[int, builtins.list[int]] = {}
+        for i, raw in enumerate(records):
+            try:
+                rec = validate_record(raw, self._config, namespace=namespace)
+            except InvalidInputError as exc:
+                raise type(exc)(f"record {i}: {exc}") from None
+            groups.setdefault(self.shard_index(rec["namespace"]), []).append(i)
+        results: builtins.list[AddedMemory | None] = [None] * len(records)
+        for index, positions in groups.items():
+            shard = await self.ashard(index)
+            added = await shard.aadd_many(
+                [records[i] for i in positions],
+                namespace=namespace,
+                batch_size=batch_size,
+                dedup=dedup,
+                progress=progress,
+            )
+            for i, result in zip(positions, added, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    async def anamespaces(self) -> builtins.list[str]:
+        """Every namespace of every shard, sorted (opens every shard)."""
+        found: set[str] = set()
+        for store in await self._every_shard():
+            found.update(await store.anamespaces())
+        return sorted(found)
+
+    async def aembed_query(self, query: str) -> Any:
+        """Embed a query with the shards' embedder (the same for every shard)."""
+        opened = self._opened()
+        return await (opened[0] if opened else await self.ashard(0)).aembed_query(query)
+
+    async def aembed_queries(self, queries: Sequence[str]) -> Any:
+        """Embed queries with the shards' embedder."""
+        opened = self._opened()
+        return await (opened[0] if opened else await self.ashard(0)).aembed_queries(queries)
+
+    # ------------------------------------------------------------------ sync twins of the routed methods
+    add = _sync(aadd)
+    add_many = _sync(aadd_many)
+    replace = _sync(areplace)
+    update = _sync(aupdate)
+    supersede = _sync(asupersede)
+    delete = _sync(adelete)
+    forget = _sync(aforget)
+    list = _sync(alist)
+    count = _sync(acount)
+    namespaces = _sync(anamespaces)
+    vector_search = _sync(avector_search)
+    fts_search = _sync(afts_search)
+    entity_search = _sync(aentity_search)
+    recency_search = _sync(arecency_search)
+
+
+def _check_shards(shards: Any) -> builtins.list[str | os.PathLike[str] | MemoryStore]:
+    """The shards given, checked: a non-empty list of locations or open stores."""
+    if isinstance(shards, (str, bytes, os.PathLike)) or not isinstance(shards, Sequence) or not shards:
+        raise ConfigError(
+            "shards must be a non-empty list of store locations (folders or URIs) or MemoryStore objects, "
+            f"got {shards!r}"
+        )
+    for i, shard in enumerate(shards):
+        if isinstance(shard, ShardedMemoryStore):
+            raise ConfigError(f"shards[{i}] is itself a ShardedMemoryStore; list its locations instead")
+        if not isinstance(shard, (str, os.PathLike, MemoryStore)) or (isinstance(shard, str) and not shard.strip()):
+            raise ConfigError(f"shards[{i}] must be a folder, a LanceDB URI or a MemoryStore, got {shard!r}")
+    return builtins.list(shards)

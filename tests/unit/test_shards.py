@@ -1,0 +1,273 @@
+"""Shards built in: a store over several tables, each namespace routed to one by a stable hash (issue 29 item 3)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import lancedb
+import numpy as np
+import pytest
+
+from memory_retrievers import (
+    ConfigError,
+    ForkedStoreError,
+    HashEmbedder,
+    InvalidInputError,
+    MemoryRetriever,
+    MemoryStore,
+    PerProcess,
+    ShardedMemoryStore,
+    reshard,
+    shard_of,
+)
+from memory_retrievers._shard_admin import ShardedStats
+
+EMBEDDER = HashEmbedder(32)
+TENANTS = [f"user-{i}" for i in range(12)]
+
+#: Pinned: changing the hash would send every tenant of every deployed store to another shard.
+KNOWN = {
+    ("alice", 4): 1,
+    ("bob", 4): 1,
+    ("carol", 4): 3,
+    ("dave", 4): 2,
+    ("", 4): 2,
+    ("émile", 4): 0,
+    ("用户", 4): 0,
+    ("alice", 3): 1,
+    ("carol", 3): 2,
+    ("carol", 2): 1,
+    ("dave", 2): 0,
+    ("x", 1): 0,
+}
+
+
+def _open(tmp_path: Path, n: int, **kwargs: object) -> ShardedMemoryStore:
+    return ShardedMemoryStore([tmp_path / f"shard-{i}" for i in range(n)], embedder=EMBEDDER, **kwargs)  # type: ignore[arg-type]
+
+
+def _tables(tmp_path: Path, n: int) -> list[set[str]]:
+    """The namespaces stored in each shard's table, read with LanceDB directly."""
+    found = []
+    for i in range(n):
+        table = lancedb.connect(tmp_path / f"shard-{i}").open_table("memories")
+        found.append(set(table.to_arrow().column("namespace").to_pylist()))
+    return found
+
+
+def test_the_routing_is_pinned_to_known_values() -> None:
+    assert {key: shard_of(*key) for key in KNOWN} == KNOWN
+
+
+def test_the_routing_is_the_same_in_processes_with_other_hash_seeds() -> None:
+    names = [f"tenant-{i}" for i in range(200)] + ["", "émile", "用户"]
+    here = [shard_of(n, 7) for n in names]
+    code = (
+        "import json, sys; from memory_retrievers import shard_of; "
+        "print(json.dumps([shard_of(n, 7) for n in json.loads(sys.argv[1])]))"
+    )
+    for seed in ("0", "1", "12345"):
+        env = dict(os.environ, PYTHONHASHSEED=seed)
+        done = subprocess.run(
+            [sys.executable, "-c", code, json.dumps(names)], env=env, capture_output=True, text=True, check=True
+        )
+        assert json.loads(done.stdout) == here
+
+
+def test_growing_by_one_shard_moves_only_namespaces_to_the_new_shard() -> None:
+    names = [f"tenant-{i}" for i in range(3000)]
+    moved = [n for n in names if shard_of(n, 2) != shard_of(n, 3)]
+    assert all(shard_of(n, 3) == 2 for n in moved)
+    assert 800 < len(moved) < 1200  # about a third
+    assert sorted({shard_of(n, 5) for n in names}) == [0, 1, 2, 3, 4]
+
+
+@pytest.mark.parametrize("bad", [0, -1, True, 2.0])
+def test_a_bad_shard_count_is_refused(bad: object) -> None:
+    with pytest.raises(InvalidInputError, match="shards"):
+        shard_of("alice", bad)  # type: ignore[arg-type]
+
+
+def test_each_namespace_lives_in_its_shard_only_and_reads_never_cross(tmp_path: Path) -> None:
+    with _open(tmp_path, 3) as store:
+        for ns in TENANTS:
+            store.add(f"{ns} likes green tea", namespace=ns)
+        store.add_many([{"text": f"{ns} owns a bike", "namespace": ns} for ns in TENANTS])
+        for ns in TENANTS:
+            assert {m.text for m in store.list(ns)} == {f"{ns} likes green tea", f"{ns} owns a bike"}
+            hits = store.fts_search("tea", namespace=ns)
+            assert hits and {h.id for h in hits} <= {m.id for m in store.list(ns)}
+            assert store.count(ns) == 2
+        assert store.namespaces() == sorted(TENANTS)
+    stored = _tables(tmp_path, 3)
+    for ns in TENANTS:
+        assert [ns in names for names in stored] == [i == shard_of(ns, 3) for i in range(3)]
+
+
+def test_add_many_keeps_the_order_and_validates_everything_first(tmp_path: Path) -> None:
+    with _open(tmp_path, 3) as store:
+        added = store.add_many([{"text": f"note {i}", "namespace": TENANTS[i % 5]} for i in range(10)])
+        assert [store.get(a.id, namespace=TENANTS[i % 5]).text for i, a in enumerate(added)] == [
+            f"note {i}" for i in range(10)
+        ]
+        with pytest.raises(InvalidInputError, match="record 3"):
+            store.add_many([{"text": "fine", "namespace": TENANTS[0]}] * 3 + [{"text": "", "namespace": TENANTS[1]}])
+        assert store.count(TENANTS[0]) == 2
+
+
+def test_every_namespace_call_routes(tmp_path: Path) -> None:
+    with _open(tmp_path, 2) as store:
+        first = store.add("Alice prefers tea", namespace="alice")
+        store.update(first.id, namespace="alice", tags=["drinks"])
+        newer = store.supersede(first.id, "Alice prefers coffee now", namespace="alice")
+        assert store.get(first.id, namespace="alice").superseded_by == newer.id
+        assert [h.id for h in store.vector_search("coffee", namespace="alice", k=1)] == [newer.id]
+        assert store.recency_search(namespace="alice", k=5)
+        store.add_later("Alice flies to Oslo", namespace="alice").result()
+        assert store.count("alice") == 2
+        assert store.delete(newer.id, namespace="alice") == 1
+        assert store.forget("alice") >= 1 and store.count("alice") == 0
+        with pytest.raises(TypeError, match="namespace"):
+            store.count()  # type: ignore[call-arg]
+        with pytest.raises(InvalidInputError):
+            store.add("x", namespace="")
+
+
+def test_shards_open_lazily(tmp_path: Path) -> None:
+    with _open(tmp_path, 4) as store:
+        assert store.open_shards == []
+        store.add("Alice likes tea", namespace="alice")
+        assert store.open_shards == [shard_of("alice", 4)]
+        assert not (tmp_path / f"shard-{(shard_of('alice', 4) + 1) % 4}").exists()
+        store.namespaces()  # across namespaces: every shard
+        assert store.open_shards == [0, 1, 2, 3]
+
+
+def test_admin_fans_out(tmp_path: Path) -> None:
+    with _open(tmp_path, 3) as store:
+        store.add_many([{"text": f"{ns} likes tea", "namespace": ns} for ns in TENANTS])
+        stats = store.admin.stats()
+        assert isinstance(stats, ShardedStats) and len(stats.shards) == 3
+        assert stats.rows == len(TENANTS) == sum(s.rows for s in stats.shards)
+        assert [n.namespace for n in stats.namespaces] == sorted(TENANTS)
+        assert stats.to_dict()["shards"][0]["table"] == "memories"
+        store.admin.optimize()
+        store.admin.purge()
+        exported = store.admin.export(TENANTS[0])
+        assert [r["text"] for r in exported] == [f"{TENANTS[0]} likes tea"]
+        store.forget(TENANTS[0])
+        result = store.admin.restore(exported + store.admin.export(TENANTS[1]))
+        assert (result.added, result.replaced) == (1, 1)
+        assert store.count(TENANTS[0]) == 1
+        assert store.admin.expire() == 0 and store.admin.expire(TENANTS[0]) == 0
+        assert store.admin.flush_access() == 0
+
+
+def test_a_retriever_recalls_from_the_tenants_shard(tmp_path: Path) -> None:
+    with _open(tmp_path, 3) as store:
+        for ns in TENANTS[:4]:
+            store.add(f"{ns} prefers green tea in the morning", namespace=ns)
+        retriever = MemoryRetriever(store)
+        for ns in TENANTS[:4]:
+            found = retriever.recall("what does the user drink in the morning?", namespace=ns).memories
+            assert [m.memory.namespace for m in found] == [ns]
+
+
+def test_bad_shard_lists_are_refused(tmp_path: Path) -> None:
+    for bad in ([], "one-folder", [tmp_path / "a", tmp_path / "a"], [1, 2]):
+        with pytest.raises(ConfigError, match="shard"):
+            ShardedMemoryStore(bad, embedder=EMBEDDER)  # type: ignore[arg-type]
+    with _open(tmp_path, 2) as inner, pytest.raises(ConfigError, match="ShardedMemoryStore"):
+        ShardedMemoryStore([inner], embedder=EMBEDDER)
+    with (
+        MemoryStore(tmp_path / "other", embedder=HashEmbedder(16)) as other,
+        pytest.raises(ConfigError, match="embedder"),
+    ):
+        ShardedMemoryStore([other, tmp_path / "b"], embedder=EMBEDDER)
+
+
+def test_open_stores_can_be_the_shards(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "a", embedder=EMBEDDER) as a, MemoryStore(tmp_path / "b", embedder=EMBEDDER) as b:
+        store = ShardedMemoryStore([a, b])
+        assert store.embedder is EMBEDDER and store.open_shards == [0, 1]
+        store.add("Alice likes tea", namespace="alice")
+        assert [a, b][shard_of("alice", 2)].count("alice") == 1
+
+
+def test_a_sharded_store_is_refused_in_a_forked_child_and_per_process_makes_one(tmp_path: Path) -> None:
+    store = _open(tmp_path, 2)
+    store.add("Alice likes tea", namespace="alice")
+    with pytest.raises(ForkedStoreError):
+        import pickle
+
+        pickle.dumps(store)
+    pid = os.fork()
+    if pid == 0:  # the child: the parent's store refuses, a PerProcess one works (an engine process serves it)
+        code = 1
+        try:
+            try:
+                store.count("alice")
+            except ForkedStoreError:
+                fresh = PerProcess(lambda: _open(tmp_path, 2))
+                code = 0 if fresh.get().count("alice") == 1 else 2
+                fresh.close()
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    store.close()
+
+
+def test_reshard_two_to_three_keeps_every_memory_id_timestamp_link_and_vector(tmp_path: Path) -> None:
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        first = old.add(f"{ns} lives in Paris", namespace=ns)
+        old.supersede(first.id, f"{ns} moved to Lyon", namespace=ns)
+        old.add(f"{ns} likes tea", namespace=ns)
+    before = {ns: old.admin.export(ns) for ns in TENANTS}
+    new = _open(tmp_path, 3)
+    result = reshard(old, new)
+    assert set(result.moved) == {ns for ns in TENANTS if shard_of(ns, 3) == 2}
+    assert set(result.stayed) == set(TENANTS) - set(result.moved) and result.memories == 3 * len(result.moved)
+    for ns in TENANTS:
+        after = new.admin.export(ns)
+        key = lambda r: r["id"]  # noqa: E731
+        for a, b in zip(sorted(before[ns], key=key), sorted(after, key=key), strict=True):
+            assert np.allclose(a.pop("vector"), b.pop("vector"))
+            assert {k: v for k, v in a.items() if k not in ("access_count", "last_accessed_at")} == {
+                k: v for k, v in b.items() if k not in ("access_count", "last_accessed_at")
+            }
+    stored = _tables(tmp_path, 3)
+    for ns in TENANTS:
+        assert [ns in names for names in stored] == [i == shard_of(ns, 3) for i in range(3)]
+    assert reshard(old, new).moved == ()  # run again (as after a crash): nothing left to move
+    old.close()
+    new.close()
+
+
+def test_reshard_resumes_after_a_crash_between_copy_and_forget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+    new = _open(tmp_path, 3)
+    calls = []
+
+    async def crash(self: MemoryStore, namespace: str) -> int:
+        calls.append(namespace)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(MemoryStore, "aforget", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        reshard(old, new)
+    monkeypatch.undo()
+    (copied,) = calls
+    assert old.count(copied) == 1 and new.count(copied) == 1  # the old copy kept until the new one is written
+    result = reshard(old, new)
+    assert copied in result.moved and new.count(copied) == 1
+    assert all(new.count(ns) == 1 for ns in TENANTS)
+    old.close()
+    new.close()
