@@ -151,13 +151,15 @@ def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
             :class:`~memory_retrievers.HashEmbedder` and
             :class:`~memory_retrievers.SentenceTransformerEmbedder` can).
     """
-    return {
+    spec = {
         SPEC_KEY: 1,
         "uri": store.uri,
         "table_name": store.table_name,
         "embedder": _embedder_spec(store, owner),
         "config": store.config.model_dump(mode="json"),
     }
+    locations = getattr(store, "locations", None)  # a ShardedMemoryStore reopens on the same shards
+    return spec if locations is None else spec | {"shards": list(locations)}
 
 
 def is_store_spec(value: Any) -> bool:
@@ -216,7 +218,12 @@ def open_store(spec: Mapping[str, Any]) -> MemoryStore:
         raise ConfigError(
             f"serialised store names an embedder type {kind!r}; expected 'hash' or 'sentence-transformers'"
         )
-    store = MemoryStore(uri, table_name=table, embedder=built, config=config)
+    if spec.get("shards") is not None:
+        from .shards import ShardedMemoryStore
+
+        store: MemoryStore = ShardedMemoryStore(spec["shards"], table_name=table, embedder=built, config=config)
+    else:
+        store = MemoryStore(uri, table_name=table, embedder=built, config=config)
     _LIVE[(uri, table)] = store
     return store
 
