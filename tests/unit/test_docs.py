@@ -36,7 +36,7 @@ DEDICATED = {
     "docs/OBJECT_STORAGE.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
 }
 #: Pages whose blocks need no model: run in the fast tier.
-FAST = {"docs/reference/configuration.md"}
+FAST = {"docs/reference/configuration.md", "docs/how-to/shards.md"}
 
 
 def pages() -> list[str]:
@@ -126,6 +126,10 @@ PRINTS = {
     ("docs/how-to/own-lancedb.md", 0): "1\nTrue\n2\nAlice prefers window seats\n['memories']",
     ("docs/how-to/privacy.md", 0): "2\n0",
     ("docs/how-to/privacy.md", 1): "1\n2\n1",
+    ("docs/how-to/shards.md", 0): (
+        "[1, 1, 1, 0]\n['alice', 'bob', 'carol', 'dave']\n4\ndave prefers green tea in the morning"
+    ),
+    ("docs/how-to/shards.md", 1): "('carol', 'dave') 2\n1 0\n()",
     # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")
     ("docs/reference/configuration.md", 0): "1.5 0.3\nrefused: invalid RecallConfig: unknown key 'kk'; valid keys ...",
 }
