@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
 from . import exits
-from .settings import Settings
+from .settings import Settings, shard_locations
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -110,7 +110,13 @@ class StoreProvider:
         # A long-lived worker must see what other processes commit meanwhile (≈1.4 ms per read);
         # a one-shot process opens the latest version anyway.
         config = {"read_consistency_interval": timedelta(0)} if self._keep_open else None
-        store = MemoryStore(settings.store, embedder=make_embedder(settings.embedder), config=config, **settings.cloud)
+        shards, embedder = shard_locations(settings.store), make_embedder(settings.embedder)
+        if shards is not None:
+            from ..shards import ShardedMemoryStore
+
+            store: MemoryStore = ShardedMemoryStore(shards, embedder=embedder, config=config, **settings.cloud)
+        else:
+            store = MemoryStore(settings.store, embedder=embedder, config=config, **settings.cloud)
         self._open[key] = store
         return store
 

@@ -3,7 +3,9 @@
 Precedence, first found wins:
 
 - store: ``--store`` > ``MEMORY_RETRIEVERS_STORE`` > ``store`` in the config file > the default
-  per-user location (:func:`memory_retrievers.default_store_path`);
+  per-user location (:func:`memory_retrievers.default_store_path`). A sharded store
+  (:class:`~memory_retrievers.ShardedMemoryStore`) is ``shards://<location>,<location>...`` (its
+  ``uri``), or a list of locations as ``store`` in the config file;
 - namespace: ``--namespace/-n`` > ``MEMORY_RETRIEVERS_NAMESPACE`` > ``namespace`` in the config file;
 - embedder: ``--embedder`` > ``MEMORY_RETRIEVERS_EMBEDDER`` > ``embedder`` in the config file > ``minilm``;
 - LanceDB Cloud or Enterprise (a ``db://`` store): ``LANCEDB_API_KEY``, ``LANCEDB_REGION`` and
@@ -44,6 +46,7 @@ __all__ = [
     "default_store_location",
     "load_config",
     "resolve",
+    "shard_locations",
 ]
 
 ENV_STORE = "MEMORY_RETRIEVERS_STORE"
@@ -59,7 +62,7 @@ ENV_CLOUD = {"api_key": "LANCEDB_API_KEY", "region": "LANCEDB_REGION", "host_ove
 
 #: Keys the config file may hold, with what each sets.
 CONFIG_KEYS: dict[str, str] = {
-    "store": "store folder or LanceDB URI",
+    "store": "store folder or LanceDB URI, or a list of them (one per shard)",
     "namespace": "default namespace",
     "embedder": "embedder spec: minilm, hash[:DIM] or st:<model name or path>",
     "worker": "true/false: route recall, list, show, add and stats through the persistent worker",
@@ -120,6 +123,8 @@ def load_config(path: Path) -> dict[str, Any]:
     unknown = sorted(set(data) - set(CONFIG_KEYS))
     if unknown:
         raise SettingsError(f"unknown key(s) {unknown} in {path}; valid keys are: {', '.join(CONFIG_KEYS)}")
+    if isinstance(data.get("store"), list):
+        data["store"] = _sharded(data["store"], f"store in {path}")
     for key in ("store", "namespace", "embedder"):
         if key in data and (not isinstance(data[key], str) or not data[key].strip()):
             raise SettingsError(f"{key} in {path} must be a non-empty string, got {data[key]!r}")
@@ -132,8 +137,38 @@ def load_config(path: Path) -> dict[str, Any]:
     return data
 
 
+#: The prefix of a sharded store's location: ``shards://<location>,<location>...``.
+SHARDS = "shards://"
+
+
+def _sharded(locations: Any, where: str) -> str:
+    """A list of shard locations as one ``shards://`` location.
+
+    Raises:
+        SettingsError: Not a non-empty list of non-empty strings without commas.
+    """
+    if not locations or not all(isinstance(x, str) and x.strip() and "," not in x for x in locations):
+        raise SettingsError(
+            f"{where} must be a store location or a non-empty list of them (strings without commas), got {locations!r}"
+        )
+    return SHARDS + ",".join(locations)
+
+
+def shard_locations(location: str) -> list[str] | None:
+    """The shard locations of a ``shards://`` location (``None`` for any other store)."""
+    return location[len(SHARDS) :].split(",") if location.startswith(SHARDS) else None
+
+
+def _cloud(location: str) -> bool:
+    """Whether the store (or a shard of it) is on LanceDB Cloud or Enterprise."""
+    return any(one.startswith("db://") for one in shard_locations(location) or [location])
+
+
 def _location(value: str, base: Path) -> str:
-    """A store location made absolute (URIs such as ``s3://…`` are kept as they are)."""
+    """A store location made absolute (URIs such as ``s3://…`` are kept; each shard's of ``shards://``)."""
+    shards = shard_locations(value)
+    if shards is not None:
+        return _sharded([_location(s, base) if s.strip() else s for s in shards], f"the sharded store {value!r}")
     if "://" in value:
         return value
     path = Path(value).expanduser()
@@ -211,7 +246,7 @@ def resolve(
         worker_idle_s=idle,
         config_file=cfg_file,
         worker_timeout_s=timeout,
-        cloud={arg: env[var] for arg, var in ENV_CLOUD.items() if env.get(var)} if location.startswith("db://") else {},
+        cloud={arg: env[var] for arg, var in ENV_CLOUD.items() if env.get(var)} if _cloud(location) else {},
     )
 
 
