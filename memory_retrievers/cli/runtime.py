@@ -111,12 +111,15 @@ class StoreProvider:
         # a one-shot process opens the latest version anyway.
         config = {"read_consistency_interval": timedelta(0)} if self._keep_open else None
         shards, embedder = shard_locations(settings.store), make_embedder(settings.embedder)
+        # A db:// store's API key, region and host, from the environment (see settings.ENV_CLOUD).
+        api_key, region, host = (settings.cloud.get(k) for k in ("api_key", "region", "host_override"))
+        cloud: dict[str, Any] = {"api_key": api_key, "region": region, "host_override": host}
         if shards is not None:
             from ..shards import ShardedMemoryStore
 
-            store: MemoryStore = ShardedMemoryStore(shards, embedder=embedder, config=config, **settings.cloud)
+            store: MemoryStore = ShardedMemoryStore(shards, embedder=embedder, config=config, **cloud)
         else:
-            store = MemoryStore(settings.store, embedder=embedder, config=config, **settings.cloud)
+            store = MemoryStore(settings.store, embedder=embedder, config=config, **cloud)
         self._open[key] = store
         return store
 
