@@ -126,3 +126,45 @@ def test_the_command_line_reads_the_cloud_settings_from_the_environment_for_db_s
     cloud = resolve(env, tmp_path, store="db://my-database")
     assert cloud.cloud == {"api_key": KEY, "region": "eu-west-1"} and KEY not in repr(cloud)
     assert resolve(env, tmp_path, store=str(tmp_path / "local")).cloud == {}
+
+
+#: The recording connection inside the engine process (a fresh interpreter): a ``sitecustomize`` module.
+ENGINE_RECORDER = """
+import json, os
+import lancedb
+
+_real = lancedb.connect_async
+
+async def _recording(uri, **kwargs):
+    seen = {k: v for k, v in kwargs.items() if k in ("api_key", "region", "host_override")}
+    with open(os.environ["CLOUD_RECORD"], "a") as out:
+        out.write(json.dumps({"uri": str(uri), **seen}) + "\\n")
+    local = {k: v for k, v in kwargs.items() if k in ("read_consistency_interval", "session")}
+    return await _real(os.environ["CLOUD_LOCAL"], **local)
+
+lancedb.connect_async = _recording
+"""
+
+
+@pytest.mark.long
+def test_the_engine_process_of_a_forked_child_connects_with_them_too(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import json
+
+    from memory_retrievers import _fork
+    from memory_retrievers.storage.remote import RemoteTable
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "sitecustomize.py").write_text(ENGINE_RECORDER)
+    monkeypatch.syspath_prepend(str(site))  # the engine's PYTHONPATH is this process's sys.path
+    monkeypatch.setenv("CLOUD_RECORD", str(tmp_path / "calls.jsonl"))
+    monkeypatch.setenv("CLOUD_LOCAL", str(tmp_path / "local"))
+    monkeypatch.setattr(_fork, "lancedb_inherited", lambda: True)  # as in a child forked after LanceDB ran
+    with MemoryStore("db://my-database", embedder=EMBEDDER, api_key=KEY, region="eu-west-1") as store:
+        assert isinstance(store._table.handle, RemoteTable)
+        added = store.add("Alice prefers green tea", namespace="alice")
+        assert store.get(added.id, namespace="alice").text == "Alice prefers green tea"
+    (call,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
+    assert call == {"uri": "db://my-database", "api_key": KEY, "region": "eu-west-1"}
