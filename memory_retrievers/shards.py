@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import _loop, _store_lifecycle
 from ._shard_admin import ShardedAdmin
+from ._shard_calls import check_shards, namespace_at
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from ._store_reads import ReadAPI
 from ._store_writes import WriteAPI
@@ -36,7 +37,7 @@ from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
-from .store import MemoryStore
+from .store import MemoryStore, _moved
 from .validation import validate_record
 
 if TYPE_CHECKING:
@@ -54,15 +55,6 @@ def _sync(method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Call
     return sync_twin(method)
 
 
-def _namespace_at(args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str) -> Any:
-    """The namespace a call names: its keyword, else its positional argument at ``position``."""
-    if "namespace" in kwargs:
-        return kwargs["namespace"]
-    if position is not None and len(args) > position:
-        return args[position]
-    raise TypeError(f"{name}() missing required argument 'namespace'")
-
-
 def _routed(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], position: int | None = None
 ) -> Callable[Concatenate[ShardedMemoryStore, P], Coroutine[Any, Any, R]]:
@@ -70,7 +62,7 @@ def _routed(
 
     @functools.wraps(method)
     async def routed(self: ShardedMemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        shard = await self.ashard_for(_namespace_at(args, kwargs, position, method.__name__))
+        shard = await self.ashard_for(namespace_at(args, kwargs, position, method.__name__))
         return await method(shard, *args, **kwargs)
 
     return routed
@@ -111,7 +103,7 @@ class ShardedMemoryStore(MemoryStore):
         region: str | None = None,
         host_override: str | None = None,
     ) -> None:
-        given = _check_shards(shards)
+        given = check_shards(shards, ShardedMemoryStore)
         opened = [s for s in given if isinstance(s, MemoryStore)]
         first = opened[0] if opened else None
         self._config = (
@@ -384,16 +376,7 @@ class ShardedMemoryStore(MemoryStore):
     recency_search = _sync(arecency_search)
 
 
-def _check_shards(shards: Any) -> builtins.list[str | os.PathLike[str] | MemoryStore]:
-    """The shards given, checked: a non-empty list of locations or open stores."""
-    if isinstance(shards, (str, bytes, os.PathLike)) or not isinstance(shards, Sequence) or not shards:
-        raise ConfigError(
-            "shards must be a non-empty list of store locations (folders or URIs) or MemoryStore objects, "
-            f"got {shards!r}"
-        )
-    for i, shard in enumerate(shards):
-        if isinstance(shard, ShardedMemoryStore):
-            raise ConfigError(f"shards[{i}] is itself a ShardedMemoryStore; list its locations instead")
-        if not isinstance(shard, (str, os.PathLike, MemoryStore)) or (isinstance(shard, str) and not shard.strip()):
-            raise ConfigError(f"shards[{i}] must be a folder, a LanceDB URI or a MemoryStore, got {shard!r}")
-    return builtins.list(shards)
+# The deprecated admin aliases (``store.optimize()``...) reach the shards through ``store.admin`` too.
+for _name in ("optimize", "purge", "expire", "stats", "export", "restore", "flush_access"):
+    for _alias in (_name, f"a{_name}"):
+        setattr(ShardedMemoryStore, _alias, _moved(getattr(ShardedAdmin, _alias)))
