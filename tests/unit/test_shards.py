@@ -273,3 +273,69 @@ def test_reshard_resumes_after_a_crash_between_copy_and_forget(tmp_path: Path, m
     assert all(new.count(ns) == 1 for ns in TENANTS)
     old.close()
     new.close()
+
+
+WORKER = """
+from memory_retrievers import HashEmbedder, PerProcess, ShardedMemoryStore
+
+STORES = None
+
+
+def count(args):
+    global STORES
+    folders, namespace = args
+    if STORES is None:
+        STORES = PerProcess(lambda: ShardedMemoryStore(folders, embedder=HashEmbedder(32)))
+    store = STORES.get()
+    store.add(f"{namespace} wrote this from a worker", namespace=namespace)
+    return store.count(namespace), store.open_shards
+"""
+
+
+def test_spawned_workers_find_each_tenant_in_the_same_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import multiprocessing
+
+    (tmp_path / "shard_worker.py").write_text(WORKER)
+    monkeypatch.syspath_prepend(str(tmp_path))  # spawn children get this process's sys.path
+    folders = [str(tmp_path / f"shard-{i}") for i in range(3)]
+    with ShardedMemoryStore(folders, embedder=EMBEDDER) as store:
+        for ns in TENANTS[:6]:
+            store.add(f"{ns} wrote this first", namespace=ns)
+    import shard_worker  # type: ignore[import-not-found]
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        results = pool.map(shard_worker.count, [(folders, ns) for ns in TENANTS[:6]])
+    for ns, (count, opened) in zip(TENANTS[:6], results, strict=True):
+        assert count == 2 and shard_of(ns, 3) in opened
+    assert _tables(tmp_path, 3) == [{ns for ns in TENANTS[:6] if shard_of(ns, 3) == i} for i in range(3)]
+
+
+def test_threads_opening_one_shard_at_once_share_one_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from memory_retrievers import shards
+
+    made: list[str] = []
+
+    class Counted(MemoryStore):
+        def __init__(self, uri: str, **kwargs: object) -> None:
+            made.append(uri)
+            super().__init__(uri, **kwargs)  # type: ignore[arg-type]
+
+    with _open(tmp_path, 2) as store:
+        monkeypatch.setattr(shards, "MemoryStore", Counted)
+        with ThreadPoolExecutor(8) as pool:
+            list(pool.map(lambda i: store.add(f"note {i}", namespace=TENANTS[i % 4]), range(32)))
+        assert sum(store.count(ns) for ns in TENANTS[:4]) == 32
+        assert sorted(made) == sorted({store.locations[shard_of(ns, 2)] for ns in TENANTS[:4]})  # one store each
+
+
+async def test_the_async_api_routes_on_the_callers_loop(tmp_path: Path) -> None:
+    store = _open(tmp_path, 3)
+    added = await store.aadd("Alice prefers tea", namespace="alice")
+    assert (await store.aget(added.id, namespace="alice")).text == "Alice prefers tea"
+    assert await store.acount("alice") == 1 and await store.anamespaces() == ["alice"]
+    hits = await store.afts_search("tea", namespace="alice")
+    assert [h.id for h in hits] == [added.id]
+    assert (await store.admin.astats()).rows == 1
+    await store.aclose()
