@@ -51,7 +51,7 @@ class CloudAccess:
         key = "None" if self.api_key is None else "'***'"
         return f"CloudAccess(api_key={key}, region={self.region!r}, host_override={self.host_override!r})"
 
-    def connect_kwargs(self) -> dict[str, str]:
+    def connect_kwargs(self) -> dict[str, Any]:
         """The keyword arguments of ``lancedb.connect_async`` that were given (LanceDB's defaults otherwise)."""
         given = {"api_key": self.api_key, "region": self.region, "host_override": self.host_override}
         return {name: value for name, value in given.items() if value is not None}
