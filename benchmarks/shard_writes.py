@@ -4,8 +4,7 @@ Each process ('spawn') adds memories one ``add()`` at a time for its own tenants
 at once; every commit of one table goes through its one manifest, so concurrent writers of one
 table race for each version and retry, while shards are independent commit sequences. Reports
 writes per second and the add() latency (p50, p95) for one table and for ``--shards`` shards, on
-local folders, or on the loopback S3 server with ``--s3`` (``--latency-ms`` per request added by
-the counting proxy of ``benchmarks/_s3_meter.py`` is not used here: a plain server).
+local folders, or on the loopback S3 server (SeaweedFS, no added latency) with ``--s3``.
 
     python benchmarks/shard_writes.py [--procs 4] [--writes 40] [--shards 4] [--s3] [--out results.json]
 """
