@@ -118,12 +118,8 @@ class ShardedMemoryStore(MemoryStore):
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
         self._table_name = check_table_name(table_name)
-        self._open_kwargs: dict[str, Any] = {
-            "storage_options": storage_options,
-            "api_key": api_key,
-            "region": region,
-            "host_override": host_override,
-        }
+        cloud = {"api_key": api_key, "region": region, "host_override": host_override}
+        self._open_kwargs: dict[str, Any] = {"storage_options": storage_options, **cloud}
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
         if len(set(zip(self._locations, self._tables, strict=True))) < len(given):
@@ -134,6 +130,26 @@ class ShardedMemoryStore(MemoryStore):
         self._lock = threading.Lock()
         self._closed = False
         self._pid = os.getpid()  # each shard is tracked by the lifecycle itself (fork, exit) once opened
+
+    @classmethod
+    async def aopen(cls, *args: Any, **kwargs: Any) -> MemoryStore:
+        """Not needed: constructing a :class:`ShardedMemoryStore` does no I/O (shards open on first use).
+
+        Raises:
+            ConfigError: Always; construct it instead, also in async code.
+        """
+        raise ConfigError("ShardedMemoryStore opens its shards on first use: construct it, ShardedMemoryStore([...])")
+
+    @classmethod
+    def from_table(cls, *args: Any, **kwargs: Any) -> MemoryStore:
+        """Not for a sharded store: pass open stores as shards, ``ShardedMemoryStore([MemoryStore.from_table(t)...])``.
+
+        Raises:
+            ConfigError: Always.
+        """
+        raise ConfigError("a ShardedMemoryStore is not one table: ShardedMemoryStore([MemoryStore.from_table(t), ...])")
+
+    afrom_table = from_table  # type: ignore[assignment]
 
     # ------------------------------------------------------------------ the shards
     @property

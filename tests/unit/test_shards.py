@@ -339,3 +339,10 @@ async def test_the_async_api_routes_on_the_callers_loop(tmp_path: Path) -> None:
     assert [h.id for h in hits] == [added.id]
     assert (await store.admin.astats()).rows == 1
     await store.aclose()
+
+
+async def test_the_one_table_constructors_are_refused_with_the_way_to_build_it(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match=r"construct it"):
+        await ShardedMemoryStore.aopen([tmp_path / "a"])
+    with pytest.raises(ConfigError, match=r"MemoryStore\.from_table"):
+        ShardedMemoryStore.from_table(object())
