@@ -194,11 +194,14 @@ class ShardedMemoryStore(MemoryStore):
         """
         self._ensure_open()
         self._check_int(index, "index", 0, len(self._locations) - 1)
-        self._made(index)
-        with self._lock:
-            store, future = self._stores.get(index), self._opening.get(index)
-        if store is not None or future is None:
-            return store or self._stores[index]
+        while True:
+            self._made(index)
+            with self._lock:
+                store, future = self._stores.get(index), self._opening.get(index)
+            if store is not None:
+                return store
+            if future is not None:
+                break  # else another caller just dropped a failed opening: start a new one
         try:
             return await asyncio.wrap_future(future)
         except BaseException:
@@ -261,7 +264,6 @@ class ShardedMemoryStore(MemoryStore):
             store = self._stores.get(index)
         return store if store is not None else self.shard(index)
 
-    # ------------------------------------------------------------------ lifecycle
     @functools.cached_property
     def admin(self) -> StoreAdmin:
         """Administration across the shards (see :class:`~memory_retrievers._shard_admin.ShardedAdmin`)."""

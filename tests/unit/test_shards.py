@@ -21,6 +21,7 @@ from memory_retrievers import (
     MemoryStore,
     PerProcess,
     ShardedMemoryStore,
+    StorageError,
     reshard,
     shard_of,
 )
@@ -346,3 +347,17 @@ async def test_the_one_table_constructors_are_refused_with_the_way_to_build_it(t
         await ShardedMemoryStore.aopen([tmp_path / "a"])
     with pytest.raises(ConfigError, match=r"MemoryStore\.from_table"):
         ShardedMemoryStore.from_table(object())
+
+
+def test_a_shard_that_failed_to_open_is_opened_again_by_the_next_call(tmp_path: Path) -> None:
+    store = _open(tmp_path, 2)
+    index = shard_of("alice", 2)
+    blocker = tmp_path / f"shard-{index}"
+    blocker.write_text("a file where the shard's folder goes")
+    with pytest.raises(StorageError):
+        store.add("Alice likes tea", namespace="alice")
+    assert store.open_shards == []
+    blocker.unlink()
+    store.add("Alice likes tea", namespace="alice")
+    assert store.count("alice") == 1 and store.open_shards == [index]
+    store.close()
