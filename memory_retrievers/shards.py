@@ -74,8 +74,8 @@ class ShardedMemoryStore(MemoryStore):
     Args:
         shards: One location per shard (a local folder or LanceDB URI, e.g. one ``s3://`` prefix
             each), opened on first use; or open :class:`~memory_retrievers.MemoryStore` objects
-            (with one embedder), used as they are. The order matters: shard ``i`` holds the
-            namespaces :func:`shard_of` maps to ``i``. At least one.
+            (one embedder; :meth:`close` closes them too). The order matters: shard ``i`` holds
+            the namespaces :func:`shard_of` maps to ``i``. At least one.
         table_name: The table inside each location.
         embedder: One embedder for every shard (default: the offline all-MiniLM-L6-v2 model).
         config: :class:`~memory_retrievers.StoreConfig` of every shard.
