@@ -156,8 +156,8 @@ def test_rows_changed_during_the_pass_keep_their_change_and_deleted_ones_stay_de
     forgotten = "user05"
     read_whole = Clusterer._read_whole
 
-    async def racing(self: Clusterer, keys: pa.Table) -> pa.Table:
-        data = await read_whole(self, keys)  # the pass has read the rows: now other writers act
+    async def racing(self: Clusterer, *args: Any) -> pa.Table:
+        data = await read_whole(self, *args)  # the pass has read the rows: now other writers act
         await store.aupdate(updated, namespace="user01", text="user01 changed her mind")
         await store.adelete(deleted, namespace="user02")
         store._access.record("user03", [accessed], store._clock())
