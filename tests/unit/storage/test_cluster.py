@@ -252,3 +252,24 @@ def test_optimize_clusters_first_when_configured(tmp_path: Path) -> None:
         assert namespace_switches(layout(store)) == len(NAMESPACES) - 1
         indexed = np.array([i.unindexed_rows for i in _run(store._table.backend.indexes())])
         assert (indexed == 0).all()  # the same optimize folded the moved rows back in
+
+
+def test_views_treat_a_cluster_pass_like_a_compaction(tmp_path: Path) -> None:
+    """Ids, revisions and values are unchanged: a view is checked (signature read), never reloaded."""
+    path = tmp_path / "db"
+    with open_store(path, cluster_min_run_rows=40) as reader, open_store(path, cluster_min_run_rows=40) as other:
+        write_round_robin(reader, rounds=8, tag="x")
+        reader.admin.optimize()  # every row indexed: the same BM25 statistics before and after
+        retriever = MemoryRetriever(reader, config={"record_access": False})
+        before = recalled(retriever, "thing about topic3", "user02")
+        mine = reader._views
+        own = MemoryRetriever(other, config={"record_access": False})
+        own_before = recalled(own, "thing about topic3", "user02")
+        reloads, refreshes, other_reloads = mine.reloads, mine.refreshes, other._views.reloads
+        assert other.admin.cluster().moved > 0  # another store moved every row; this one's view is stale
+        other.admin.optimize()
+        assert recalled(retriever, "thing about topic3", "user02") == before
+        assert (mine.reloads, mine.refreshes) == (reloads, refreshes + 1)
+        # The store that clustered patched its own view from the commit: not even a signature read.
+        assert recalled(own, "thing about topic3", "user02") == own_before
+        assert other._views.reloads == other_reloads
