@@ -102,7 +102,7 @@ class StoreConfig(CheckedModel):
     cluster_on_optimize: bool = False
     """Run a clustering pass at the start of every ``optimize()`` (the automatic one included).
     Off by default: what it saves is object-store requests of cold reads (a 1,000-memory tenant in
-    a 100k-row table on S3: 1,066-1,166 requests before, 45-132 after; docs/OBJECT_STORAGE.md),
+    a 100k-row table on S3: 1,066-1,168 requests before, 45-132 after; docs/OBJECT_STORAGE.md),
     while each pass rewrites the rows it moves, and they leave every index until the same
     optimize folds them back in (with a vector index, that re-indexes the moved rows). Turn it on
     for tables on object storage serving many namespaces."""
