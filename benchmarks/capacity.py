@@ -14,6 +14,11 @@ measured is the store and the object store. Each figure is the median of ``--sam
 (field by field); ``ms`` is wall time in this process, so it includes LanceDB's own work.
 
     python benchmarks/capacity.py [--sizes 10000x10,10000x100,100000x100] [--latencies 0,25,50] [--quick]
+
+``--scenario cold-tenant`` measures a tenant's first recall before and after ``store.admin.cluster()``
+instead (see benchmarks/_cold_tenant.py; results in benchmarks/results/capacity_cold_tenant.json):
+
+    python benchmarks/capacity.py --scenario cold-tenant --sizes 100000x100 --latencies 25
 """
 
 from __future__ import annotations
@@ -195,8 +200,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ap.add_argument("--load-batch", type=int, default=5000, help="records per commit while filling the table")
     ap.add_argument("--data", type=Path, default=DEFAULT_LOCOMO, help="LoCoMo JSON for texts (never copied)")
     ap.add_argument("--quick", action="store_true", help="2000x4, latencies 0,25, 2 samples (a smoke run)")
-    ap.add_argument("--out", type=Path, default=Path(__file__).parent / "results" / "capacity.json")
+    ap.add_argument("--out", type=Path, default=None, help="results JSON (default: benchmarks/results/<scenario>)")
+    ap.add_argument("--scenario", choices=["capacity", "cold-tenant"], default="capacity")
     args = ap.parse_args(argv)
+    if args.scenario == "cold-tenant":
+        return cold_tenant_main(args)
+    args.out = args.out or Path(__file__).parent / "results" / "capacity.json"
     if args.quick:
         args.sizes, args.latencies, args.samples, args.batch = "2000x4", "0,25", 2, 20
     latencies = [float(x) for x in args.latencies.split(",")]
@@ -238,6 +247,40 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
     report(result)
+    return result
+
+
+def cold_tenant_main(args: argparse.Namespace) -> dict[str, Any]:
+    """The cold-tenant scenario (one table per size), written to ``args.out``."""
+    import _cold_tenant
+
+    latencies = [float(x) for x in args.latencies.split(",")]
+    out = args.out or _cold_tenant.default_path()
+    results = []
+    with LocalS3Server(anonymous=True) as s3:
+        proxy = MeteredProxy(s3.port)
+        try:
+            for rows, namespaces in parse_sizes(args.sizes):
+                print(f"cold tenant: filling {rows} rows in {namespaces} namespaces ...", flush=True)
+                words = texts(args.data, rows, np.random.default_rng(7))
+                uri = s3.uri(f"cold-tenant-{rows}x{namespaces}")
+                run = _cold_tenant.cold_tenant(
+                    proxy, uri, words, namespaces, latencies, args.samples, args.load_batch, summarize
+                )
+                _cold_tenant.report(run)
+                results.append(run)
+        finally:
+            proxy.close()
+    result = {
+        "scenario": "cold-tenant",
+        "server": "SeaweedFS on loopback, behind a counting proxy that sleeps the given latency per request",
+        "machine": f"{platform.machine()}, {platform.python_version()}",
+        "samples": args.samples,
+        "latencies_ms": latencies,
+        "tables": results,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=2) + "\n")
     return result
 
 

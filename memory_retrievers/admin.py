@@ -19,6 +19,7 @@ from typing import Any
 from ._store_base import MAX_PAGE, StoreBase
 from ._twins import sync_twin
 from .errors import InvalidInputError
+from .storage.cluster import ClusterResult
 from .storage.stats import StoreStats, read_stats
 from .storage.transfer import RestoreResult, Transfer, parse_restore_record
 
@@ -87,6 +88,31 @@ class StoreAdmin:
         self._store._ensure_open()
         await self.aexpire()
         await self._store._maintainer.optimize(wait=True)
+
+    async def acluster(self) -> ClusterResult:
+        """Rewrite the table so each namespace's rows are contiguous (a cold tenant on S3 costs a few requests).
+
+        Incremental: the rows written since the last pass (and runs shorter than
+        ``StoreConfig.cluster_min_run_rows``) are rewritten in ``(namespace, created_at, id)`` order
+        as one new run; once more than ``StoreConfig.cluster_max_runs`` runs would be left, every
+        row is rewritten as one. Progress is the layout itself: another process, or this one after
+        a crash, continues where the last pass left. Nothing a concurrent writer does is lost: a
+        row changed or deleted meanwhile is left as that writer left it (``skipped``), and the
+        rewrite is one commit. Ids, revisions and values are unchanged; moved rows stay findable
+        by every search at once and are folded back into the indexes by :meth:`optimize`.
+
+        Measured in docs/DEPLOYMENT.md (``benchmarks/capacity.py --scenario cold-tenant``).
+        ``StoreConfig.cluster_on_optimize`` runs a pass at the start of every optimize.
+
+        Returns:
+            A :class:`~memory_retrievers.storage.cluster.ClusterResult` (``to_dict()`` for JSON).
+
+        Raises:
+            StorageError: The table could not be read or rewritten.
+        """
+        self._store._ensure_open()
+        await self.aflush_access()
+        return await self._store._maintainer.cluster()
 
     async def aexpire(self, namespace: str | None = None) -> int:
         """Delete the memories whose ``expires_at`` has passed (in one namespace, or all).
@@ -188,6 +214,7 @@ class StoreAdmin:
 
     purge = sync_twin(apurge)
     optimize = sync_twin(aoptimize)
+    cluster = sync_twin(acluster)
     expire = sync_twin(aexpire)
     flush_access = sync_twin(aflush_access)
     export = sync_twin(aexport)

@@ -90,6 +90,23 @@ class StoreConfig(CheckedModel):
     optimize_after_commits: int = Field(default=64, ge=1)
     """...or once this many commits (each makes a small fragment that slows queries) happened."""
 
+    cluster_min_run_rows: int = Field(default=1_000, ge=1)
+    """``admin.cluster()`` rewrites rows so each namespace's rows are contiguous, in sorted runs:
+    runs shorter than this (rows written since the last pass among them) are rewritten with the
+    newer rows as one new run. See :mod:`memory_retrievers.storage.cluster`."""
+
+    cluster_max_runs: int = Field(default=8, ge=1)
+    """...and once more runs than this would be left, every row is rewritten as one run (a cold
+    read of a namespace costs a few requests per run holding it)."""
+
+    cluster_on_optimize: bool = False
+    """Run a clustering pass at the start of every ``optimize()`` (the automatic one included).
+    Off by default: what it saves is object-store requests of cold reads (a 1,000-memory tenant in
+    a 100k-row table on S3: 1,066-1,168 requests before, 45-132 after; docs/OBJECT_STORAGE.md),
+    while each pass rewrites the rows it moves, and they leave every index until the same
+    optimize folds them back in (with a vector index, that re-indexes the moved rows). Turn it on
+    for tables on object storage serving many namespaces."""
+
     ann_index_min_rows: int = Field(default=100_000, ge=256)
     """Build an approximate vector index once the table holds this many rows. Below it a flat,
     exact scan with the namespace prefilter is faster than an index (measured: 11 ms at 10k rows).

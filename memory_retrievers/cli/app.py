@@ -50,6 +50,9 @@ def _register() -> None:
     for module in (cmd_memories, cmd_recall, cmd_transfer, cmd_health, cmd_eval, cmd_serve):
         for command in module.COMMANDS:
             cli.add_command(command)
+    from .cmd_cluster import cluster  # issue 29
+
+    cli.add_command(cluster)
 
 
 _register()

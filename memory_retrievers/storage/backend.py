@@ -70,12 +70,15 @@ class Merge:
         update_where: Only matched rows satisfying this (``target.``/``source.`` columns).
         insert: Insert unmatched source rows, with Lance's same-key conflict check (``keys.inserting``).
         delete_where: Delete target rows the source does not hold that satisfy this (compiled filter).
+        in_source_order: Join by hashing, never through the ``id`` index: the rewritten rows then
+            land in the order of the source (the index path writes them in the table's order).
     """
 
     update: bool = True
     update_where: str | None = None
     insert: bool = False
     delete_where: str | None = None
+    in_source_order: bool = False
 
 
 @dataclass(frozen=True)
@@ -237,6 +240,8 @@ class LanceBackend:
             builder = inserting(builder)
         if merge.delete_where is not None:
             builder = builder.when_not_matched_by_source_delete(merge.delete_where)
+        if merge.in_source_order:
+            builder = builder.use_index(False)
         return await builder.execute(data)
 
     async def delete(self, where: str) -> Any:

@@ -26,6 +26,7 @@ from ..errors import StorageError
 from ..models import FtsField
 from .access import AccessLog
 from .backend import IndexKind
+from .cluster import Clusterer, ClusterResult
 from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
@@ -245,6 +246,8 @@ class Maintainer:
         await self._flush_access()
 
         async def work() -> None:
+            if self._config.cluster_on_optimize:  # first, so the same optimize folds moved rows back in
+                await retry_conflicts("cluster the table", self._clusterer().run, defer_ok=True)
             await retry_conflicts("build indexes", self._build_missing)
             await retry_conflicts("optimize the table", self._compact, defer_ok=True)
 
@@ -253,6 +256,20 @@ class Maintainer:
         removed = await asyncio.to_thread(self.remove_stale_temp_files)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
+
+    def _clusterer(self) -> Clusterer:
+        config = self._config
+        return Clusterer(self._table, min_run_rows=config.cluster_min_run_rows, max_runs=config.cluster_max_runs)
+
+    async def cluster(self) -> ClusterResult:
+        """One clustering pass (see ``cluster.py``), never beside another maintenance run of this store."""
+        done: list[ClusterResult] = []
+
+        async def work() -> None:
+            done.append(await retry_conflicts("cluster the table", self._clusterer().run))
+
+        await self._exclusive(work, wait=True)
+        return done[0]
 
     async def _compact(self) -> None:
         # From the latest version on every attempt: a handle left at the version a conflict was

@@ -36,6 +36,7 @@ T = TypeVar("T")
 
 #: The condition of every rewrite: the stored row is still the one the writer read.
 _UNCHANGED = "target.revision = source.revision - 1"
+_REWRITE = Merge(update_where=_UNCHANGED)
 _ID_CHUNK = 1000  # ids per IN list: keeps filters short
 
 
@@ -275,14 +276,13 @@ class MemoryTable:
         merge = Merge(update_where=_UNCHANGED, insert=True)
         return await self._commit("upsert", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
-    async def rewrite(self, data: pa.Table) -> CommitEvent:
-        """Rewrite existing rows (whole), conditionally as in :meth:`upsert`; never inserts.
+    async def rewrite(self, data: pa.Table, *, merge: Merge = _REWRITE) -> CommitEvent:
+        """Rewrite existing rows (whole), conditionally as in :meth:`upsert` (or as ``merge`` says); never inserts.
 
         A row deleted or changed since it was read is left alone (a stale copy never brings a
         deleted memory back).
         """
         self._whole(data)
-        merge = Merge(update_where=_UNCHANGED)
         return await self._commit("update", _namespaces(data), lambda: self.backend.merge(data, KEY, merge), rows=data)
 
     def whole_rows(self, stored: Sequence[dict[str, Any]]) -> pa.Table:

@@ -1,0 +1,169 @@
+"""Tenants laid out together: rewriting rows so each namespace's rows are contiguous.
+
+Rows land in the table in write order, so one namespace's memories are scattered over every
+fragment written while it was active. On object storage a cold read of one namespace then costs
+about one request per memory (issue 29: ~1,050 GETs for a 1,000-memory tenant in a 100k-row
+table). Rewritten in ``(namespace, created_at, id)`` order, a namespace's rows sit next to each
+other in each *run*, and a read of them is a few range requests per run.
+
+Incremental, LSM style. The layout itself is the record of progress, so a new process (or one
+that crashed mid-pass) continues where the last left, with nothing else to keep consistent: the
+table is read as runs (maximal stretches of one fragment in key order, by row address); runs of at
+least ``min_run_rows`` rows are settled, everything else (rows written since the last pass,
+short runs) is rewritten as one new sorted run. When that would leave more than ``max_runs``
+settled runs, every row is rewritten as one run instead (the merge).
+
+Never losing a concurrent write: the rewrite is one merge by key that updates only (never
+inserts), and only rows still exactly as read (``revision``, ``updated_at``, ``access_count``,
+``last_accessed_at``). A row deleted meanwhile stays deleted; a row changed meanwhile keeps its
+change and its old place, and is picked up by the next pass. The merge commits once (a crash
+leaves the table as before or as after) and joins by hashing: that writes its rows in source
+order (measured on LanceDB 0.40 up to 100k rows; the tests check the row addresses), while the
+join through the ``id`` index writes them in the table's old order. ``runs_after`` is read back
+from the table, so a LanceDB that stopped keeping the order would show in every result.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from .backend import Merge, Request
+from .table import MemoryTable
+
+__all__ = ["ClusterResult", "Clusterer", "SAME_ROW", "find_runs"]
+
+#: The condition of the rewrite: the stored row is still exactly the one read (the clustering keeps
+#: ``revision`` as it is, so this checks every column a write or an access flush changes). Lance's
+#: SQL has no ``IS NOT DISTINCT FROM``: nulls are compared by hand.
+SAME_ROW = (
+    "target.revision = source.revision AND target.updated_at = source.updated_at"
+    " AND target.access_count = source.access_count"
+    " AND (target.last_accessed_at = source.last_accessed_at"
+    " OR (target.last_accessed_at IS NULL AND source.last_accessed_at IS NULL))"
+)
+#: Update only, and by hash join: Lance's ``id``-index path writes rows in the table's order, not ours.
+_MOVE = Merge(update_where=SAME_ROW, in_source_order=True)
+_ORDER = [("namespace", "ascending"), ("created_at", "ascending"), ("id", "ascending")]
+_LAYOUT = ["namespace", "created_at", "id", "_rowaddr"]
+_MAX_STRETCHES = 64  # address ranges in one filter; more and the pass scans the table instead
+_READ = "read the rows to cluster"
+
+
+@dataclass(frozen=True)
+class ClusterResult:
+    """What one clustering pass did.
+
+    Attributes:
+        moved: Rows rewritten in namespace order.
+        skipped: Rows that changed or were deleted while the pass ran (left where they were; the
+            next pass takes them).
+        runs_before: Sorted runs the table was read as (a cold namespace read costs about a few
+            requests per run holding it).
+        runs_after: Runs it holds after the pass (read back; rows skipped or written meanwhile count).
+        merged: Whether every row was rewritten as one run (too many runs had piled up).
+        elapsed_s: Wall time of the pass, in seconds.
+    """
+
+    moved: int
+    skipped: int
+    runs_before: int
+    runs_after: int
+    merged: bool
+    elapsed_s: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON-friendly dict."""
+        return asdict(self)
+
+
+def find_runs(layout: pa.Table) -> list[np.ndarray]:
+    """The table's sorted runs: positions into ``layout`` of each run, in row-address order.
+
+    Args:
+        layout: ``namespace``, ``created_at``, ``id`` and ``_rowaddr`` of every row.
+
+    Returns:
+        One array of row positions per run: a maximal stretch of one fragment (the high 32 bits
+        of the row address) whose rows are in ``(namespace, created_at, id)`` order.
+    """
+    if layout.num_rows == 0:
+        return []
+    by_addr = pc.sort_indices(layout, [("_rowaddr", "ascending")]).to_numpy()
+    rank = np.empty(layout.num_rows, dtype=np.int64)
+    rank[pc.sort_indices(layout, _ORDER).to_numpy()] = np.arange(layout.num_rows)
+    ranks = rank[by_addr]
+    fragments = layout.column("_rowaddr").to_numpy()[by_addr].astype(np.uint64) >> np.uint64(32)
+    breaks = np.flatnonzero((np.diff(ranks) < 0) | (np.diff(fragments) != 0)) + 1
+    return list(np.split(by_addr, breaks))
+
+
+class Clusterer:
+    """One clustering pass over a table (see the module docstring).
+
+    Args:
+        table: The table layer (its commit subscribers see the rewrite as an update that changed
+            no value: views of the namespaces stay valid).
+        min_run_rows: Runs shorter than this are rewritten with the newer rows.
+        max_runs: Settled runs beyond which every row is rewritten as one run.
+    """
+
+    def __init__(self, table: MemoryTable, *, min_run_rows: int, max_runs: int) -> None:
+        self._table = table
+        self._min_run_rows = min_run_rows
+        self._max_runs = max_runs
+
+    async def run(self) -> ClusterResult:
+        """Run one pass: rewrite the rows written since the last one (or every row, to merge runs)."""
+        started = time.perf_counter()
+        layout = await self._layout()
+        runs = find_runs(layout)
+        settled = [r for r in runs if len(r) >= self._min_run_rows]
+        loose = [r for r in runs if len(r) < self._min_run_rows]
+        merged = len(settled) + (1 if loose else 0) > self._max_runs
+        chosen = runs if merged else loose
+        if len(chosen) <= 1:  # one run (or none) is already in order: nothing to gain
+            return ClusterResult(0, 0, len(runs), len(runs), False, time.perf_counter() - started)
+        data = await self._read_whole(layout, runs, [merged or len(r) < self._min_run_rows for r in runs])
+        event = await self._table.rewrite(data, merge=_MOVE)
+        moved = int(event.updated or 0)
+        after = len(find_runs(await self._layout()))
+        elapsed = time.perf_counter() - started
+        return ClusterResult(moved, data.num_rows - moved, len(runs), after, merged, elapsed)
+
+    async def _layout(self) -> pa.Table:
+        await self._table.refresh()
+        return await self._table.search(Request(None, _LAYOUT), "read the table layout")
+
+    async def _read_whole(self, layout: pa.Table, runs: list[np.ndarray], chosen: list[bool]) -> pa.Table:
+        """The stored rows of the chosen runs (whole, vector included), sorted by namespace, then time.
+
+        Read by row-address ranges, one per stretch of neighbouring chosen runs: a scan of those
+        stretches, a few requests on object storage, where reading the rows by id would fetch
+        one file region per row (measured: 101,269 requests for 100k rows on S3). Rows changed
+        or deleted since the layout was read are no longer at those addresses: not moved.
+        """
+        addresses = layout.column("_rowaddr")
+        stretches: list[list[int]] = []
+        for i, run in enumerate(runs):
+            if not chosen[i]:
+                continue
+            lo, hi = addresses[int(run[0])].as_py(), addresses[int(run[-1])].as_py()
+            if stretches and chosen[i - 1]:
+                stretches[-1][1] = hi
+            else:
+                stretches.append([lo, hi])
+        # A very fragmented choice (or everything) is one scan of the table, filtered here.
+        narrow = len(stretches) <= _MAX_STRETCHES and not all(chosen)
+        where = " OR ".join(f"(_rowaddr >= {lo} AND _rowaddr <= {hi})" for lo, hi in stretches) if narrow else None
+        columns = self._table.schema.names
+        read = await self._table.search(Request(where, [*columns, "_rowaddr"]), _READ)
+        wanted = pa.array(np.concatenate([runs[i] for i in range(len(runs)) if chosen[i]]))
+        read = read.filter(pc.is_in(read.column("_rowaddr"), value_set=addresses.take(wanted)))
+        table = read.select(columns).cast(self._table.schema)
+        return table.take(pc.sort_indices(table, _ORDER))
