@@ -52,7 +52,8 @@ def embedder_factory(embedder: Embedder) -> EmbedderFactory:
     Raises:
         ConfigError: The embedder cannot be pickled: pass ``embedder_factory=`` to the job.
     """
-    if isinstance(embedder, SentenceTransformerEmbedder):
+    # Exactly our classes: a subclass may embed differently, so it is shipped as itself (below).
+    if type(embedder) is SentenceTransformerEmbedder:
         # The private settings of our own class, read here so the class needs no pickling support.
         return functools.partial(
             SentenceTransformerEmbedder,
@@ -61,7 +62,7 @@ def embedder_factory(embedder: Embedder) -> EmbedderFactory:
             batch_size=embedder._batch_size,
             name=embedder.name,
         )
-    if isinstance(embedder, HashEmbedder):
+    if type(embedder) is HashEmbedder:
         return functools.partial(HashEmbedder, embedder.dimension, name=embedder.name)
     try:
         from ray import cloudpickle
