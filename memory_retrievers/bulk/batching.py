@@ -119,6 +119,8 @@ class ImportReport:
         skipped: Records skipped as duplicates of a stored memory.
         batches: Commits made (one per batch).
         seconds: Wall time of the whole job, embedding and writing.
+        startup_seconds: Wall time until the first vectors came back (Ray actors starting and
+            loading the model, and the first batch): a cost paid once per job, not per record.
     """
 
     records: int
@@ -127,6 +129,7 @@ class ImportReport:
     skipped: int
     batches: int
     seconds: float
+    startup_seconds: float = 0.0
 
     @property
     def per_second(self) -> float:
@@ -143,4 +146,5 @@ class ImportReport:
             "batches": self.batches,
             "seconds": round(self.seconds, 3),
             "per_second": round(self.per_second, 1),
+            "startup_seconds": round(self.startup_seconds, 3),
         }

@@ -87,8 +87,10 @@ def import_records(
     batches = 0
     pending: list[np.ndarray] = []
     written = 0
+    first: float | None = None
     runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
     for start, vectors in runs:
+        first = time.perf_counter() - started if first is None else first
         pending.append(vectors)
         ready = sum(len(v) for v in pending)
         # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
@@ -102,7 +104,8 @@ def import_records(
             batches += 1
             pending = [stacked[take:]] if take < len(stacked) else []
             ready -= take
-    return ImportReport(len(items), batches=batches, seconds=time.perf_counter() - started, **counts)
+    seconds = time.perf_counter() - started
+    return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first or 0.0, **counts)
 
 
 def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
@@ -173,16 +176,19 @@ def reembed(
         fn_constructor_args=(factory,),
         batch_size=embed_batch,
         batch_format="pyarrow",
-        compute=ray.data.ActorPoolStrategy(size=_workers(workers, ray)),
+        # Autoscaled from one actor: a table of few fragments feeds few actors (Ray warns at a fixed pool).
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
     added = replaced = batches = records = 0
+    first: float | None = None
     for batch in embedded.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
+        first = time.perf_counter() - started if first is None else first
         restored = target.admin.restore(export_records(batch.to_pylist()))
         added, replaced = added + restored.added, replaced + restored.replaced
         records += batch.num_rows
         batches += 1
-    return ImportReport(records, added, replaced, 0, batches, time.perf_counter() - started)
+    return ImportReport(records, added, replaced, 0, batches, time.perf_counter() - started, first or 0.0)
 
 
 def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
