@@ -125,16 +125,23 @@ def backfill_formation(
     }
     store.flush()  # queued writes of this process are committed before the tasks read the turns
     task = ray.remote(num_cpus=1)(_form_namespace)
+    calls = [(opener, factory, llm_factory, dict(formation_config or {}), ns) for ns in chosen]
+    results = _run_at_most(ray, task, calls, at_once)
+    order = {ns: i for i, ns in enumerate(chosen)}
+    return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+
+
+def _run_at_most(ray: Any, task: Any, calls: list[tuple[Any, ...]], at_once: int | None) -> list[NamespaceBackfill]:
+    """Every call of ``task``, at most ``at_once`` in flight (all at once when ``None``: Ray queues them)."""
     results: list[NamespaceBackfill] = []
     waiting: list[Any] = []
-    for namespace in chosen:
+    for args in calls:
         if at_once is not None and len(waiting) >= at_once:
             done, waiting = ray.wait(waiting, num_returns=1)
             results.extend(ray.get(done))
-        waiting.append(task.remote(opener, factory, llm_factory, dict(formation_config or {}), namespace))
+        waiting.append(task.remote(*args))
     results.extend(ray.get(waiting))
-    order = {ns: i for i, ns in enumerate(chosen)}
-    return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+    return results
 
 
 def _form_namespace(
@@ -146,10 +153,11 @@ def _form_namespace(
 ) -> NamespaceBackfill:
     """One Ray task: open the store, read the namespace's turns, form session after session."""
     from ..formation import Decision, MemoryFormer
+    from ..models import Memory
     from ..store import MemoryStore
 
     with MemoryStore(opener["uri"], embedder=factory(), **{k: v for k, v in opener.items() if k != "uri"}) as store:
-        turns = []
+        turns: list[Memory] = []
         while True:
             page = store.list(
                 namespace,

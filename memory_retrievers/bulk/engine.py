@@ -67,7 +67,7 @@ def embedder_factory(embedder: Embedder) -> EmbedderFactory:
     try:
         from ray import cloudpickle
 
-        cloudpickle.dumps(embedder)
+        cloudpickle.dumps(embedder)  # type: ignore[no-untyped-call]
     except Exception as exc:
         raise ConfigError(
             f"the embedder {embedder!r} cannot be sent to Ray workers ({type(exc).__name__}: {exc}); pass "

@@ -83,14 +83,30 @@ def import_records(
     items = _checked(store, records, namespace)
     ray = require_ray()
     factory = embedder_factory_ or embedder_factory(store.embedder)
-    counts = {"added": 0, "updated": 0, "skipped": 0}
-    batches = 0
-    pending: list[np.ndarray] = []
-    written = 0
-    first: float | None = None
     runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
+    counts, batches, first = _write_in_order(store, items, runs, size, namespace, dedup)
+    seconds = time.perf_counter() - started
+    return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first - started, **counts)
+
+
+def _write_in_order(
+    store: MemoryStore,
+    items: list[dict[str, Any]],
+    runs: Iterable[tuple[int, np.ndarray]],
+    size: int,
+    namespace: str | None,
+    dedup: bool | None,
+) -> tuple[dict[str, int], int, float]:
+    """Write ``items`` with the vectors of ``runs`` in whole batches of ``size``, as ``add_many`` batches them.
+
+    Returns the actions counted, the commits made and when the first vectors arrived (``perf_counter``).
+    """
+    counts = {"added": 0, "updated": 0, "skipped": 0}
+    batches = written = 0
+    pending: list[np.ndarray] = []
+    first: float | None = None
     for start, vectors in runs:
-        first = time.perf_counter() - started if first is None else first
+        first = time.perf_counter() if first is None else first
         pending.append(vectors)
         ready = sum(len(v) for v in pending)
         # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
@@ -104,8 +120,7 @@ def import_records(
             batches += 1
             pending = [stacked[take:]] if take < len(stacked) else []
             ready -= take
-    seconds = time.perf_counter() - started
-    return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first or 0.0, **counts)
+    return counts, batches, first if first is not None else time.perf_counter()
 
 
 def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
@@ -169,7 +184,6 @@ def reembed(
     source.admin.flush_access()
     ray = require_ray()
     dataset = _read_table(source, where, storage_options)
-    dataset.context.execution_options.preserve_order = True
     factory = embedder_factory_ or embedder_factory(target.embedder)
     embedded = dataset.map_batches(
         _WithVectors,
@@ -180,6 +194,11 @@ def reembed(
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
+    return _restore_all(target, embedded, batch_size, started)
+
+
+def _restore_all(target: MemoryStore, embedded: Any, batch_size: int, started: float) -> ImportReport:
+    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive."""
     added = replaced = batches = records = 0
     first: float | None = None
     for batch in embedded.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
@@ -223,7 +242,7 @@ def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping
 class _WithVectors(EmbedBatch):
     """Arrow batches of stored rows, each with a new ``vector`` column from the target's embedder."""
 
-    def __call__(self, batch: Any) -> Any:  # type: ignore[override]
+    def __call__(self, batch: Any) -> Any:
         import pyarrow as pa
 
         texts = batch.column("text").to_pylist()
