@@ -1,4 +1,4 @@
-"""``memory-retrievers bulk ...`` on a local Ray instance: the same store as ``import``, a re-embedded copy, bad input."""
+"""`memory-retrievers bulk ...` on a local Ray instance: the same store as `import`, a re-embedded copy, bad input."""
 
 from __future__ import annotations
 
