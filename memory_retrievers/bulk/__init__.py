@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from .backfill import BackfillReport, NamespaceBackfill, backfill_formation
 from .batching import ImportReport
-from .engine import embedder_factory
+from .engine import factory_for
 from .jobs import import_records, reembed
 
 __all__ = [
@@ -21,7 +21,7 @@ __all__ = [
     "ImportReport",
     "NamespaceBackfill",
     "backfill_formation",
-    "embedder_factory",
+    "factory_for",
     "import_records",
     "reembed",
 ]

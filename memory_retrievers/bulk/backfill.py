@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError
 from .batching import check_positive, sessions_in_order
-from .engine import EmbedderFactory, embedder_factory, require_ray
+from .engine import EmbedderFactory, factory_for, require_ray
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -81,7 +81,7 @@ def backfill_formation(
     namespaces: Sequence[str] | None = None,
     formation_config: Mapping[str, Any] | None = None,
     storage_options: Mapping[str, str] | None = None,
-    embedder_factory_: EmbedderFactory | None = None,
+    embedder_factory: EmbedderFactory | None = None,
     workers: int | None = None,
 ) -> BackfillReport:
     """Form memories (facts, session summaries) from the conversations stored in ``store``, on Ray.
@@ -98,7 +98,7 @@ def backfill_formation(
         namespaces: Only these (default: every namespace of the store).
         formation_config: :class:`~memory_retrievers.formation.FormationConfig` fields.
         storage_options: Those the store was opened with (object storage credentials).
-        embedder_factory_: Builds the store's embedder in a task (default: rebuilt from it).
+        embedder_factory: Builds the store's embedder in a task (default: rebuilt from it).
         workers: Namespaces formed at once (default: every CPU of the Ray cluster).
 
     Returns:
@@ -116,7 +116,7 @@ def backfill_formation(
     chosen = list(store.namespaces() if namespaces is None else namespaces)
     ray = require_ray()
     at_once = check_positive(workers, "workers") if workers is not None else None
-    factory = embedder_factory_ or embedder_factory(store.embedder)
+    factory = embedder_factory or factory_for(store.embedder)
     opener = {
         "uri": store.uri,
         "table_name": store.table_name,

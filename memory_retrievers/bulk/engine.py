@@ -17,7 +17,7 @@ from ..errors import ConfigError, EmbeddingError
 from ..storage.vectors import unit
 from .batching import text_blocks
 
-__all__ = ["EmbedBatch", "EmbedderFactory", "embedded_in_order", "embedder_factory", "require_ray"]
+__all__ = ["EmbedBatch", "EmbedderFactory", "embedded_in_order", "factory_for", "require_ray"]
 
 EmbedderFactory = Callable[[], Embedder]
 """Builds an embedder in a Ray worker (a model is loaded once per worker, not shipped)."""
@@ -42,7 +42,7 @@ def require_ray() -> Any:
     return ray
 
 
-def embedder_factory(embedder: Embedder) -> EmbedderFactory:
+def factory_for(embedder: Embedder) -> EmbedderFactory:
     """A picklable factory rebuilding ``embedder`` in a Ray worker.
 
     The built-in embedders are rebuilt from their settings (a sentence-transformers model holds a

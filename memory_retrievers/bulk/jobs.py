@@ -22,7 +22,7 @@ from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
 from .batching import ImportReport, attach_vectors, check_positive, export_records
-from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, embedder_factory, require_ray
+from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -48,7 +48,7 @@ def import_records(
     dedup: bool | None = None,
     workers: int | None = None,
     embed_batch: int = DEFAULT_EMBED_BATCH,
-    embedder_factory_: EmbedderFactory | None = None,
+    embedder_factory: EmbedderFactory | None = None,
 ) -> ImportReport:
     """Import many records (chat history, notes) with their embeddings computed in parallel on Ray.
 
@@ -68,7 +68,7 @@ def import_records(
         dedup: Override the config's duplicate detection.
         workers: Ray actors embedding at once (default: every CPU of the Ray cluster).
         embed_batch: Texts per Ray batch.
-        embedder_factory_: Builds the embedder in a worker (default: rebuilt from the store's).
+        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's).
 
     Returns:
         Counts and wall time.
@@ -82,7 +82,7 @@ def import_records(
     check_positive(embed_batch, "embed_batch")
     items = _checked(store, records, namespace)
     ray = require_ray()
-    factory = embedder_factory_ or embedder_factory(store.embedder)
+    factory = embedder_factory or factory_for(store.embedder)
     runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
     counts, batches, first = _write_in_order(store, items, runs, size, namespace, dedup)
     seconds = time.perf_counter() - started
@@ -147,7 +147,7 @@ def reembed(
     workers: int | None = None,
     embed_batch: int = DEFAULT_EMBED_BATCH,
     storage_options: Mapping[str, str] | None = None,
-    embedder_factory_: EmbedderFactory | None = None,
+    embedder_factory: EmbedderFactory | None = None,
 ) -> ImportReport:
     """Copy a store's memories into another store, embedded again with the target's model, on Ray.
 
@@ -166,7 +166,7 @@ def reembed(
         embed_batch: Texts per Ray batch.
         storage_options: How Lance reads the source table on object storage (the ones the source
             store was opened with).
-        embedder_factory_: Builds the target's embedder in a worker (default: rebuilt from it).
+        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
 
     Returns:
         Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
@@ -184,7 +184,7 @@ def reembed(
     source.admin.flush_access()
     ray = require_ray()
     dataset = _read_table(source, where, storage_options)
-    factory = embedder_factory_ or embedder_factory(target.embedder)
+    factory = embedder_factory or factory_for(target.embedder)
     embedded = dataset.map_batches(
         _WithVectors,
         fn_constructor_args=(factory,),

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.bulk import ImportReport, embedder_factory
+from memory_retrievers.bulk import ImportReport, factory_for
 from memory_retrievers.bulk.batching import (
     attach_vectors,
     check_positive,
@@ -93,9 +93,9 @@ def test_export_records_from_raw_rows_equal_the_stores_export(make_store: Callab
 
 
 def test_the_builtin_embedders_are_rebuilt_from_their_settings() -> None:
-    hashed = embedder_factory(HashEmbedder(48, name="h48"))()
+    hashed = factory_for(HashEmbedder(48, name="h48"))()
     assert isinstance(hashed, HashEmbedder) and (hashed.dimension, hashed.name) == (48, "h48")
-    st = embedder_factory(SentenceTransformerEmbedder("some/model", batch_size=7, name="mine"))()
+    st = factory_for(SentenceTransformerEmbedder("some/model", batch_size=7, name="mine"))()
     assert isinstance(st, SentenceTransformerEmbedder)
     assert (st._model_name, st._batch_size, st.name) == ("some/model", 7, "mine")
 
@@ -109,9 +109,9 @@ def test_an_embedder_that_cannot_be_pickled_asks_for_a_factory() -> None:
             self.lock = threading.Lock()  # what a model client holds
 
     with pytest.raises(ConfigError, match=r"embedder_factory=<a function"):
-        embedder_factory(Unpicklable())
+        factory_for(Unpicklable())
     # A subclass that pickles is shipped as itself, not rebuilt as the base class.
-    copied = embedder_factory(type("Tuned", (HashEmbedder,), {})(8))()
+    copied = factory_for(type("Tuned", (HashEmbedder,), {})(8))()
     assert type(copied).__name__ == "Tuned"
 
 
