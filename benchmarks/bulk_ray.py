@@ -138,8 +138,10 @@ def main() -> None:
     finally:
         ray.shutdown()
     ray_rate = n / ray_s
-    # Once the actors run: the records after the first batch over the time after the first vectors.
-    steady = (n - DEFAULT_EMBED_BATCH) / (ray_s - report.startup_seconds) if n > 2 * DEFAULT_EMBED_BATCH else ray_rate
+    # Once the actors run: the time after the first vectors came back, over the records after the first
+    # batch of every actor (each may have embedded one while the first came back: not counted, to stay low).
+    head = args.workers * DEFAULT_EMBED_BATCH
+    steady = (n - head) / (ray_s - report.startup_seconds) if n > 2 * head else ray_rate
     print(
         f"Ray import: {n} turns in {ray_s:.1f} s = {ray_rate:.0f} turns/s ({args.workers} workers); "
         f"first vectors after {report.startup_seconds:.1f} s, {steady:.0f} turns/s after that"
