@@ -1,0 +1,27 @@
+"""Bulk jobs on Ray: import chat history, re-embed a table, backfill memory formation.
+
+Each job spreads its expensive part (embedding, LLM calls) over Ray workers and writes through the
+store's own write path. Ray is an optional extra, imported only when a job runs::
+
+    pip install "memory-retrievers[ray]"
+
+A job starts a local Ray instance unless one is running: call ``ray.init(address=...)`` first to
+run it on a cluster. See docs/how-to/bulk-jobs.md.
+"""
+
+from __future__ import annotations
+
+from .backfill import BackfillReport, NamespaceBackfill, backfill_formation
+from .batching import ImportReport
+from .engine import factory_for
+from .jobs import import_records, reembed
+
+__all__ = [
+    "BackfillReport",
+    "ImportReport",
+    "NamespaceBackfill",
+    "backfill_formation",
+    "factory_for",
+    "import_records",
+    "reembed",
+]

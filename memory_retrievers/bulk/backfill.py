@@ -1,0 +1,182 @@
+"""Formation backfill: run memory formation over the conversations a store already holds, namespaces in parallel on Ray.
+
+One Ray task per namespace opens the store itself (a process of its own, its own LanceDB handle and
+write queue) and runs :class:`~memory_retrievers.formation.MemoryFormer` over that namespace's
+stored turns, session after session in the order they were stored, so each session's
+consolidation sees the facts of the sessions before it, as when they were formed live. Namespaces
+never share a memory, so tasks on different namespaces only meet in LanceDB's commits, which are
+conditional: concurrent writers retry, nothing is lost.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..errors import InvalidInputError
+from .batching import check_positive, sessions_in_order
+from .engine import EmbedderFactory, factory_for, require_ray
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["BackfillReport", "NamespaceBackfill", "backfill_formation"]
+
+#: Turns read per page while collecting a namespace's conversation.
+_PAGE = 1000
+
+LLMFactory = Callable[[], Any]
+"""Builds the user's LLM in a Ray worker (anything ``MemoryFormer(llm=...)`` takes)."""
+
+
+@dataclass(frozen=True, slots=True)
+class NamespaceBackfill:
+    """Formation over one namespace.
+
+    Attributes:
+        namespace: The namespace.
+        sessions: Sessions formed.
+        turns: Stored turns read.
+        facts: Facts the LLM extracted and the store kept (whatever their decision).
+        added: Facts stored as new memories.
+        summaries: Session summaries stored.
+        rejected: Facts or summaries the store refused (see each run's report).
+    """
+
+    namespace: str
+    sessions: int
+    turns: int
+    facts: int
+    added: int
+    summaries: int
+    rejected: int
+
+
+@dataclass(frozen=True, slots=True)
+class BackfillReport:
+    """What :func:`backfill_formation` did.
+
+    Attributes:
+        namespaces: One entry per namespace, in the order asked.
+        seconds: Wall time of the job.
+    """
+
+    namespaces: tuple[NamespaceBackfill, ...]
+    seconds: float
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON form."""
+        return {
+            "namespaces": [{k: getattr(n, k) for k in NamespaceBackfill.__dataclass_fields__} for n in self.namespaces],
+            "seconds": round(self.seconds, 3),
+        }
+
+
+def backfill_formation(
+    store: MemoryStore,
+    llm_factory: LLMFactory,
+    *,
+    namespaces: Sequence[str] | None = None,
+    formation_config: Mapping[str, Any] | None = None,
+    storage_options: Mapping[str, str] | None = None,
+    embedder_factory: EmbedderFactory | None = None,
+    workers: int | None = None,
+) -> BackfillReport:
+    """Form memories (facts, session summaries) from the conversations stored in ``store``, on Ray.
+
+    Every stored ``message`` memory of a namespace is a turn; turns are grouped by ``session_id``
+    and each session is passed to ``MemoryFormer.form`` as stored memories (they are not written
+    again). Forming a session twice stores no fact twice when the LLM repeats itself (duplicate
+    detection and consolidation see the first run's facts).
+
+    Args:
+        store: The store holding the conversations; the formed memories go into it too.
+        llm_factory: Builds the LLM in each Ray task (a function with no arguments, e.g.
+            ``functools.partial(MyLLM, model="...")``): LLM clients hold connections that do not pickle.
+        namespaces: Only these (default: every namespace of the store).
+        formation_config: :class:`~memory_retrievers.formation.FormationConfig` fields.
+        storage_options: Those the store was opened with (object storage credentials).
+        embedder_factory: Builds the store's embedder in a task (default: rebuilt from it).
+        workers: Namespaces formed at once (default: every CPU of the Ray cluster).
+
+    Returns:
+        Per-namespace counts and the wall time.
+
+    Raises:
+        InvalidInputError: A bad argument.
+        ConfigError: Ray is not installed, or the embedder cannot be sent to workers.
+    """
+    started = time.perf_counter()
+    if not callable(llm_factory):
+        raise InvalidInputError(f"llm_factory must be a function that builds the LLM, got {llm_factory!r}")
+    if isinstance(namespaces, str):
+        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
+    chosen = list(store.namespaces() if namespaces is None else namespaces)
+    ray = require_ray()
+    at_once = check_positive(workers, "workers") if workers is not None else None
+    factory = embedder_factory or factory_for(store.embedder)
+    opener = {
+        "uri": store.uri,
+        "table_name": store.table_name,
+        "config": store.config.model_dump(),
+        "storage_options": dict(storage_options) if storage_options else None,
+    }
+    store.flush()  # queued writes of this process are committed before the tasks read the turns
+    task = ray.remote(num_cpus=1)(_form_namespace)
+    calls = [(opener, factory, llm_factory, dict(formation_config or {}), ns) for ns in chosen]
+    results = _run_at_most(ray, task, calls, at_once)
+    order = {ns: i for i, ns in enumerate(chosen)}
+    return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+
+
+def _run_at_most(ray: Any, task: Any, calls: list[tuple[Any, ...]], at_once: int | None) -> list[NamespaceBackfill]:
+    """Every call of ``task``, at most ``at_once`` in flight (all at once when ``None``: Ray queues them)."""
+    results: list[NamespaceBackfill] = []
+    waiting: list[Any] = []
+    for args in calls:
+        if at_once is not None and len(waiting) >= at_once:
+            done, waiting = ray.wait(waiting, num_returns=1)
+            results.extend(ray.get(done))
+        waiting.append(task.remote(*args))
+    results.extend(ray.get(waiting))
+    return results
+
+
+def _form_namespace(
+    opener: dict[str, Any],
+    factory: EmbedderFactory,
+    llm_factory: LLMFactory,
+    formation_config: dict[str, Any],
+    namespace: str,
+) -> NamespaceBackfill:
+    """One Ray task: open the store, read the namespace's turns, form session after session."""
+    from ..formation import Decision, MemoryFormer
+    from ..models import Memory
+    from ..store import MemoryStore
+
+    with MemoryStore(opener["uri"], embedder=factory(), **{k: v for k, v in opener.items() if k != "uri"}) as store:
+        turns: list[Memory] = []
+        while True:
+            page = store.list(
+                namespace,
+                filter={"kinds": ["message"], "include_superseded": True},
+                limit=_PAGE,
+                offset=len(turns),
+                newest_first=False,
+            )
+            turns.extend(page)
+            if len(page) < _PAGE:
+                break
+        former = MemoryFormer(store, llm=llm_factory(), config=formation_config)
+        facts = added = summaries = rejected = 0
+        sessions = sessions_in_order(turns)
+        for session, session_turns in sessions:
+            report = former.form(session_turns, namespace=namespace, session_id=session)
+            facts += len(report.facts)
+            added += report.count(Decision.ADD)
+            summaries += report.summary is not None
+            rejected += len(report.rejected_facts) + (report.rejected_summary is not None)
+        former.close()
+    return NamespaceBackfill(namespace, len(sessions), len(turns), facts, added, summaries, rejected)

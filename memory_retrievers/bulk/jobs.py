@@ -1,0 +1,252 @@
+"""The bulk jobs: import chat history and re-embed a table, with the embedding spread over Ray workers.
+
+Embedding is the expensive part of both (about 500 short texts/s per two cores for MiniLM); the
+commit is not (one LanceDB commit per batch of hundreds of rows). So the workers embed and the
+process that calls the job writes, through the store's own write path: an import through
+``add_many`` with the precomputed vectors (duplicate detection, context fill and supersession as in
+any write), a re-embedding through ``admin.restore`` (ids, timestamps, access statistics and
+supersession links kept). One writer per table is also what LanceDB's commits favour: writers racing
+on one table retry each other's conflicts.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from ..errors import InvalidInputError
+from ..fields import SCALAR_COLUMNS
+from ..filters import sql_in
+from ..validation import check_namespace
+from .batching import ImportReport, attach_vectors, check_positive, export_records
+from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["import_records", "reembed"]
+
+#: Texts per Ray batch: large enough that the per-batch overhead of Ray is small against embedding it.
+DEFAULT_EMBED_BATCH = 256
+
+
+def _workers(workers: int | None, ray: Any) -> int:
+    if workers is None:
+        return max(1, int(ray.available_resources().get("CPU", 1)))
+    return check_positive(workers, "workers")
+
+
+def import_records(
+    store: MemoryStore,
+    records: Iterable[Mapping[str, Any]],
+    *,
+    namespace: str | None = None,
+    batch_size: int | None = None,
+    dedup: bool | None = None,
+    workers: int | None = None,
+    embed_batch: int = DEFAULT_EMBED_BATCH,
+    embedder_factory: EmbedderFactory | None = None,
+) -> ImportReport:
+    """Import many records (chat history, notes) with their embeddings computed in parallel on Ray.
+
+    The result is what ``store.add_many(records, namespace=..., batch_size=..., dedup=...)`` stores
+    (the same memories, ids and vectors): the records are embedded by ``workers`` Ray actors, each
+    holding its own copy of the store's embedder, and written by this process with ``add_many``,
+    batch by batch in input order, with the vectors attached. Records that carry a ``vector`` keep it.
+
+    Every record is validated before Ray starts; a write error stops the job after the batches
+    already committed (the exception's ``.written`` lists them, as for ``add_many``).
+
+    Args:
+        store: Where to write.
+        records: Dicts with ``text`` and any writable field (see :meth:`MemoryStore.add`).
+        namespace: For records that name none.
+        batch_size: Records per commit (default ``StoreConfig.write_batch_size``).
+        dedup: Override the config's duplicate detection.
+        workers: Ray actors embedding at once (default: every CPU of the Ray cluster).
+        embed_batch: Texts per Ray batch.
+        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's).
+
+    Returns:
+        Counts and wall time.
+
+    Raises:
+        InvalidInputError: A record or argument is invalid; nothing was written.
+        ConfigError: Ray is not installed, or the embedder cannot be sent to workers.
+    """
+    started = time.perf_counter()
+    size = check_positive(batch_size if batch_size is not None else store.config.write_batch_size, "batch_size")
+    check_positive(embed_batch, "embed_batch")
+    items = _checked(store, records, namespace)
+    ray = require_ray()
+    factory = embedder_factory or factory_for(store.embedder)
+    runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
+    counts, batches, first = _write_in_order(store, items, runs, size, namespace, dedup)
+    seconds = time.perf_counter() - started
+    return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first - started, **counts)
+
+
+def _write_in_order(
+    store: MemoryStore,
+    items: list[dict[str, Any]],
+    runs: Iterable[tuple[int, np.ndarray]],
+    size: int,
+    namespace: str | None,
+    dedup: bool | None,
+) -> tuple[dict[str, int], int, float]:
+    """Write ``items`` with the vectors of ``runs`` in whole batches of ``size``, as ``add_many`` batches them.
+
+    Returns the actions counted, the commits made and when the first vectors arrived (``perf_counter``).
+    """
+    counts = {"added": 0, "updated": 0, "skipped": 0}
+    batches = written = 0
+    pending: list[np.ndarray] = []
+    first: float | None = None
+    for start, vectors in runs:
+        first = time.perf_counter() if first is None else first
+        pending.append(vectors)
+        ready = sum(len(v) for v in pending)
+        # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
+        while ready >= size or (ready and start + len(vectors) == len(items)):
+            stacked = np.concatenate(pending)
+            take = min(size, len(stacked))
+            chunk = attach_vectors(items[written : written + take], stacked[:take], start=written)
+            for result in store.add_many(chunk, namespace=namespace, batch_size=size, dedup=dedup):
+                counts[result.action.value] += 1
+            written += take
+            batches += 1
+            pending = [stacked[take:]] if take < len(stacked) else []
+            ready -= take
+    return counts, batches, first if first is not None else time.perf_counter()
+
+
+def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
+    """The records as a list, every one validated as ``add_many`` would (a bad one stops the job before Ray)."""
+    if isinstance(records, (str, bytes, Mapping)):
+        raise InvalidInputError("records must be a list of dicts; for one memory use store.add()")
+    items = [dict(r) if isinstance(r, Mapping) else r for r in records]
+    from ..validation import validate_record
+
+    for i, raw in enumerate(items):
+        try:
+            validate_record(raw, store.config, namespace=namespace)
+        except InvalidInputError as exc:
+            raise type(exc)(f"record {i}: {exc}") from None
+    return items
+
+
+def reembed(
+    source: MemoryStore,
+    target: MemoryStore,
+    *,
+    namespaces: Sequence[str] | None = None,
+    batch_size: int = 1000,
+    workers: int | None = None,
+    embed_batch: int = DEFAULT_EMBED_BATCH,
+    storage_options: Mapping[str, str] | None = None,
+    embedder_factory: EmbedderFactory | None = None,
+) -> ImportReport:
+    """Copy a store's memories into another store, embedded again with the target's model, on Ray.
+
+    The source table is read in parallel with ``lance_ray.read_lance`` (one Ray task per fragment),
+    the texts embedded by Ray actors holding the target's embedder, and every memory restored into
+    ``target`` with ``admin.restore``: ids, timestamps, access statistics, supersession links and
+    context kept, only the vector new. Superseded and expired memories are copied too, as an export
+    would. Pending access statistics of ``source`` are written first so the copy carries them.
+
+    Args:
+        source: The store to read (its table is not changed).
+        target: A store opened with the new embedder (typically a new table or path).
+        namespaces: Only these namespaces (default: all).
+        batch_size: Records per restore commit.
+        workers: Ray actors embedding at once (default: every CPU of the Ray cluster).
+        embed_batch: Texts per Ray batch.
+        storage_options: How Lance reads the source table on object storage (the ones the source
+            store was opened with).
+        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
+
+    Returns:
+        Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
+
+    Raises:
+        InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
+        ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
+    """
+    started = time.perf_counter()
+    check_positive(batch_size, "batch_size")
+    check_positive(embed_batch, "embed_batch")
+    if (source.uri, source.table_name) == (target.uri, target.table_name):
+        raise InvalidInputError("source and target are the same table; open the target on a new table or path")
+    where = _namespace_filter(namespaces)
+    source.admin.flush_access()
+    ray = require_ray()
+    dataset = _read_table(source, where, storage_options)
+    factory = embedder_factory or factory_for(target.embedder)
+    embedded = dataset.map_batches(
+        _WithVectors,
+        fn_constructor_args=(factory,),
+        batch_size=embed_batch,
+        batch_format="pyarrow",
+        # Autoscaled from one actor: a table of few fragments feeds few actors (Ray warns at a fixed pool).
+        compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
+        num_cpus=1,
+    )
+    return _restore_all(target, embedded, batch_size, started)
+
+
+def _restore_all(target: MemoryStore, embedded: Any, batch_size: int, started: float) -> ImportReport:
+    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive."""
+    added = replaced = batches = records = 0
+    first: float | None = None
+    for batch in embedded.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
+        first = time.perf_counter() - started if first is None else first
+        restored = target.admin.restore(export_records(batch.to_pylist()))
+        added, replaced = added + restored.added, replaced + restored.replaced
+        records += batch.num_rows
+        batches += 1
+    return ImportReport(records, added, replaced, 0, batches, time.perf_counter() - started, first or 0.0)
+
+
+def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
+    """A Lance SQL filter on the namespace column (escaped as every filter of the store is)."""
+    if namespaces is None:
+        return None
+    if isinstance(namespaces, str):
+        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
+    if not namespaces:
+        raise InvalidInputError("namespaces is empty; pass None for every namespace")
+    return sql_in("namespace", [check_namespace(ns, max_chars=10_000) for ns in namespaces])
+
+
+def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping[str, str] | None) -> Any:
+    try:
+        from lance_ray.datasource import LanceDatasource
+    except ImportError:
+        from ..errors import ConfigError
+
+        raise ConfigError('reembed reads tables with lance-ray: pip install "memory-retrievers[ray]"') from None
+    ray = require_ray()
+    uri = f"{source.uri.rstrip('/')}/{source.table_name}.lance"
+    # lance_ray.read_lance with its read tasks taking no CPU slot: reading a fragment is I/O and
+    # Lance's own threads, and with a slot each the embedding actors (one CPU each) held every slot
+    # and the reads never ran (measured: a hang on 2 CPUs with 2 actors).
+    datasource = LanceDatasource(
+        uri=uri, columns=list(SCALAR_COLUMNS), filter=where, storage_options=dict(storage_options or {}) or None
+    )
+    return ray.data.read_datasource(datasource, num_cpus=0)
+
+
+class _WithVectors(EmbedBatch):
+    """Arrow batches of stored rows, each with a new ``vector`` column from the target's embedder."""
+
+    def __call__(self, batch: Any) -> Any:
+        import pyarrow as pa
+
+        texts = batch.column("text").to_pylist()
+        out = super().__call__({"i": np.arange(len(texts)), "text": np.asarray(texts, dtype=object)})
+        vectors = out["vector"]
+        column = pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1)), vectors.shape[1])
+        return batch.append_column("vector", column)
