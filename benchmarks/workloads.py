@@ -243,14 +243,14 @@ class PlainApp:
 
     def __init__(self, store: MemoryStore, path: Path, model: SentenceTransformerEmbedder) -> None:
         import lancedb
-        from lancedb.index import FTS
+        from lancedb.index import FTS, Bitmap
         from lancedb.rerankers import RRFReranker
 
         source = lancedb.connect(store.uri).open_table(store.table_name)
         rows = source.search().where("superseded_by IS NULL").select(list(self.COLUMNS)).limit(None).to_batches(50_000)
         self.table = lancedb.connect(path).create_table("memories", data=rows)
         self.table.create_index("text", config=FTS(with_position=False))
-        self.table.create_scalar_index("namespace", index_type="BITMAP")
+        self.table.create_index("namespace", config=Bitmap())
         self.rrf = RRFReranker()
         self.model = model
         self.written = 0

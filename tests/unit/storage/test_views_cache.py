@@ -277,3 +277,41 @@ async def test_rewritten_and_deleted_rows_become_tombstones_until_a_quarter_of_t
     await table.delete("u", [ids[2]])  # a third tombstone: 3 * 4 > 9 rows, rebuilt compact
     view = await views.get("u")
     assert view is not None and len(view) == 6 and view.dead == 0 and len(view.ids) == 6
+
+
+async def test_a_recall_builds_the_view_on_the_namespaces_second_recall(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=100)
+    await table.add(rows("u", ["alpha", "beta"]))
+    reads = counting(table)
+    assert await views.for_recall("u") is None  # first recall: read from LanceDB, nothing loaded
+    assert reads == [] and views.cached("u") is None and views.reloads == 0
+    await table.add(rows("u", ["gamma"]))  # a write between the two recalls
+    view = await views.for_recall("u")
+    assert view is not None and sorted(r["text"] for r in view.rows) == ["alpha", "beta", "gamma"]
+    assert reads == ["load a namespace view"] and views.cached("u") is view
+    assert await views.for_recall("u") is view and views.reloads == 1  # held from then on
+    assert await views.for_recall("other") is None  # each namespace is counted on its own
+
+
+async def test_a_namespace_recalled_before_gets_its_evicted_view_back_at_once(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=2, total_rows=2)
+    await table.add(rows("a", ["alpha", "beta"]))
+    await table.add(rows("b", ["gamma", "delta"]))
+    assert await views.for_recall("a") is None and await views.for_recall("a") is not None
+    assert await views.for_recall("b") is None and await views.for_recall("b") is not None
+    assert views.cached("a") is None  # evicted: only two rows are held
+    assert await views.for_recall("a") is not None and views.reloads == 3  # rebuilt on its next recall
+
+
+async def test_admitting_on_the_first_recall_loads_at_once(table: MemoryTable) -> None:
+    import pytest
+
+    from memory_retrievers import ConfigError
+
+    views = ViewCache(table, max_rows=100, admit_after=1)
+    await table.add(rows("u", ["alpha"]))
+    view = await views.for_recall("u")
+    assert view is not None and len(view) == 1
+    assert await ViewCache(table, max_rows=0).for_recall("u") is None  # views disabled: never counted or loaded
+    with pytest.raises(ConfigError, match="admit_after"):
+        ViewCache(table, max_rows=100, admit_after=0)
