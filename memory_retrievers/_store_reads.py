@@ -200,13 +200,12 @@ class ReadAPI(StoreBase):
         """What a recall of ``namespace`` under ``filter`` reads through (see :mod:`memory_retrievers.recall`).
 
         An in-memory view of the namespace while it has at most ``StoreConfig.recall_view_max_rows``
-        memories, else LanceDB queries; both give the same results. A namespace's first recall in
-        this process reads LanceDB: its view is built when it is recalled again.
+        memories, else LanceDB queries; both give the same results.
         """
         self._ensure_open()
         ns = self._ns(namespace)
         flt = self._live(filter)
-        view = await self._views.for_recall(ns)
+        view = await self._views.get(ns)
         return ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
 
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:

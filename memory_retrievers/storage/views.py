@@ -28,7 +28,6 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import ConfigError
 from ..filters import MemoryFilter, build_where
 from .bounded import bounded_put
 from .table import CommitEvent, MemoryTable
@@ -41,8 +40,6 @@ _EPOCH_BUCKETS = 4096
 # rows costs 2 ms of each recall); one that shrank below it gets its view that much later.
 _OUTGROWN_RECHECK_S = 30.0
 _OUTGROWN_HELD = 1024
-# Namespaces whose recalls are counted toward a view (about 100 bytes each; oldest out).
-_RECALLS_HELD = 16_384
 
 
 class ViewCache:
@@ -57,8 +54,6 @@ class ViewCache:
         max_rows: Namespaces larger than this get no view (0 disables views).
         total_rows: Rows held over all views (default four times ``max_rows``; at least ``max_rows``).
         on_outgrown: Called with a namespace found larger than ``max_rows`` (it is read from LanceDB).
-        admit_after: :meth:`for_recall` builds a namespace's view on its ``admit_after``-th recall
-            (1: on the first). Before that, recall reads the namespace from LanceDB.
     """
 
     def __init__(
@@ -67,14 +62,8 @@ class ViewCache:
         max_rows: int,
         total_rows: int | None = None,
         on_outgrown: Callable[[str], None] | None = None,
-        admit_after: int = 2,
     ) -> None:
-        if admit_after < 1:
-            raise ConfigError(f"admit_after must be at least 1 (1: a view on the first recall), got {admit_after}")
         self._table = table
-        self._admit_after = admit_after
-        # Namespace -> recalls seen while it had no view (bounded, least recently recalled out).
-        self._recalls: dict[str, int] = {}
         self._on_outgrown = on_outgrown
         self._max_rows = max_rows
         self._total_rows = max(max_rows, total_rows if total_rows is not None else 4 * max_rows)
@@ -141,23 +130,6 @@ class ViewCache:
                 view.stale = True
         oldest = min((v.version for v in self._views.values() if not v.stale), default=version)
         self._own_versions = {v for v in self._own_versions if v > oldest}
-
-    async def for_recall(self, namespace: str) -> NamespaceView | None:
-        """The view a recall reads ``namespace`` through, or ``None``: read it from LanceDB.
-
-        A view is built on the namespace's ``admit_after``-th recall, not its first: loading one
-        reads every row of the namespace (on a table shared by many tenants, written in turn,
-        that is a read per data page the tenant's rows are scattered over), which pays only for
-        a namespace that is recalled again, while one recall answered by LanceDB costs a few
-        indexed queries. A tenant recalled once in a while never loads a view; a chat recalled
-        turn after turn has one from its second recall on. Both sources give the same results.
-        """
-        if self._admit_after > 1 and namespace not in self._views and self._max_rows > 0:
-            seen = self._recalls.get(namespace, 0) + 1
-            bounded_put(self._recalls, namespace, seen, _RECALLS_HELD)
-            if seen < self._admit_after:
-                return None
-        return await self.get(namespace)
 
     async def get(self, namespace: str) -> NamespaceView | None:
         """The namespace's view, loaded when missing or stale; ``None`` when disabled or too large."""
