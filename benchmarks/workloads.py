@@ -236,7 +236,10 @@ class PlainApp:
     searches with: a handle that sees its own commits without checking storage for other writers'
     on every query (:class:`References` pays that check; the store pays it too, since several
     processes may write one store). No maintenance runs: an app that never compacts pays the
-    growing fragment count instead, as the store would without its thresholds.
+    growing fragment count instead, as the store would without its thresholds. No vector index
+    either: its vector search is a flat scan of the namespace, exact like ours, which at 100,000
+    memories is slower than the store's indexed search (the version-checking reference reads the
+    store's table, index included).
     """
 
     COLUMNS = ("id", "text", "namespace", "vector")
