@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 from collections.abc import Iterator
@@ -13,8 +14,9 @@ import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, ShardedMemoryStore
-from memory_retrievers.bulk import ClusterReport, cluster_tables, import_records, reembed
+from memory_retrievers.bulk import ClusterReport, backfill_formation, cluster_tables, import_records, reembed
 from memory_retrievers.errors import EmbedderMismatchError, InvalidInputError
+from memory_retrievers.formation import MemoryFormer
 from memory_retrievers.storage.cluster import ClusterResult
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -173,3 +175,58 @@ def test_import_and_reembed_on_sharded_stores(ray_instance: Any, tmp_path: Path)
             pytest.raises(InvalidInputError, match="same table"),
         ):
             reembed(on_ray, overlapping)
+
+
+def test_formation_backfill_on_a_sharded_store_forms_what_a_sequential_run_forms(
+    ray_instance: Any, tmp_path: Path
+) -> None:
+    """Each namespace formed by a Ray task on its own shard: the same facts as MemoryFormer over a plain store."""
+    jobs = _ray_jobs_module()
+    if not jobs.LOCOMO.exists():
+        pytest.skip("needs the LoCoMo dev split (shared/data/locomo)")
+    conversations = json.loads(jobs.LOCOMO.read_text())[:2]
+    namespaces = [c["sample_id"] for c in conversations]
+    wanted = {(ns, "session_1") for ns in namespaces}
+    turns = [t for t in jobs.load_turns(jobs.LOCOMO) if (t.conversation, t.session) in wanted]
+    records = [
+        {
+            "text": t.text,
+            "namespace": t.conversation,
+            "kind": "message",
+            "session_id": t.session,
+            "created_at": t.created_at + timedelta(seconds=i),
+        }
+        for i, t in enumerate(turns)
+    ]
+    shards = [tmp_path / f"shard{i}" for i in range(3)]
+    with (
+        ShardedMemoryStore(shards, embedder=HashEmbedder(64)) as sharded,
+        MemoryStore(tmp_path / "plain", embedder=HashEmbedder(64)) as plain,
+    ):
+        assert len({sharded.shard_index(ns) for ns in namespaces}) == 2  # two shards, one task each
+        sharded.add_many(records)
+        plain.add_many(records)
+        report = backfill_formation(sharded, functools.partial(jobs.LoCoMoReplayLLM, jobs.LOCOMO))
+        assert [n.namespace for n in report.namespaces] == namespaces
+        assert all(n.sessions == 1 and n.added > 0 for n in report.namespaces)
+        former = MemoryFormer(plain, llm=jobs.LoCoMoReplayLLM(jobs.LOCOMO))
+        for ns in namespaces:
+            stored = plain.list(ns, filter={"kinds": ["message"]}, limit=1000, newest_first=False)
+            former.form(stored, namespace=ns, session_id="session_1")
+        former.close()
+        kinds = {"kinds": jobs.FORMED}
+        formed = {
+            label: {ns: sorted(m.text for m in s.list(ns, filter=kinds, limit=1000)) for ns in namespaces}
+            for label, s in (("ray", sharded), ("sequential", plain))
+        }
+        assert formed["ray"] == formed["sequential"]
+        assert all(formed["ray"].values())
+
+
+def _ray_jobs_module() -> Any:
+    """tests/bulk/test_ray_jobs.py (its LoCoMo path, loader and replay LLM), loaded by path."""
+    spec = importlib.util.spec_from_file_location("_ray_jobs_checks", Path(__file__).with_name("test_ray_jobs.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
