@@ -9,6 +9,7 @@ is not one table: its tasks open the shard they work on, a plain store on that s
 from __future__ import annotations
 
 from collections.abc import Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -38,8 +39,13 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
         # Each shard's own table name: an open store given as a shard may use another than the
         # sharded store's (``ShardedMemoryStore`` keeps them, without a public accessor).
         tables = store._tables
-        return [{"uri": uri, "table_name": t, **common} for uri, t in zip(store.locations, tables, strict=True)]
-    return [{"uri": store.uri, "table_name": store.table_name, **common}]
+        return [{"uri": _absolute(u), "table_name": t, **common} for u, t in zip(store.locations, tables, strict=True)]
+    return [{"uri": _absolute(store.uri), "table_name": store.table_name, **common}]
+
+
+def _absolute(location: str) -> str:
+    """A local folder as an absolute path (a Ray worker need not share this process's working directory)."""
+    return location if "://" in location else str(Path(location).resolve())
 
 
 def open_table(opener: Mapping[str, Any], embedder: Any) -> MemoryStore:
