@@ -2,9 +2,9 @@
 
 One Ray task per namespace opens the store itself (a process of its own, its own LanceDB handle and
 write queue; for a :class:`~memory_retrievers.ShardedMemoryStore`, the namespace's shard) and runs
-:class:`~memory_retrievers.formation.MemoryFormer` over that namespace's
-stored turns, session after session in the order they were stored, so each session's
-consolidation sees the facts of the sessions before it, as when they were formed live. Namespaces
+:class:`~memory_retrievers.formation.MemoryFormer` over that namespace's stored turns, session after
+session in the order they were stored, so each session's consolidation sees the facts of the
+sessions before it, as when they were formed live. Namespaces
 never share a memory, so tasks on different namespaces only meet in LanceDB's commits, which are
 conditional: concurrent writers retry, nothing is lost.
 """
