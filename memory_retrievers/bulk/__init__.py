@@ -1,4 +1,4 @@
-"""Bulk jobs on Ray: import chat history, re-embed a table, backfill memory formation.
+"""Bulk jobs on Ray: import chat history, re-embed a table, backfill memory formation, cluster by namespace.
 
 Each job spreads its expensive part (embedding, LLM calls) over Ray workers and writes through the
 store's own write path. Ray is an optional extra, imported only when a job runs::
@@ -13,14 +13,18 @@ from __future__ import annotations
 
 from .backfill import BackfillReport, NamespaceBackfill, backfill_formation
 from .batching import ImportReport
+from .clustering import ClusterReport, TableCluster, cluster_tables
 from .engine import factory_for
 from .jobs import import_records, reembed
 
 __all__ = [
     "BackfillReport",
+    "ClusterReport",
     "ImportReport",
     "NamespaceBackfill",
+    "TableCluster",
     "backfill_formation",
+    "cluster_tables",
     "factory_for",
     "import_records",
     "reembed",

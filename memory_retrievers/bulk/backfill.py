@@ -1,9 +1,10 @@
 """Formation backfill: run memory formation over the conversations a store already holds, namespaces in parallel on Ray.
 
 One Ray task per namespace opens the store itself (a process of its own, its own LanceDB handle and
-write queue) and runs :class:`~memory_retrievers.formation.MemoryFormer` over that namespace's
-stored turns, session after session in the order they were stored, so each session's
-consolidation sees the facts of the sessions before it, as when they were formed live. Namespaces
+write queue; for a :class:`~memory_retrievers.ShardedMemoryStore`, the namespace's shard) and runs
+:class:`~memory_retrievers.formation.MemoryFormer` over that namespace's stored turns, session after
+session in the order they were stored, so each session's consolidation sees the facts of the
+sessions before it, as when they were formed live. Namespaces
 never share a memory, so tasks on different namespaces only meet in LanceDB's commits, which are
 conditional: concurrent writers retry, nothing is lost.
 """
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 from ..errors import InvalidInputError
 from .batching import check_positive, sessions_in_order
 from .engine import EmbedderFactory, factory_for, require_ray
+from .tables import open_table, table_openers
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -117,18 +119,20 @@ def backfill_formation(
     ray = require_ray()
     at_once = check_positive(workers, "workers") if workers is not None else None
     factory = embedder_factory or factory_for(store.embedder)
-    opener = {
-        "uri": store.uri,
-        "table_name": store.table_name,
-        "config": store.config.model_dump(),
-        "storage_options": dict(storage_options) if storage_options else None,
-    }
+    openers = table_openers(store, storage_options)
     store.flush()  # queued writes of this process are committed before the tasks read the turns
     task = ray.remote(num_cpus=1)(_form_namespace)
-    calls = [(opener, factory, llm_factory, dict(formation_config or {}), ns) for ns in chosen]
+    # A sharded store's namespace is formed on its own shard's table, opened by the task.
+    calls = [(openers[_table_of(store, ns)], factory, llm_factory, dict(formation_config or {}), ns) for ns in chosen]
     results = _run_at_most(ray, task, calls, at_once)
     order = {ns: i for i, ns in enumerate(chosen)}
     return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+
+
+def _table_of(store: MemoryStore, namespace: str) -> int:
+    """Index into ``table_openers(store)`` of the table holding ``namespace``."""
+    shard_index = getattr(store, "shard_index", None)  # a ShardedMemoryStore routes by namespace
+    return 0 if shard_index is None else int(shard_index(namespace))
 
 
 def _run_at_most(ray: Any, task: Any, calls: list[tuple[Any, ...]], at_once: int | None) -> list[NamespaceBackfill]:
@@ -154,9 +158,8 @@ def _form_namespace(
     """One Ray task: open the store, read the namespace's turns, form session after session."""
     from ..formation import Decision, MemoryFormer
     from ..models import Memory
-    from ..store import MemoryStore
 
-    with MemoryStore(opener["uri"], embedder=factory(), **{k: v for k, v in opener.items() if k != "uri"}) as store:
+    with open_table(opener, factory()) as store:
         turns: list[Memory] = []
         while True:
             page = store.list(

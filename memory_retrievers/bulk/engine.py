@@ -25,8 +25,11 @@ EmbedderFactory = Callable[[], Embedder]
 _INSTALL = 'pip install "memory-retrievers[ray]"'
 
 
-def require_ray() -> Any:
+def require_ray(address: str | None = None) -> Any:
     """The ``ray`` module, initialised (a local instance when none is running).
+
+    Args:
+        address: Join the Ray cluster at this address first (``ray.init(address=...)``).
 
     Raises:
         ConfigError: Ray or lance-ray is not installed.
@@ -35,6 +38,8 @@ def require_ray() -> Any:
         import ray
     except ImportError:
         raise ConfigError(f"the bulk jobs run on Ray, which is not installed: {_INSTALL}") from None
+    if address is not None:
+        ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     if not ray.is_initialized():
         # A local instance with every core, loopback only, no dashboard: what `ray start` would give
         # a laptop. To use a cluster, call ray.init(address=...) before the job.

@@ -23,6 +23,7 @@ from ..filters import sql_in
 from ..validation import check_namespace
 from .batching import ImportReport, attach_vectors, check_positive, export_records
 from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
+from .tables import table_openers
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -151,7 +152,9 @@ def reembed(
 ) -> ImportReport:
     """Copy a store's memories into another store, embedded again with the target's model, on Ray.
 
-    The source table is read in parallel with ``lance_ray.read_lance`` (one Ray task per fragment),
+    The source table is read in parallel with ``lance_ray.read_lance`` (one Ray task per fragment;
+    every shard's table of a :class:`~memory_retrievers.ShardedMemoryStore`; a sharded ``target``
+    restores each memory on its namespace's shard),
     the texts embedded by Ray actors holding the target's embedder, and every memory restored into
     ``target`` with ``admin.restore``: ids, timestamps, access statistics, supersession links and
     context kept, only the vector new. Superseded and expired memories are copied too, as an export
@@ -178,7 +181,7 @@ def reembed(
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
     check_positive(embed_batch, "embed_batch")
-    if (source.uri, source.table_name) == (target.uri, target.table_name):
+    if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
     where = _namespace_filter(namespaces)
     source.admin.flush_access()
@@ -221,7 +224,18 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
     return sql_in("namespace", [check_namespace(ns, max_chars=10_000) for ns in namespaces])
 
 
+def _tables(store: MemoryStore) -> set[tuple[str, str]]:
+    """Location and name of each table of ``store`` (each shard's of a sharded store)."""
+    return {(o["uri"], o["table_name"]) for o in table_openers(store, None)}
+
+
 def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping[str, str] | None) -> Any:
+    """The source's rows as one Ray dataset: its table, or every shard's table of a sharded store."""
+    datasets = [_read_one(o["uri"], o["table_name"], where, storage_options) for o in table_openers(source, None)]
+    return datasets[0].union(*datasets[1:]) if len(datasets) > 1 else datasets[0]
+
+
+def _read_one(location: str, table: str, where: str | None, storage_options: Mapping[str, str] | None) -> Any:
     try:
         from lance_ray.datasource import LanceDatasource
     except ImportError:
@@ -229,7 +243,7 @@ def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping
 
         raise ConfigError('reembed reads tables with lance-ray: pip install "memory-retrievers[ray]"') from None
     ray = require_ray()
-    uri = f"{source.uri.rstrip('/')}/{source.table_name}.lance"
+    uri = f"{location.rstrip('/')}/{table}.lance"
     # lance_ray.read_lance with its read tasks taking no CPU slot: reading a fragment is I/O and
     # Lance's own threads, and with a slot each the embedding actors (one CPU each) held every slot
     # and the reads never ran (measured: a hang on 2 CPUs with 2 actors).

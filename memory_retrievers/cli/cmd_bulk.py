@@ -1,4 +1,4 @@
-"""``bulk``: the Ray jobs of :mod:`memory_retrievers.bulk` from the terminal (import, reembed, backfill).
+"""``bulk``: the Ray jobs of :mod:`memory_retrievers.bulk` from the terminal (import, reembed, backfill, cluster).
 
 Each subcommand runs in this process (never in the persistent worker) and starts a local Ray
 instance, or joins a cluster with ``--ray-address``. Ray is the optional extra
@@ -80,7 +80,7 @@ def _records(inv: Invocation, /, files: tuple[str, ...], params: dict[str, Any],
 
 @click.group("bulk")
 def bulk() -> None:
-    """Bulk jobs on Ray: import chat history, re-embed a store, backfill memory formation."""
+    """Bulk jobs on Ray: import chat history, re-embed a store, backfill memory formation, cluster by namespace."""
 
 
 @bulk.command(
@@ -209,6 +209,45 @@ def bulk_backfill(inv: Invocation, /, **params: Any) -> None:
     )
     facts = sum(n.facts for n in report.namespaces)
     _summary(inv, params, report.to_dict(), f"formed {facts} facts in {len(report.namespaces)} namespace(s)")
+
+
+@bulk.command(
+    "cluster",
+    epilog="""\b
+Examples:
+  memory-retrievers bulk cluster
+  memory-retrievers bulk cluster --optimize --workers 8 --json
+
+Lays out each table by namespace (one clustering pass per shard, in parallel on Ray).""",
+)
+@click.option("--optimize", is_flag=True, help="Also optimize each table after its pass.")
+@_ray_options
+@common_options
+@click.pass_obj
+def bulk_cluster(inv: Invocation, /, **params: Any) -> None:
+    """Cluster every table of the store (each shard of a sharded one) by namespace, tables in parallel on Ray."""
+    from ..bulk import cluster_tables
+
+    settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
+    store = inv.stores.open(settings, create=False)
+    _join(params["ray_address"])
+    report = cluster_tables(store, optimize=params["optimize"], workers=params["workers"])
+    if params["as_json"]:
+        inv.json(report.to_dict())
+    else:
+        for done in report.tables:
+            where = f"shard {done.shard} ({done.uri})"
+            if done.result is not None:
+                r = done.result
+                inv.out(f"{where}: moved {r.moved} rows, {r.runs_before} -> {r.runs_after} runs")
+            if done.error is not None:
+                inv.err(f"{where}: {type(done.error).__name__}: {done.error}")
+        inv.out(
+            f"clustered {len(report.tables) - len(report.failed)} of {len(report.tables)} table(s) "
+            f"in {report.seconds:.1f} s"
+        )
+    if report.failed:
+        raise exits.CliError(f"{len(report.failed)} table(s) failed; the others were clustered", exits.STORAGE)
 
 
 def _summary(inv: Invocation, params: dict[str, Any], summary: dict[str, Any], line: str) -> None:

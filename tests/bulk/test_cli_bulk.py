@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,7 @@ from memory_retrievers.cli.runtime import Invocation, StoreProvider
 def _cli(tmp_path: Path, *args: str, store: str = "store") -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     env = {
-        "MEMORY_RETRIEVERS_STORE": str(tmp_path / store),
+        "MEMORY_RETRIEVERS_STORE": store if "://" in store else str(tmp_path / store),  # shards://... as given
         "MEMORY_RETRIEVERS_EMBEDDER": "hash:32",
         "MEMORY_RETRIEVERS_CONFIG": str(tmp_path / "config.toml"),
         "MEMORY_RETRIEVERS_NO_WORKER": "1",
@@ -79,3 +80,31 @@ def test_bulk_import_rejects_a_bad_file_whole_and_backfill_a_bad_llm(ray_instanc
     assert code == exits.OK
     code, _, err = _cli(tmp_path, "bulk", "backfill", "--llm", "no_such_module_here:make")
     assert code == exits.CONFIG and "--llm 'no_such_module_here:make'" in err
+
+
+def test_bulk_cluster_lays_out_every_shard_and_reports_a_failing_one(ray_instance: Any, tmp_path: Path) -> None:
+    shards = [tmp_path / f"s{i}" for i in range(3)]
+    store = "shards://" + ",".join(str(s) for s in shards)
+    # user05, user08 -> shard 0; user01, user02 -> shard 1 (shard_of over 3 shards); nothing on shard 2 yet.
+    namespaces = ["user05", "user08", "user01", "user02"]
+    lines = [json.dumps({"text": f"note {r} of {ns}", "namespace": ns}) for r in range(8) for ns in namespaces]
+    for round_ in range(4):  # four commits, each interleaving every namespace
+        (tmp_path / f"r{round_}.jsonl").write_text("\n".join(lines[round_ * 8 : round_ * 8 + 8]) + "\n")
+        code, _, err = _cli(tmp_path, "import", f"r{round_}.jsonl", "--no-dedup", store=store)
+        assert code == exits.OK, err
+    code, out, err = _cli(tmp_path, "bulk", "cluster", "--optimize", "--workers", "2", "--json", store=store)
+    assert code == exits.OK, err
+    summary = json.loads(out)
+    assert [t["shard"] for t in summary["tables"]] == [0, 1, 2]
+    assert [t["result"]["moved"] for t in summary["tables"]] == [16, 16, 0]
+    assert [t["result"]["runs_after"] for t in summary["tables"]] == [1, 1, 0]
+    assert all(t["optimized"] and t["error"] is None for t in summary["tables"]) and summary["moved"] == 32
+
+    shutil.rmtree(shards[2])  # the empty table the first job created, replaced by another model's
+    with MemoryStore(shards[2], embedder=HashEmbedder(16)) as other:
+        other.add("written with another model", namespace="user00")
+    code, out, err = _cli(tmp_path, "bulk", "cluster", store=store)
+    assert code == exits.STORAGE
+    assert "shard 0 (" in out and "moved 0 rows, 1 -> 1 runs" in out
+    assert "clustered 2 of 3 table(s)" in out
+    assert "shard 2 (" in err and "EmbedderMismatchError" in err and "1 table(s) failed" in err

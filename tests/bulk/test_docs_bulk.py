@@ -46,7 +46,7 @@ def test_the_bulk_commands_run_as_pasted(ray_instance: Any, tmp_path: Path) -> N
         for line in m["body"].splitlines()
         if line.startswith("memory-retrievers bulk ")
     ]
-    assert [c.split()[2] for c in commands] == ["import", "reembed", "backfill"]
+    assert [c.split()[2] for c in commands] == ["import", "reembed", "backfill", "cluster"]
     lines = [{"text": f"Ana: message {i} about the trip", "kind": "message", "session_id": "trip"} for i in range(60)]
     (tmp_path / "history.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     (tmp_path / "myapp").mkdir()
@@ -78,3 +78,5 @@ def test_the_bulk_commands_run_as_pasted(ray_instance: Any, tmp_path: Path) -> N
     assert outputs[1].startswith("re-embedded 60 memories in ")
     assert (tmp_path / "memories-v3" / "memories.lance").is_dir()
     assert outputs[2].startswith("formed 1 facts in 1 namespace(s) in ")
+    assert outputs[3].startswith(f"shard 0 ({tmp_path / 'memories'}): moved ")  # the page's plain store: one table
+    assert "clustered 1 of 1 table(s) in " in outputs[3]

@@ -1,0 +1,61 @@
+"""The LanceDB tables behind a store, as a Ray task reopens them: one per shard of a sharded store.
+
+A task opens its own :class:`~memory_retrievers.MemoryStore` (a process of its own, its own LanceDB
+handle and write queue) from a plain dict that pickles: the table's location and name, the store's
+config and the storage options the caller gives. A :class:`~memory_retrievers.ShardedMemoryStore`
+is not one table: its tasks open the shard they work on, a plain store on that shard's table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["open_table", "table_openers"]
+
+
+def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None) -> list[dict[str, Any]]:
+    """What reopens each table of ``store`` in a Ray task, in shard order (one entry for a plain store).
+
+    Args:
+        store: A store or a sharded store.
+        storage_options: Those the store was opened with (object storage credentials); ``None``
+            reopens with the environment's.
+
+    Returns:
+        One dict per table: ``uri``, ``table_name``, ``config``, ``storage_options``.
+    """
+    from ..shards import ShardedMemoryStore
+
+    common = {
+        "config": store.config.model_dump(),
+        "storage_options": dict(storage_options) if storage_options else None,
+    }
+    if isinstance(store, ShardedMemoryStore):
+        # Each shard's own table name: an open store given as a shard may use another than the
+        # sharded store's (``ShardedMemoryStore`` keeps them, without a public accessor).
+        tables = store._tables
+        return [{"uri": _absolute(u), "table_name": t, **common} for u, t in zip(store.locations, tables, strict=True)]
+    return [{"uri": _absolute(store.uri), "table_name": store.table_name, **common}]
+
+
+def _absolute(location: str) -> str:
+    """A local folder as an absolute path (a Ray worker need not share this process's working directory)."""
+    return location if "://" in location else str(Path(location).resolve())
+
+
+def open_table(opener: Mapping[str, Any], embedder: Any) -> MemoryStore:
+    """The store one of :func:`table_openers`' entries describes, opened with ``embedder`` (in a Ray task)."""
+    from ..store import MemoryStore
+
+    return MemoryStore(
+        opener["uri"],
+        table_name=opener["table_name"],
+        embedder=embedder,
+        config=opener["config"],
+        storage_options=opener["storage_options"],
+    )
