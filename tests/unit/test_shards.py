@@ -361,3 +361,24 @@ def test_a_shard_that_failed_to_open_is_opened_again_by_the_next_call(tmp_path: 
     store.add("Alice likes tea", namespace="alice")
     assert store.count("alice") == 1 and store.open_shards == [index]
     store.close()
+
+
+# ---------------------------------------------------------------------- red team (issue 29)
+
+
+def test_cluster_runs_on_every_shard_and_sums_their_results(tmp_path: Path) -> None:
+    # Regression: ShardedAdmin did not override cluster(), so the base ran on the sharded store
+    # itself and failed with AttributeError ('_maintainer'), as did `memory-retrievers cluster`.
+    from memory_retrievers._shard_admin import ShardedClusterResult
+
+    with _open(tmp_path, 3) as store:
+        for round_ in range(2):  # two commits per shard, tenants interleaved: something to move
+            store.add_many([{"text": f"{ns} note {round_}", "namespace": ns} for ns in TENANTS])
+        before = {ns: sorted(m.id for m in store.list(ns)) for ns in TENANTS}
+        result = store.admin.cluster()
+        assert isinstance(result, ShardedClusterResult) and len(result.shards) == 3
+        assert result.moved == sum(s.moved for s in result.shards) and result.moved > 0
+        assert result.skipped == sum(s.skipped for s in result.shards)
+        assert result.to_dict()["shards"][0]["moved"] == result.shards[0].moved
+        assert {ns: sorted(m.id for m in store.list(ns)) for ns in TENANTS} == before
+        assert store.open_shards == [0, 1, 2]
