@@ -168,3 +168,23 @@ def test_the_engine_process_of_a_forked_child_connects_with_them_too(
         assert store.get(added.id, namespace="alice").text == "Alice prefers green tea"
     (call,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert call == {"uri": "db://my-database", "api_key": KEY, "region": "eu-west-1"}
+
+
+def test_an_engine_process_error_quoting_the_key_is_masked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression (issue 29 red team): in a child forked after LanceDB ran, the table opens in the
+    # engine process, and an error quoting the key came back unmasked (message and __cause__).
+    from memory_retrievers import _fork
+    from memory_retrievers.storage import opening
+
+    async def refusing(uri: str, *args: Any) -> Any:
+        cloud = args[-1]
+        raise ValueError(f"Unauthorized: the key {cloud.api_key} is not valid for {uri} (in the engine process)")
+
+    monkeypatch.setattr(_fork, "lancedb_inherited", lambda: True)
+    monkeypatch.setattr(opening.RemoteTable, "open", refusing)
+    with pytest.raises(StorageError) as failed:
+        MemoryStore("db://my-database", embedder=EMBEDDER, api_key=KEY)
+    text = str(failed.value)
+    assert "Unauthorized" in text and "***" in text and KEY not in text
+    chain = [failed.value.__cause__, failed.value.__context__]
+    assert all(KEY not in str(link) for link in chain if link is not None)
