@@ -65,10 +65,13 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
 async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
     """Copy ``namespace`` from ``old`` to ``new`` (ids, timestamps, links, vectors), check, then forget it in ``old``.
 
-    Idempotent: a restore replaces a memory with the same (namespace, id), so a move cut short by a
-    crash is done again whole by the next run; ``old`` loses the namespace only once ``new`` holds
-    every one of its memories.
+    Idempotent: a move cut short by a crash is done again whole by the next run; ``old`` loses the
+    namespace only once ``new`` holds every one of its memories. What ``new`` already holds of the
+    namespace can only be such a leftover (it is not served from ``new`` before the move returns),
+    so it is forgotten first: a memory deleted in ``old`` since then must not come back.
     """
+    if await new.admin.aexport(namespace, limit=1, include_vectors=False):
+        await new.aforget(namespace)
     ids: set[str] = set()
     offset = 0
     while True:
@@ -95,7 +98,9 @@ def reshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bool = Fa
     is the same table in both (same location and table name) is left where it is: growing
     ``["s0", "s1"]`` to ``["s0", "s1", "s2"]`` moves only the namespaces that now hash to ``s2``.
     Safe to run again after a crash: what was copied is replaced by the same, what was forgotten is
-    not found again.
+    not found again, and a memory deleted in ``source`` since then is not brought back. A
+    namespace forgotten in ``source`` after a cut-short run may be left copied in its ``target``
+    shard (a run only visits ``source``'s namespaces): forget it in ``target`` too.
 
     Stop writes to ``source`` while it runs (a write between a namespace's copy and its forget
     would be lost), and point the app at ``target`` once it returns.

@@ -382,3 +382,34 @@ def test_cluster_runs_on_every_shard_and_sums_their_results(tmp_path: Path) -> N
         assert result.to_dict()["shards"][0]["moved"] == result.shards[0].moved
         assert {ns: sorted(m.id for m in store.list(ns)) for ns in TENANTS} == before
         assert store.open_shards == [0, 1, 2]
+
+
+def test_reshard_run_again_after_a_crash_does_not_bring_back_a_memory_deleted_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): a move cut short after its copy left the namespace in the
+    # target shard; a memory deleted in the source before the next run stayed in that copy (the
+    # next run restored the source's memories over it, replacing by id, and deleted nothing).
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+        old.add(f"{ns} lives in Paris", namespace=ns)
+    new = _open(tmp_path, 3)
+    calls = []
+
+    async def crash(self: MemoryStore, namespace: str) -> int:
+        calls.append(namespace)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(MemoryStore, "aforget", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        reshard(old, new)
+    monkeypatch.undo()
+    (copied,) = calls
+    gone = next(m for m in old.list(copied) if "Paris" in m.text)
+    old.delete(gone.id, namespace=copied)  # e.g. the user asked for it between the crash and the next run
+    assert reshard(old, new).moved.count(copied) == 1
+    assert [m.text for m in new.list(copied)] == [f"{copied} likes tea"]
+    assert gone.id not in {r["id"] for r in new.admin.export(copied)}
+    old.close()
+    new.close()
