@@ -149,7 +149,8 @@ def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
     Raises:
         ConfigError: The store's embedder cannot be rebuilt from its name (only
             :class:`~memory_retrievers.HashEmbedder` and
-            :class:`~memory_retrievers.SentenceTransformerEmbedder` can).
+            :class:`~memory_retrievers.SentenceTransformerEmbedder` can), or the store is a
+            :class:`~memory_retrievers.ShardedMemoryStore` whose shards are tables of different names.
     """
     spec = {
         SPEC_KEY: 1,
@@ -159,7 +160,15 @@ def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
         "config": store.config.model_dump(mode="json"),
     }
     locations = getattr(store, "locations", None)  # a ShardedMemoryStore reopens on the same shards
-    return spec if locations is None else spec | {"shards": list(locations)}
+    if locations is None:
+        return spec
+    tables = set(getattr(store, "tables", ()))
+    if tables - {store.table_name}:  # it reopens one table name in every location
+        raise ConfigError(
+            f"{owner} cannot be serialised: its sharded store's shards are the tables {sorted(tables)} and it "
+            "reopens one table name in every location; give every shard the same table_name"
+        )
+    return spec | {"shards": list(locations)}
 
 
 def is_store_spec(value: Any) -> bool:

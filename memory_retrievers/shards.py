@@ -76,7 +76,8 @@ class ShardedMemoryStore(MemoryStore):
             each), opened on first use; or open :class:`~memory_retrievers.MemoryStore` objects
             (one embedder; :meth:`close` closes them too). The order matters: shard ``i`` holds
             the namespaces :func:`shard_of` maps to ``i``. At least one.
-        table_name: The table inside each location.
+        table_name: The table inside each location (default: the table of the open stores given,
+            when they share one, else ``"memories"``).
         embedder: One embedder for every shard (default: the offline all-MiniLM-L6-v2 model).
         config: :class:`~memory_retrievers.StoreConfig` of every shard.
         storage_options: LanceDB storage options of every shard (object-store credentials...).
@@ -94,7 +95,7 @@ class ShardedMemoryStore(MemoryStore):
         self,
         shards: Sequence[str | os.PathLike[str] | MemoryStore],
         *,
-        table_name: str = DEFAULT_TABLE,
+        table_name: str | None = None,
         embedder: Embedder | None = None,
         config: StoreConfig | Mapping[str, Any] | None = None,
         storage_options: Mapping[str, str] | None = None,
@@ -117,7 +118,10 @@ class ShardedMemoryStore(MemoryStore):
                     f"store {self._embedder.name!r}; open the shards with the same embedder"
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
-        self._table_name = check_table_name(table_name)
+        shared = {s.table_name for s in opened}
+        self._table_name = check_table_name(
+            table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
+        )
         cloud = {"api_key": api_key, "region": region, "host_override": host_override}
         self._open_kwargs: dict[str, Any] = {"storage_options": storage_options, **cloud}
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
@@ -161,6 +165,11 @@ class ShardedMemoryStore(MemoryStore):
     def table_name(self) -> str:
         """The table inside each location."""
         return self._table_name
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Each shard's table, in shard order (an open store given as a shard keeps its own)."""
+        return self._tables
 
     @property
     def locations(self) -> tuple[str, ...]:

@@ -413,3 +413,28 @@ def test_reshard_run_again_after_a_crash_does_not_bring_back_a_memory_deleted_me
     assert gone.id not in {r["id"] for r in new.admin.export(copied)}
     old.close()
     new.close()
+
+
+def test_a_serialised_sharded_store_reopens_the_shards_own_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): open stores on another table than "memories" given as the
+    # shards were recorded as table "memories", so a deserialised adapter (another process) reopened
+    # new empty tables beside them: every memory missing, new ones written where nobody looks.
+    import weakref
+
+    from memory_retrievers import handles
+
+    a = MemoryStore(tmp_path / "a", table_name="notes", embedder=EMBEDDER)
+    b = MemoryStore(tmp_path / "b", table_name="notes", embedder=EMBEDDER)
+    with ShardedMemoryStore([a, b]) as store:
+        assert store.table_name == "notes" and store.tables == ("notes", "notes")
+        store.add_many([{"text": f"{ns} likes tea", "namespace": ns} for ns in TENANTS])
+        spec = handles.store_spec(store, "RecallRetriever")
+    monkeypatch.setattr(handles, "_LIVE", weakref.WeakValueDictionary())  # as in another process
+    with handles.open_store(json.loads(json.dumps(spec))) as reopened:
+        assert all(reopened.count(ns) == 1 for ns in TENANTS)
+    c = MemoryStore(tmp_path / "c", table_name="t0", embedder=EMBEDDER)
+    d = MemoryStore(tmp_path / "c", table_name="t1", embedder=EMBEDDER)
+    with ShardedMemoryStore([c, d]) as mixed, pytest.raises(ConfigError, match="table"):
+        handles.store_spec(mixed, "RecallRetriever")  # refused, not reopened on the wrong tables
