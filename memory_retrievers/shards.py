@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import _loop, _store_lifecycle
 from ._shard_admin import ShardedAdmin
-from ._shard_calls import check_shards, namespace_at
+from ._shard_calls import check_cloud, check_shards, namespace_at
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from ._store_reads import ReadAPI
 from ._store_writes import WriteAPI
@@ -82,13 +82,15 @@ class ShardedMemoryStore(MemoryStore):
         config: :class:`~memory_retrievers.StoreConfig` of every shard.
         storage_options: LanceDB storage options of every shard (object-store credentials...).
         clock: As for :class:`~memory_retrievers.MemoryStore`.
-        api_key: For ``db://`` shards (LanceDB Cloud or Enterprise), with ``region`` and ``host_override``.
+        api_key: For the ``db://`` shards (LanceDB Cloud or Enterprise), with ``region`` and
+            ``host_override`` (the other shards take none).
         region: See ``api_key``.
         host_override: See ``api_key``.
 
     Raises:
         ConfigError: No shards, a location that is not a str or path, the same location twice,
-            stores with different embedders, or a sharded store given as a shard.
+            stores with different embedders, a sharded store given as a shard, or Cloud settings
+            that are not non-empty strings or given without a ``db://`` shard.
     """
 
     def __init__(
@@ -122,9 +124,9 @@ class ShardedMemoryStore(MemoryStore):
         self._table_name = check_table_name(
             table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
         )
-        cloud = {"api_key": api_key, "region": region, "host_override": host_override}
-        self._open_kwargs: dict[str, Any] = {"storage_options": storage_options, **cloud}
+        self._storage_options = storage_options
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
+        self._cloud = check_cloud(self._locations, api_key=api_key, region=region, host_override=host_override)
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
         if len(set(zip(self._locations, self._tables, strict=True))) < len(given):
             raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")
@@ -244,7 +246,8 @@ class ShardedMemoryStore(MemoryStore):
                     embedder=self._embedder,
                     config=self._config,
                     clock=self._clock,
-                    **self._open_kwargs,
+                    storage_options=self._storage_options,
+                    **(self._cloud if self._locations[index].startswith("db://") else {}),
                     _open=False,
                 )
                 self._opening[index] = _loop.submit(self._finish_opening(index, store))

@@ -438,3 +438,32 @@ def test_a_serialised_sharded_store_reopens_the_shards_own_tables(
     d = MemoryStore(tmp_path / "c", table_name="t1", embedder=EMBEDDER)
     with ShardedMemoryStore([c, d]) as mixed, pytest.raises(ConfigError, match="table"):
         handles.store_spec(mixed, "RecallRetriever")  # refused, not reopened on the wrong tables
+
+
+@pytest.mark.parametrize("cloud", [{"api_key": "sk_live_secret"}, {"region": 5}, {"api_key": ""}])
+def test_cloud_settings_a_sharded_store_cannot_use_are_refused_at_construction(tmp_path: Path, cloud: dict) -> None:
+    # Regression (issue 29 red team): checked only when a shard first opened, so a bad setting
+    # surfaced in the middle of serving (and for each shard's first tenant), not where it was given.
+    (name,) = cloud
+    with pytest.raises(ConfigError, match=name) as refused:
+        ShardedMemoryStore([tmp_path / "a", tmp_path / "b"], embedder=EMBEDDER, **cloud)
+    assert "sk_live_secret" not in str(refused.value)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_cloud_settings_reach_the_db_shards_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, object]] = []
+    real = lancedb.connect_async
+
+    async def recording(uri: str, **kwargs: object) -> object:
+        calls.append({"uri": str(uri), **kwargs})
+        local = {k: v for k, v in kwargs.items() if k in ("read_consistency_interval", "session")}
+        return await real(tmp_path / "cloud" if str(uri).startswith("db://") else uri, **local)
+
+    monkeypatch.setattr(lancedb, "connect_async", recording)
+    with ShardedMemoryStore(["db://tenants", tmp_path / "local"], embedder=EMBEDDER, api_key="sk_live_secret") as store:
+        for ns in TENANTS:
+            store.add(f"{ns} likes tea", namespace=ns)
+        assert all(store.count(ns) == 1 for ns in TENANTS)
+    keys = {call["uri"]: call.get("api_key") for call in calls}
+    assert keys == {"db://tenants": "sk_live_secret", str(tmp_path / "local"): None}
