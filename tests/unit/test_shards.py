@@ -467,3 +467,15 @@ def test_cloud_settings_reach_the_db_shards_only(tmp_path: Path, monkeypatch: py
         assert all(store.count(ns) == 1 for ns in TENANTS)
     keys = {call["uri"]: call.get("api_key") for call in calls}
     assert keys == {"db://tenants": "sk_live_secret", str(tmp_path / "local"): None}
+
+
+def test_shard_of_agrees_with_the_store_on_every_spelling_of_a_namespace(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): the store routes a namespace's canonical (NFC) form, while
+    # shard_of hashed the bytes given: an app's router or a bulk job using shard_of sent the
+    # decomposed spelling of "émile" to another shard than the one holding her memories.
+    decomposed, composed = "e\u0301mile", "\u00e9mile"
+    assert [shard_of(decomposed, n) for n in range(1, 9)] == [shard_of(composed, n) for n in range(1, 9)]
+    with _open(tmp_path, 4) as store:
+        store.add("Émile likes tea", namespace=decomposed)
+        assert store.shard_index(decomposed) == shard_of(decomposed, 4)
+        assert store.open_shards == [shard_of(decomposed, 4)] and store.count(composed) == 1
