@@ -10,7 +10,7 @@ from .errors import ConfigError
 from .storage.connect import cloud_access
 from .store import MemoryStore
 
-__all__ = ["check_cloud", "check_shards", "namespace_at"]
+__all__ = ["check_cloud", "check_shards", "namespace_at", "table_identity"]
 
 
 def namespace_at(args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str) -> Any:
@@ -54,3 +54,15 @@ def check_cloud(
         return {}
     cloud_access(next((loc for loc in locations if loc.startswith("db://")), locations[0]), **given)
     return {name: value for name, value in given.items() if value is not None}
+
+
+def table_identity(location: str, table: str) -> tuple[str, str]:
+    """One spelling of the table ``table`` at ``location``, to tell whether two shards are the same table.
+
+    A local folder is resolved (``shard-0``, ``./shard-0/`` and its absolute path are one folder);
+    a URI loses its trailing slashes. Comparing the strings as given took one table for two, and
+    a reshard onto it then forgot what it had just copied.
+    """
+    if "://" in location:
+        return location.rstrip("/"), table
+    return os.path.realpath(os.path.expanduser(location)), table

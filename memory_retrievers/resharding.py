@@ -6,6 +6,7 @@ import builtins
 from dataclasses import dataclass
 
 from . import _loop
+from ._shard_calls import table_identity
 from .errors import ConfigError, MemoryRetrieversError
 from .shards import ShardedMemoryStore
 from .store import MemoryStore
@@ -50,12 +51,12 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
     for namespace in await source.anamespaces():
         old = await source.ashard_for(namespace) if isinstance(source, ShardedMemoryStore) else source
         new = await target.ashard_for(namespace)
-        if (old.uri, old.table_name) == (new.uri, new.table_name):
+        if table_identity(old.uri, old.table_name) == table_identity(new.uri, new.table_name):
             stayed.append(namespace)
             continue
         memories += await _move(namespace, old, new)
         moved.append(namespace)
-        emptied[(old.uri, old.table_name)] = old
+        emptied[table_identity(old.uri, old.table_name)] = old
     if purge:
         for old in emptied.values():
             await old.admin.apurge()

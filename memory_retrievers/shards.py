@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import _loop, _store_lifecycle
 from ._shard_admin import ShardedAdmin
-from ._shard_calls import check_cloud, check_shards, namespace_at
+from ._shard_calls import check_cloud, check_shards, namespace_at, table_identity
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from ._store_reads import ReadAPI
 from ._store_writes import WriteAPI
@@ -128,7 +128,7 @@ class ShardedMemoryStore(MemoryStore):
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
         self._cloud = check_cloud(self._locations, api_key=api_key, region=region, host_override=host_override)
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
-        if len(set(zip(self._locations, self._tables, strict=True))) < len(given):
+        if len({table_identity(*shard) for shard in zip(self._locations, self._tables, strict=True)}) < len(given):
             raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")
         self._stores: dict[int, MemoryStore] = {i: s for i, s in enumerate(given) if isinstance(s, MemoryStore)}
         self._opening: dict[int, Future[MemoryStore]] = {}

@@ -479,3 +479,23 @@ def test_shard_of_agrees_with_the_store_on_every_spelling_of_a_namespace(tmp_pat
         store.add("Émile likes tea", namespace=decomposed)
         assert store.shard_index(decomposed) == shard_of(decomposed, 4)
         assert store.open_shards == [shard_of(decomposed, 4)] and store.count(composed) == 1
+
+
+def test_reshard_onto_the_same_tables_spelled_differently_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): reshard told "the same table" by comparing the location
+    # strings, so a target naming a source shard with a trailing slash (or a relative path) copied
+    # each namespace onto itself and then forgot it there: every memory of those tenants deleted.
+    monkeypatch.chdir(tmp_path)
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+    new = ShardedMemoryStore([f"{tmp_path / 'shard-0'}/", "shard-1", tmp_path / "shard-2"], embedder=EMBEDDER)
+    result = reshard(old, new)
+    assert [new.count(ns) for ns in TENANTS] == [1] * len(TENANTS)
+    assert set(result.moved) == {ns for ns in TENANTS if shard_of(ns, 3) == 2}
+    with pytest.raises(ConfigError, match="shard"):
+        ShardedMemoryStore([tmp_path / "shard-0", f"{tmp_path / 'shard-0'}/"], embedder=EMBEDDER)
+    old.close()
+    new.close()
