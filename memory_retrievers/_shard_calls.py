@@ -43,7 +43,7 @@ def check_shards(shards: Any, sharded: type) -> list[str | os.PathLike[str] | Me
 
 def check_cloud(
     locations: Sequence[str], *, api_key: str | None, region: str | None, host_override: str | None
-) -> dict[str, str]:
+) -> dict[str, Any]:
     """The LanceDB Cloud settings given, checked now for the ``db://`` shards that take them (the others take none).
 
     Raises:
