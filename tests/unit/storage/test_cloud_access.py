@@ -188,3 +188,23 @@ def test_an_engine_process_error_quoting_the_key_is_masked_too(monkeypatch: pyte
     assert "Unauthorized" in text and "***" in text and KEY not in text
     chain = [failed.value.__cause__, failed.value.__context__]
     assert all(KEY not in str(link) for link in chain if link is not None)
+
+
+def test_the_command_line_worker_of_a_db_store_serves_one_set_of_credentials(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): the worker was found by store and embedder only. A db://
+    # database name is per LanceDB account, so a command with another account's key (or none)
+    # reached the worker opened with the first key, and read or wrote that account's database.
+    from memory_retrievers.cli.client import worker_address
+
+    base = {"MEMORY_RETRIEVERS_CONFIG": str(tmp_path / "none.toml"), "MEMORY_RETRIEVERS_RUNTIME_DIR": str(tmp_path)}
+    argv = ["recall", "tea", "-n", "alice", "--store", "db://memories"]
+
+    def socket_for(**env: str) -> Path:
+        address = worker_address(argv, {**base, **env}, tmp_path)
+        assert address is not None
+        return address.path
+
+    mine = socket_for(LANCEDB_API_KEY=KEY)
+    assert socket_for(LANCEDB_API_KEY=KEY) == mine and KEY not in str(mine)
+    assert len({mine, socket_for(LANCEDB_API_KEY="sk_live_another-account"), socket_for()}) == 3
+    assert socket_for(LANCEDB_API_KEY=KEY, LANCEDB_REGION="eu-west-1") != mine
