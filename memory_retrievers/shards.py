@@ -214,7 +214,9 @@ class ShardedMemoryStore(MemoryStore):
             if future is not None:
                 break  # else another caller just dropped a failed opening: start a new one
         try:
-            return await asyncio.wrap_future(future)
+            # Shielded: the opening is shared, and a caller cancelled meanwhile (its timeout) must not
+            # cancel it for the others (wrap_future passes a cancellation on to the shared future).
+            return await asyncio.shield(asyncio.wrap_future(future))
         except BaseException:
             with self._lock:
                 if self._opening.get(index) is future and future.done():

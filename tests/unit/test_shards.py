@@ -499,3 +499,30 @@ def test_reshard_onto_the_same_tables_spelled_differently_loses_nothing(
         ShardedMemoryStore([tmp_path / "shard-0", f"{tmp_path / 'shard-0'}/"], embedder=EMBEDDER)
     old.close()
     new.close()
+
+
+async def test_a_caller_cancelled_while_its_shard_opens_does_not_cancel_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): callers of a shard still opening all awaited one shared
+    # opening; a caller cancelled meanwhile (a request's timeout) cancelled that opening, and every
+    # other caller's call failed with CancelledError although nobody cancelled it.
+    import asyncio
+
+    from memory_retrievers.storage.table import MemoryTable
+
+    real_open = MemoryTable.open
+
+    async def slow_open(self: MemoryTable) -> None:
+        await asyncio.sleep(0.5)
+        await real_open(self)
+
+    monkeypatch.setattr(MemoryTable, "open", slow_open)
+    store = _open(tmp_path, 1)
+    impatient = asyncio.ensure_future(asyncio.wait_for(store.aadd("Alice likes tea", namespace="alice"), 0.1))
+    patient = asyncio.ensure_future(store.aadd("Bob likes coffee", namespace="bob"))
+    with pytest.raises(asyncio.TimeoutError):
+        await impatient
+    assert (await patient).text == "Bob likes coffee"
+    assert await store.acount("bob") == 1
+    await store.aclose()
