@@ -37,6 +37,7 @@ from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
+from .storage.connect import CloudAccess
 from .store import MemoryStore, _moved
 from .validation import validate_record
 
@@ -127,6 +128,7 @@ class ShardedMemoryStore(MemoryStore):
         self._storage_options = storage_options
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
         self._cloud = check_cloud(self._locations, api_key=api_key, region=region, host_override=host_override)
+        self._cloud_id = CloudAccess(**self._cloud).identity() if self._cloud else None
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
         if len({table_identity(*shard) for shard in zip(self._locations, self._tables, strict=True)}) < len(given):
             raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")

@@ -208,3 +208,22 @@ def test_the_command_line_worker_of_a_db_store_serves_one_set_of_credentials(tmp
     assert socket_for(LANCEDB_API_KEY=KEY) == mine and KEY not in str(mine)
     assert len({mine, socket_for(LANCEDB_API_KEY="sk_live_another-account"), socket_for()}) == 3
     assert socket_for(LANCEDB_API_KEY=KEY, LANCEDB_REGION="eu-west-1") != mine
+
+
+def test_a_deserialised_adapter_gets_back_the_store_of_its_own_account(recorded: list[dict[str, Any]]) -> None:
+    # Regression (issue 29 red team): the live stores adapters reuse were found by URI and table
+    # only. A db:// name is per LanceDB account, so with two accounts' "db://memories" open in one
+    # process, an adapter of the first deserialised onto the second account's store.
+    import json
+
+    from memory_retrievers.handles import open_store, register, store_spec
+
+    with (
+        MemoryStore("db://memories", embedder=EMBEDDER, api_key=KEY) as mine,
+        MemoryStore("db://memories", embedder=EMBEDDER, api_key="sk_live_another-account") as theirs,
+    ):
+        register(mine)
+        spec = json.loads(json.dumps(store_spec(mine, "RecallRetriever")))
+        register(theirs)
+        assert open_store(spec) is mine
+        assert KEY not in json.dumps(spec)
