@@ -153,6 +153,8 @@ class ShardedAdmin(StoreAdmin):
 
     async def apurge(self, *, remove_uncommitted: bool = False) -> None:
         """Purge every shard (see :meth:`StoreAdmin.purge`; it opens every shard)."""
+        if not isinstance(remove_uncommitted, bool):  # before the shards open (bad input creates nothing)
+            raise InvalidInputError(f"remove_uncommitted must be True or False, got {remove_uncommitted!r}")
         for shard in await self._every():
             await shard.admin.apurge(remove_uncommitted=remove_uncommitted)
 

@@ -526,3 +526,13 @@ async def test_a_caller_cancelled_while_its_shard_opens_does_not_cancel_the_othe
     assert (await patient).text == "Bob likes coffee"
     assert await store.acount("bob") == 1
     await store.aclose()
+
+
+def test_a_bad_purge_argument_is_refused_before_any_shard_is_created(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): purge opened (and so created) every shard's table before the
+    # argument was checked: bad input left N new tables behind.
+    store = _open(tmp_path, 3)
+    with pytest.raises(InvalidInputError, match="remove_uncommitted"):
+        store.admin.purge(remove_uncommitted="yes")  # type: ignore[arg-type]
+    assert store.open_shards == [] and list(tmp_path.iterdir()) == []
+    store.close()
