@@ -38,6 +38,7 @@ from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
 from .storage.connect import CloudAccess
+from .storage.vectors import VectorMaker
 from .store import MemoryStore, _moved
 from .validation import validate_record
 
@@ -121,6 +122,7 @@ class ShardedMemoryStore(MemoryStore):
                     f"store {self._embedder.name!r}; open the shards with the same embedder"
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
+        self._queries = VectorMaker(self._embedder, int(self._embedder.dimension), self._config.embed_batch_size)
         shared = {s.table_name for s in opened}
         self._table_name = check_table_name(
             table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
@@ -384,14 +386,12 @@ class ShardedMemoryStore(MemoryStore):
         return sorted(found)
 
     async def aembed_query(self, query: str) -> Any:
-        """Embed a query with the shards' embedder (the same for every shard)."""
-        opened = self._opened()
-        return await (opened[0] if opened else await self.ashard(0)).aembed_query(query)
+        """Embed a query with the shards' embedder (the same for every shard; no shard is opened)."""
+        return await self._queries.query(query)
 
     async def aembed_queries(self, queries: Sequence[str]) -> Any:
-        """Embed queries with the shards' embedder."""
-        opened = self._opened()
-        return await (opened[0] if opened else await self.ashard(0)).aembed_queries(queries)
+        """Embed queries with the shards' embedder (no shard is opened)."""
+        return await self._queries.queries(queries)
 
     # ------------------------------------------------------------------ sync twins of the routed methods
     add = _sync(aadd)

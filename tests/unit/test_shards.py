@@ -536,3 +536,15 @@ def test_a_bad_purge_argument_is_refused_before_any_shard_is_created(tmp_path: P
         store.admin.purge(remove_uncommitted="yes")  # type: ignore[arg-type]
     assert store.open_shards == [] and list(tmp_path.iterdir()) == []
     store.close()
+
+
+async def test_embedding_a_query_opens_no_shard(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): with no shard open yet, embedding a query opened (and
+    # created) shard 0, whatever tenants the process serves: on object storage, a cold opening
+    # of a table nobody asked for.
+    store = _open(tmp_path, 3)
+    one = await store.aembed_query("what does Alice drink?")
+    many = await store.aembed_queries(["what does Alice drink?", "tea"])
+    assert one.shape == (32,) and many.shape == (2, 32) and np.allclose(many[0], one)
+    assert store.open_shards == [] and list(tmp_path.iterdir()) == []
+    await store.aclose()
