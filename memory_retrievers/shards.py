@@ -33,7 +33,7 @@ from ._store_writes import WriteAPI
 from ._twins import sync_twin
 from .config import StoreConfig, validated
 from .embeddings import Embedder
-from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
+from .errors import ConfigError, InvalidInputError, MemoryRetrieversError, StorageError
 from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
@@ -261,11 +261,16 @@ class ShardedMemoryStore(MemoryStore):
 
     async def _finish_opening(self, index: int, store: MemoryStore) -> MemoryStore:
         await store._table.open()
-        _store_lifecycle.register(store)
         with self._lock:
-            self._stores[index] = store
+            closed = self._closed
+            if not closed:
+                _store_lifecycle.register(store)
+                self._stores[index] = store
             self._opening.pop(index, None)
             self._making.pop(index, None)
+        if closed:  # close() ran meanwhile: this shard must not stay open (nor take writes) behind it
+            await store.aclose()
+            raise StorageError("this ShardedMemoryStore is closed; open a new one")
         return store
 
     async def _every_shard(self) -> builtins.list[MemoryStore]:
@@ -291,13 +296,19 @@ class ShardedMemoryStore(MemoryStore):
         """Close every open shard (each writes its pending access statistics and queued writes)."""
         if self._closed or self._forked():
             return
+        with self._lock:
+            self._closed = True  # an opening that finishes from now on closes its shard itself
+            opening = [asyncio.wrap_future(future) for future in self._opening.values()]
+        if opening:
+            await asyncio.wait(opening)  # their outcome is their callers' to report: here, only that they ended
+            for ended in opening:
+                _ = ended.cancelled() or ended.exception()  # seen here: never logged as "never retrieved"
         errors = []
         for store in self._opened():
             try:
                 await store.aclose()
             except MemoryRetrieversError as exc:  # the other shards still close
                 errors.append(exc)
-        self._closed = True
         if errors:
             raise errors[0]
 

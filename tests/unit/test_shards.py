@@ -548,3 +548,31 @@ async def test_embedding_a_query_opens_no_shard(tmp_path: Path) -> None:
     assert one.shape == (32,) and many.shape == (2, 32) and np.allclose(many[0], one)
     assert store.open_shards == [] and list(tmp_path.iterdir()) == []
     await store.aclose()
+
+
+async def test_close_waits_for_a_shard_still_opening_and_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): close() closed the shards open at that moment; one still
+    # opening finished afterwards and stayed open (its table handle, its write queue), and the
+    # write waiting for it landed after close() had returned.
+    import asyncio
+
+    from memory_retrievers.storage.table import MemoryTable
+
+    real_open = MemoryTable.open
+
+    async def slow_open(self: MemoryTable) -> None:
+        await asyncio.sleep(0.5)
+        await real_open(self)
+
+    monkeypatch.setattr(MemoryTable, "open", slow_open)
+    store = _open(tmp_path, 1)
+    writing = asyncio.ensure_future(store.aadd("Alice likes tea", namespace="alice"))
+    await asyncio.sleep(0.1)  # the shard is opening
+    await store.aclose()
+    with pytest.raises(StorageError):
+        await writing  # it raced close(): refused, not written behind the caller's back
+    monkeypatch.undo()
+    with MemoryStore(tmp_path / "shard-0", embedder=EMBEDDER) as raw:
+        assert raw.count("alice") == 0
