@@ -23,7 +23,8 @@ class ReshardResult:
 
     Attributes:
         moved: Namespaces copied to their new shard and then forgotten in the old one, sorted.
-        stayed: Namespaces whose shard is the same table in both stores (nothing to do).
+        stayed: Namespaces left where they are: their shard is the same table in both stores, or
+            the source's shard for them holds none of their memories (nothing to move).
         memories: Memories copied (superseded ones included).
     """
 
@@ -51,7 +52,10 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
     for namespace in await source.anamespaces():
         old = await source.ashard_for(namespace) if isinstance(source, ShardedMemoryStore) else source
         new = await target.ashard_for(namespace)
-        if table_identity(old.uri, old.table_name) == table_identity(new.uri, new.table_name):
+        same = table_identity(old.uri, old.table_name) == table_identity(new.uri, new.table_name)
+        if same or not await old.admin.aexport(namespace, limit=1, include_vectors=False):
+            # Also when the source's shard for it holds none of it: listed from another of its
+            # tables (moved there by an earlier run, or written through the target since).
             stayed.append(namespace)
             continue
         memories += await _move(namespace, old, new)
@@ -67,9 +71,10 @@ async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
     """Copy ``namespace`` from ``old`` to ``new`` (ids, timestamps, links, vectors), check, then forget it in ``old``.
 
     Idempotent: a move cut short by a crash is done again whole by the next run; ``old`` loses the
-    namespace only once ``new`` holds every one of its memories. What ``new`` already holds of the
-    namespace can only be such a leftover (it is not served from ``new`` before the move returns),
-    so it is forgotten first: a memory deleted in ``old`` since then must not come back.
+    namespace only once ``new`` holds every one of its memories. ``old`` still holds it (the caller
+    checked), so the move has not completed and what ``new`` already holds of it can only be such a
+    leftover (not served from ``new`` before the move returns): it is forgotten first, so that a
+    memory deleted in ``old`` since then does not come back.
     """
     if await new.admin.aexport(namespace, limit=1, include_vectors=False):
         await new.aforget(namespace)

@@ -576,3 +576,21 @@ async def test_close_waits_for_a_shard_still_opening_and_closes_it(
     monkeypatch.undo()
     with MemoryStore(tmp_path / "shard-0", embedder=EMBEDDER) as raw:
         assert raw.count("alice") == 0
+
+
+def test_reshard_run_again_after_the_cutover_leaves_new_tenants_alone(tmp_path: Path) -> None:
+    # A rerun after the app moved to the target (shrinking 3 -> 2 shards on the same tables): a
+    # tenant created since lives in the target's shard but not where the source routes it; it has
+    # nothing to move, and the target's copy must not be taken for a leftover and forgotten.
+    old = _open(tmp_path, 3)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+    new = _open(tmp_path, 2)
+    reshard(old, new)
+    late = next(f"late-{i}" for i in range(100) if shard_of(f"late-{i}", 3) == 2)
+    new.add("a tenant who arrived after the cutover", namespace=late)
+    result = reshard(old, new)
+    assert result.moved == () and late in result.stayed
+    assert new.count(late) == 1 and all(new.count(ns) == 1 for ns in TENANTS)
+    old.close()
+    new.close()
