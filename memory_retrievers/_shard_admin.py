@@ -1,7 +1,7 @@
 """Administration of a sharded store (``ShardedMemoryStore.admin``).
 
 Calls that name a namespace (``export``, ``expire`` of one namespace) run on its shard; the others
-(``optimize``, ``purge``, ``stats``, ``expire`` of all, ``flush_access``) run on every shard, one
+(``optimize``, ``cluster``, ``purge``, ``stats``, ``expire`` of all, ``flush_access``) run on every shard, one
 after the other: each shard is its own table, so one shard's rewrite never waits for another's.
 Resharding is :func:`memory_retrievers.reshard` (``resharding.py``).
 """
@@ -16,6 +16,7 @@ from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
 from ._twins import sync_twin
 from .admin import StoreAdmin
 from .errors import InvalidInputError
+from .storage.cluster import ClusterResult
 from .storage.stats import IndexCoverage, NamespaceCounts, StoreStats
 from .storage.transfer import RestoreResult, parse_restore_record
 from .store import MemoryStore
@@ -39,7 +40,7 @@ class _Sharded(Protocol):
     def _check_process(self) -> None: ...
 
 
-__all__ = ["ShardedAdmin", "ShardedStats"]
+__all__ = ["ShardedAdmin", "ShardedClusterResult", "ShardedStats"]
 
 
 P = ParamSpec("P")
@@ -108,6 +109,33 @@ class ShardedStats(StoreStats):
         return asdict(self)
 
 
+@dataclass(frozen=True)
+class ShardedClusterResult(ClusterResult):
+    """:class:`~memory_retrievers.storage.cluster.ClusterResult` summed over the shards, and each shard's own.
+
+    ``moved``, ``skipped``, ``runs_before``, ``runs_after`` and ``elapsed_s`` are sums (the shards
+    are clustered one after the other); ``merged`` is whether every shard merged its runs.
+
+    Attributes:
+        shards: Each shard's result, in shard order.
+    """
+
+    shards: tuple[ClusterResult, ...] = field(default=())
+
+    @classmethod
+    def combine(cls, shards: builtins.list[ClusterResult]) -> ShardedClusterResult:
+        """The result of a pass over every shard from the shards' own."""
+        return cls(
+            moved=sum(s.moved for s in shards),
+            skipped=sum(s.skipped for s in shards),
+            runs_before=sum(s.runs_before for s in shards),
+            runs_after=sum(s.runs_after for s in shards),
+            merged=all(s.merged for s in shards),
+            elapsed_s=sum(s.elapsed_s for s in shards),
+            shards=tuple(shards),
+        )
+
+
 def _name(counts: NamespaceCounts) -> str:
     return counts.namespace
 
@@ -125,6 +153,8 @@ class ShardedAdmin(StoreAdmin):
 
     async def apurge(self, *, remove_uncommitted: bool = False) -> None:
         """Purge every shard (see :meth:`StoreAdmin.purge`; it opens every shard)."""
+        if not isinstance(remove_uncommitted, bool):  # before the shards open (bad input creates nothing)
+            raise InvalidInputError(f"remove_uncommitted must be True or False, got {remove_uncommitted!r}")
         for shard in await self._every():
             await shard.admin.apurge(remove_uncommitted=remove_uncommitted)
 
@@ -132,6 +162,10 @@ class ShardedAdmin(StoreAdmin):
         """Optimize every shard (see :meth:`StoreAdmin.optimize`)."""
         for shard in await self._every():
             await shard.admin.aoptimize()
+
+    async def acluster(self) -> ShardedClusterResult:
+        """Cluster every shard, one after the other (see :meth:`StoreAdmin.cluster`; it opens every shard)."""
+        return ShardedClusterResult.combine([await shard.admin.acluster() for shard in await self._every()])
 
     async def aexpire(self, namespace: str | None = None) -> int:
         """Delete expired memories of one namespace (on its shard) or of all (every shard); returns how many."""
@@ -183,6 +217,7 @@ class ShardedAdmin(StoreAdmin):
 
     purge = _sync(apurge)
     optimize = _sync(aoptimize)
+    cluster = _sync(acluster)
     expire = _sync(aexpire)
     flush_access = _sync(aflush_access)
     export = _sync(aexport)

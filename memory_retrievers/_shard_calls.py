@@ -7,9 +7,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .errors import ConfigError
+from .storage.connect import cloud_access
 from .store import MemoryStore
 
-__all__ = ["check_shards", "namespace_at"]
+__all__ = ["check_cloud", "check_shards", "namespace_at", "table_identity"]
 
 
 def namespace_at(args: tuple[Any, ...], kwargs: Mapping[str, Any], position: int | None, name: str) -> Any:
@@ -38,3 +39,30 @@ def check_shards(shards: Any, sharded: type) -> list[str | os.PathLike[str] | Me
         if not isinstance(shard, (str, os.PathLike, MemoryStore)) or (isinstance(shard, str) and not shard.strip()):
             raise ConfigError(f"shards[{i}] must be a folder, a LanceDB URI or a MemoryStore, got {shard!r}")
     return list(shards)
+
+
+def check_cloud(
+    locations: Sequence[str], *, api_key: str | None, region: str | None, host_override: str | None
+) -> dict[str, Any]:
+    """The LanceDB Cloud settings given, checked now for the ``db://`` shards that take them (the others take none).
+
+    Raises:
+        ConfigError: A setting that is not a non-empty string, or settings while no shard is ``db://``.
+    """
+    given = {"api_key": api_key, "region": region, "host_override": host_override}
+    if all(value is None for value in given.values()):
+        return {}
+    cloud_access(next((loc for loc in locations if loc.startswith("db://")), locations[0]), **given)
+    return {name: value for name, value in given.items() if value is not None}
+
+
+def table_identity(location: str, table: str) -> tuple[str, str]:
+    """One spelling of the table ``table`` at ``location``, to tell whether two shards are the same table.
+
+    A local folder is resolved (``shard-0``, ``./shard-0/`` and its absolute path are one folder);
+    a URI loses its trailing slashes. Comparing the strings as given took one table for two, and
+    a reshard onto it then forgot what it had just copied.
+    """
+    if "://" in location:
+        return location.rstrip("/"), table
+    return os.path.realpath(os.path.expanduser(location)), table

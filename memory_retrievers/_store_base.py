@@ -128,6 +128,8 @@ class StoreBase:
             cloud=cloud,
         )
         self._wire(cfg)
+        # Which account's database a db:// URI names (a digest, never the key): see handles.register.
+        self._cloud_id = cloud.identity() if cloud is not None else None
         self._closed = False
         self._embedder_loaded = False
         self._pid = os.getpid()  # a forked child must not use this store (see _check_process)

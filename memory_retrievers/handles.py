@@ -97,7 +97,13 @@ SPEC_KEY = "memory_retrievers_store"
 # Stores adapters of this process were built on, by (uri, table): a deserialised adapter reuses
 # the live store instead of opening a second handle on the same table, whose reads would not see
 # the first handle's writes. Weak: a store nobody holds is not kept open by this registry.
-_LIVE: weakref.WeakValueDictionary[tuple[str, str], MemoryStore] = weakref.WeakValueDictionary()
+# A db:// URI names a database of one LanceDB account: the key also holds the store's Cloud
+# settings, as a digest (``None`` for every other store).
+_LIVE: weakref.WeakValueDictionary[tuple[str, str, str | None], MemoryStore] = weakref.WeakValueDictionary()
+
+
+def _live_key(store: MemoryStore) -> tuple[str, str, str | None]:
+    return store.uri, store.table_name, getattr(store, "_cloud_id", None)
 
 
 def register(store: MemoryStore) -> MemoryStore:
@@ -112,7 +118,7 @@ def register(store: MemoryStore) -> MemoryStore:
     Returns:
         ``store``.
     """
-    _LIVE[(store.uri, store.table_name)] = store
+    _LIVE[_live_key(store)] = store
     return store
 
 
@@ -149,7 +155,8 @@ def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
     Raises:
         ConfigError: The store's embedder cannot be rebuilt from its name (only
             :class:`~memory_retrievers.HashEmbedder` and
-            :class:`~memory_retrievers.SentenceTransformerEmbedder` can).
+            :class:`~memory_retrievers.SentenceTransformerEmbedder` can), or the store is a
+            :class:`~memory_retrievers.ShardedMemoryStore` whose shards are tables of different names.
     """
     spec = {
         SPEC_KEY: 1,
@@ -158,8 +165,18 @@ def store_spec(store: MemoryStore, owner: str) -> dict[str, Any]:
         "embedder": _embedder_spec(store, owner),
         "config": store.config.model_dump(mode="json"),
     }
+    if _live_key(store)[2] is not None:
+        spec["cloud"] = _live_key(store)[2]  # finds this account's live store; never the key
     locations = getattr(store, "locations", None)  # a ShardedMemoryStore reopens on the same shards
-    return spec if locations is None else spec | {"shards": list(locations)}
+    if locations is None:
+        return spec
+    tables = set(getattr(store, "tables", ()))
+    if tables - {store.table_name}:  # it reopens one table name in every location
+        raise ConfigError(
+            f"{owner} cannot be serialised: its sharded store's shards are the tables {sorted(tables)} and it "
+            "reopens one table name in every location; give every shard the same table_name"
+        )
+    return spec | {"shards": list(locations)}
 
 
 def is_store_spec(value: Any) -> bool:
@@ -204,7 +221,7 @@ def open_store(spec: Mapping[str, Any]) -> MemoryStore:
         raise ConfigError(
             f"malformed serialised store (missing {exc}); it must come from serialising an adapter"
         ) from None
-    live = _LIVE.get((uri, table))
+    live = _LIVE.get((uri, table, spec.get("cloud")))
     if live is not None and live.embedder.name == embedder.get("name") and _is_open(live):
         return live
     kind = embedder.get("type")
@@ -224,7 +241,7 @@ def open_store(spec: Mapping[str, Any]) -> MemoryStore:
         store: MemoryStore = ShardedMemoryStore(spec["shards"], table_name=table, embedder=built, config=config)
     else:
         store = MemoryStore(uri, table_name=table, embedder=built, config=config)
-    _LIVE[(uri, table)] = store
+    _LIVE[_live_key(store)] = store
     return store
 
 

@@ -6,6 +6,7 @@ import builtins
 from dataclasses import dataclass
 
 from . import _loop
+from ._shard_calls import table_identity
 from .errors import ConfigError, MemoryRetrieversError
 from .shards import ShardedMemoryStore
 from .store import MemoryStore
@@ -22,7 +23,8 @@ class ReshardResult:
 
     Attributes:
         moved: Namespaces copied to their new shard and then forgotten in the old one, sorted.
-        stayed: Namespaces whose shard is the same table in both stores (nothing to do).
+        stayed: Namespaces left where they are: their shard is the same table in both stores, or
+            the source's shard for them holds none of their memories (nothing to move).
         memories: Memories copied (superseded ones included).
     """
 
@@ -50,12 +52,15 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
     for namespace in await source.anamespaces():
         old = await source.ashard_for(namespace) if isinstance(source, ShardedMemoryStore) else source
         new = await target.ashard_for(namespace)
-        if (old.uri, old.table_name) == (new.uri, new.table_name):
+        same = table_identity(old.uri, old.table_name) == table_identity(new.uri, new.table_name)
+        if same or not await old.admin.aexport(namespace, limit=1, include_vectors=False):
+            # Also when the source's shard for it holds none of it: listed from another of its
+            # tables (moved there by an earlier run, or written through the target since).
             stayed.append(namespace)
             continue
         memories += await _move(namespace, old, new)
         moved.append(namespace)
-        emptied[(old.uri, old.table_name)] = old
+        emptied[table_identity(old.uri, old.table_name)] = old
     if purge:
         for old in emptied.values():
             await old.admin.apurge()
@@ -65,10 +70,14 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
 async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
     """Copy ``namespace`` from ``old`` to ``new`` (ids, timestamps, links, vectors), check, then forget it in ``old``.
 
-    Idempotent: a restore replaces a memory with the same (namespace, id), so a move cut short by a
-    crash is done again whole by the next run; ``old`` loses the namespace only once ``new`` holds
-    every one of its memories.
+    Idempotent: a move cut short by a crash is done again whole by the next run; ``old`` loses the
+    namespace only once ``new`` holds every one of its memories. ``old`` still holds it (the caller
+    checked), so the move has not completed and what ``new`` already holds of it can only be such a
+    leftover (not served from ``new`` before the move returns): it is forgotten first, so that a
+    memory deleted in ``old`` since then does not come back.
     """
+    if await new.admin.aexport(namespace, limit=1, include_vectors=False):
+        await new.aforget(namespace)
     ids: set[str] = set()
     offset = 0
     while True:
@@ -95,7 +104,9 @@ def reshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bool = Fa
     is the same table in both (same location and table name) is left where it is: growing
     ``["s0", "s1"]`` to ``["s0", "s1", "s2"]`` moves only the namespaces that now hash to ``s2``.
     Safe to run again after a crash: what was copied is replaced by the same, what was forgotten is
-    not found again.
+    not found again, and a memory deleted in ``source`` since then is not brought back. A
+    namespace forgotten in ``source`` after a cut-short run may be left copied in its ``target``
+    shard (a run only visits ``source``'s namespaces): forget it in ``target`` too.
 
     Stop writes to ``source`` while it runs (a write between a namespace's copy and its forget
     would be lost), and point the app at ``target`` once it returns.

@@ -7,6 +7,7 @@ Kept apart from the sharded store (``shards.py``) so that anything that must agr
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 from .errors import InvalidInputError
 
@@ -18,7 +19,8 @@ _MULTIPLIER = 2862933555777941757  # the jump hash's linear congruential step (L
 def shard_of(namespace: str, shards: int) -> int:
     """The shard (``0 <= shard < shards``) that holds ``namespace``: stable across processes and versions.
 
-    The namespace's UTF-8 bytes are hashed with BLAKE2b (8-byte digest, read big-endian) and the
+    The UTF-8 bytes of the namespace's NFC form (the one form the store keeps a namespace in, so
+    every spelling of ``"émile"`` routes alike) are hashed with BLAKE2b (8-byte digest, read big-endian) and the
     64-bit key is mapped to a shard by jump consistent hashing (Lamping & Veach, "A Fast, Minimal
     Memory, Consistent Hash Algorithm", 2014). Going from ``n`` to ``n + 1`` shards moves only the
     namespaces that land in the new shard (about ``1 / (n + 1)`` of them); the others stay where
@@ -26,7 +28,7 @@ def shard_of(namespace: str, shards: int) -> int:
     is salted per process.
 
     Args:
-        namespace: The namespace (any str; its exact UTF-8 bytes are hashed).
+        namespace: The namespace (any str; its NFC form is hashed).
         shards: How many shards there are.
 
     Raises:
@@ -40,7 +42,8 @@ def shard_of(namespace: str, shards: int) -> int:
         raise InvalidInputError(f"shards must be a positive int, got {shards!r}")
     if not isinstance(namespace, str):
         raise InvalidInputError(f"namespace must be a str, got {type(namespace).__name__}")
-    key = int.from_bytes(hashlib.blake2b(namespace.encode("utf-8"), digest_size=8).digest(), "big")
+    canonical = unicodedata.normalize("NFC", namespace)
+    key = int.from_bytes(hashlib.blake2b(canonical.encode("utf-8"), digest_size=8).digest(), "big")
     bucket, jump = -1, 0
     while jump < shards:
         bucket = jump

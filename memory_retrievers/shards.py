@@ -26,17 +26,19 @@ from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import _loop, _store_lifecycle
 from ._shard_admin import ShardedAdmin
-from ._shard_calls import check_shards, namespace_at
+from ._shard_calls import check_cloud, check_shards, namespace_at, table_identity
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from ._store_reads import ReadAPI
 from ._store_writes import WriteAPI
 from ._twins import sync_twin
 from .config import StoreConfig, validated
 from .embeddings import Embedder
-from .errors import ConfigError, InvalidInputError, MemoryRetrieversError
+from .errors import ConfigError, InvalidInputError, MemoryRetrieversError, StorageError
 from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
+from .storage.connect import CloudAccess
+from .storage.vectors import VectorMaker
 from .store import MemoryStore, _moved
 from .validation import validate_record
 
@@ -76,25 +78,28 @@ class ShardedMemoryStore(MemoryStore):
             each), opened on first use; or open :class:`~memory_retrievers.MemoryStore` objects
             (one embedder; :meth:`close` closes them too). The order matters: shard ``i`` holds
             the namespaces :func:`shard_of` maps to ``i``. At least one.
-        table_name: The table inside each location.
+        table_name: The table inside each location (default: the table of the open stores given,
+            when they share one, else ``"memories"``).
         embedder: One embedder for every shard (default: the offline all-MiniLM-L6-v2 model).
         config: :class:`~memory_retrievers.StoreConfig` of every shard.
         storage_options: LanceDB storage options of every shard (object-store credentials...).
         clock: As for :class:`~memory_retrievers.MemoryStore`.
-        api_key: For ``db://`` shards (LanceDB Cloud or Enterprise), with ``region`` and ``host_override``.
+        api_key: For the ``db://`` shards (LanceDB Cloud or Enterprise), with ``region`` and
+            ``host_override`` (the other shards take none).
         region: See ``api_key``.
         host_override: See ``api_key``.
 
     Raises:
         ConfigError: No shards, a location that is not a str or path, the same location twice,
-            stores with different embedders, or a sharded store given as a shard.
+            stores with different embedders, a sharded store given as a shard, or Cloud settings
+            that are not non-empty strings or given without a ``db://`` shard.
     """
 
     def __init__(
         self,
         shards: Sequence[str | os.PathLike[str] | MemoryStore],
         *,
-        table_name: str = DEFAULT_TABLE,
+        table_name: str | None = None,
         embedder: Embedder | None = None,
         config: StoreConfig | Mapping[str, Any] | None = None,
         storage_options: Mapping[str, str] | None = None,
@@ -117,12 +122,17 @@ class ShardedMemoryStore(MemoryStore):
                     f"store {self._embedder.name!r}; open the shards with the same embedder"
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
-        self._table_name = check_table_name(table_name)
-        cloud = {"api_key": api_key, "region": region, "host_override": host_override}
-        self._open_kwargs: dict[str, Any] = {"storage_options": storage_options, **cloud}
+        self._queries = VectorMaker(self._embedder, int(self._embedder.dimension), self._config.embed_batch_size)
+        shared = {s.table_name for s in opened}
+        self._table_name = check_table_name(
+            table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
+        )
+        self._storage_options = storage_options
         self._locations = tuple(s.uri if isinstance(s, MemoryStore) else str(s) for s in given)
+        self._cloud = check_cloud(self._locations, api_key=api_key, region=region, host_override=host_override)
+        self._cloud_id = CloudAccess(**self._cloud).identity() if self._cloud else None
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
-        if len(set(zip(self._locations, self._tables, strict=True))) < len(given):
+        if len({table_identity(*shard) for shard in zip(self._locations, self._tables, strict=True)}) < len(given):
             raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")
         self._stores: dict[int, MemoryStore] = {i: s for i, s in enumerate(given) if isinstance(s, MemoryStore)}
         self._opening: dict[int, Future[MemoryStore]] = {}
@@ -161,6 +171,11 @@ class ShardedMemoryStore(MemoryStore):
     def table_name(self) -> str:
         """The table inside each location."""
         return self._table_name
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """Each shard's table, in shard order (an open store given as a shard keeps its own)."""
+        return self._tables
 
     @property
     def locations(self) -> tuple[str, ...]:
@@ -203,7 +218,9 @@ class ShardedMemoryStore(MemoryStore):
             if future is not None:
                 break  # else another caller just dropped a failed opening: start a new one
         try:
-            return await asyncio.wrap_future(future)
+            # Shielded: the opening is shared, and a caller cancelled meanwhile (its timeout) must not
+            # cancel it for the others (wrap_future passes a cancellation on to the shared future).
+            return await asyncio.shield(asyncio.wrap_future(future))
         except BaseException:
             with self._lock:
                 if self._opening.get(index) is future and future.done():
@@ -235,7 +252,8 @@ class ShardedMemoryStore(MemoryStore):
                     embedder=self._embedder,
                     config=self._config,
                     clock=self._clock,
-                    **self._open_kwargs,
+                    storage_options=self._storage_options,
+                    **(self._cloud if self._locations[index].startswith("db://") else {}),
                     _open=False,
                 )
                 self._opening[index] = _loop.submit(self._finish_opening(index, store))
@@ -243,11 +261,16 @@ class ShardedMemoryStore(MemoryStore):
 
     async def _finish_opening(self, index: int, store: MemoryStore) -> MemoryStore:
         await store._table.open()
-        _store_lifecycle.register(store)
         with self._lock:
-            self._stores[index] = store
+            closed = self._closed
+            if not closed:
+                _store_lifecycle.register(store)
+                self._stores[index] = store
             self._opening.pop(index, None)
             self._making.pop(index, None)
+        if closed:  # close() ran meanwhile: this shard must not stay open (nor take writes) behind it
+            await store.aclose()
+            raise StorageError("this ShardedMemoryStore is closed; open a new one")
         return store
 
     async def _every_shard(self) -> builtins.list[MemoryStore]:
@@ -273,13 +296,19 @@ class ShardedMemoryStore(MemoryStore):
         """Close every open shard (each writes its pending access statistics and queued writes)."""
         if self._closed or self._forked():
             return
+        with self._lock:
+            self._closed = True  # an opening that finishes from now on closes its shard itself
+            opening = [asyncio.wrap_future(future) for future in self._opening.values()]
+        if opening:
+            await asyncio.wait(opening)  # their outcome is their callers' to report: here, only that they ended
+            for ended in opening:
+                _ = ended.cancelled() or ended.exception()  # seen here: never logged as "never retrieved"
         errors = []
         for store in self._opened():
             try:
                 await store.aclose()
             except MemoryRetrieversError as exc:  # the other shards still close
                 errors.append(exc)
-        self._closed = True
         if errors:
             raise errors[0]
 
@@ -368,14 +397,12 @@ class ShardedMemoryStore(MemoryStore):
         return sorted(found)
 
     async def aembed_query(self, query: str) -> Any:
-        """Embed a query with the shards' embedder (the same for every shard)."""
-        opened = self._opened()
-        return await (opened[0] if opened else await self.ashard(0)).aembed_query(query)
+        """Embed a query with the shards' embedder (the same for every shard; no shard is opened)."""
+        return await self._queries.query(query)
 
     async def aembed_queries(self, queries: Sequence[str]) -> Any:
-        """Embed queries with the shards' embedder."""
-        opened = self._opened()
-        return await (opened[0] if opened else await self.ashard(0)).aembed_queries(queries)
+        """Embed queries with the shards' embedder (no shard is opened)."""
+        return await self._queries.queries(queries)
 
     # ------------------------------------------------------------------ sync twins of the routed methods
     add = _sync(aadd)

@@ -100,7 +100,7 @@ def worker_address(argv: Sequence[str], env: dict[str, str], cwd: Path) -> Worke
     if argv[0] != "add" and "://" not in settings.store and not Path(settings.store, "memories.lance").is_dir():
         return None  # no store yet: the one-shot run says so at once (only add creates one, through the worker)
     return WorkerAddress(
-        socket_path(folder, settings.store, settings.embedder, package_version()),
+        socket_path(folder, settings.store, settings.embedder, package_version(), settings.cloud),
         settings.store,
         settings.embedder,
         settings.worker_idle_s,

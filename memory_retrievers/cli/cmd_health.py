@@ -197,7 +197,7 @@ def _store_to_itself(inv: Invocation, /, settings: Settings) -> Iterator[None]:
         yield
         return
     try:
-        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version())
+        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version(), settings.cloud)
     except WorkerUnavailableError:  # no safe runtime folder: no worker can serve this store
         yield
         return

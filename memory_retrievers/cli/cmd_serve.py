@@ -82,7 +82,7 @@ def _ask(inv: Invocation, /, params: dict[str, Any], op: str) -> dict[str, Any] 
         raise exits.CliError("the worker needs Unix sockets; this platform runs every command one-shot", exits.CONFIG)
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     try:
-        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version())
+        path = socket_path(runtime_dir(inv.env), settings.store, settings.embedder, package_version(), settings.cloud)
     except WorkerUnavailableError as exc:
         raise exits.CliError(str(exc), exits.CONFIG) from None
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)

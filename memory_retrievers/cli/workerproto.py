@@ -119,9 +119,15 @@ def package_version() -> str:
         return "0.0.0"
 
 
-def socket_path(folder: Path, store: str, embedder: str, version: str) -> Path:
-    """The socket of the worker for this store and embedder."""
-    key = "\0".join((store, embedder, version, sys.executable))
+def socket_path(folder: Path, store: str, embedder: str, version: str, cloud: Mapping[str, str] | None = None) -> Path:
+    """The socket of the worker for this store and embedder (and, for ``db://``, these Cloud settings).
+
+    A ``db://`` database name is per LanceDB account: a worker opened with one API key must never
+    serve a command run with another (or none), so the settings are part of the worker's identity
+    (only through this digest: the name shows no key).
+    """
+    parts = (store, embedder, version, sys.executable)
+    key = "\0".join(parts + tuple(f"{name}={value}" for name, value in sorted((cloud or {}).items())))
     return folder / f"w-{hashlib.sha256(key.encode('utf-8')).hexdigest()[:24]}.sock"
 
 

@@ -14,12 +14,13 @@ short runs) is rewritten as one new sorted run. When that would leave more than 
 settled runs, every row is rewritten as one run instead (the merge).
 
 Never losing a concurrent write: the rewrite is one merge by key that updates only (never
-inserts), and only rows still exactly as read (``revision``, ``updated_at``, ``access_count``,
-``last_accessed_at``). A row deleted meanwhile stays deleted; a row changed meanwhile keeps its
-change and its old place, and is picked up by the next pass. The merge commits once (a crash
-leaves the table as before or as after) and joins by hashing: that writes its rows in source
-order (measured on LanceDB 0.40 up to 100k rows; the tests check the row addresses), while the
-join through the ``id`` index writes them in the table's old order. ``runs_after`` is read back
+inserts), and only rows still exactly as read (``stamp``, ``revision``, ``updated_at``,
+``access_count``, ``last_accessed_at``). A row deleted meanwhile stays deleted (also when written
+again under its id); a row changed meanwhile keeps its change and its old place, and is picked up
+by the next pass. The merge commits once (a crash leaves the table as before or as after) and
+joins by hashing: that writes its rows in source order (measured on LanceDB 0.40 up to 100k rows;
+the tests check the row addresses), while the join through the ``id`` index writes them in the
+table's old order. ``runs_after`` is read back
 from the table, so a LanceDB that stopped keeping the order would show in every result.
 """
 
@@ -39,10 +40,14 @@ from .table import MemoryTable
 __all__ = ["ClusterResult", "Clusterer", "SAME_ROW", "find_runs"]
 
 #: The condition of the rewrite: the stored row is still exactly the one read (the clustering keeps
-#: ``revision`` as it is, so this checks every column a write or an access flush changes). Lance's
-#: SQL has no ``IS NOT DISTINCT FROM``: nulls are compared by hand.
+#: ``revision`` and ``stamp`` as they are, so this checks every column a write or an access flush
+#: changes). ``stamp`` is drawn afresh by every write: a memory deleted and written again under its
+#: id at the same clock reading has revision 0 and equal timestamps again, but not the stamp (a
+#: table from before stamps holds nulls). Lance's SQL has no ``IS NOT DISTINCT FROM``: nulls are
+#: compared by hand.
 SAME_ROW = (
-    "target.revision = source.revision AND target.updated_at = source.updated_at"
+    "(target.stamp = source.stamp OR (target.stamp IS NULL AND source.stamp IS NULL))"
+    " AND target.revision = source.revision AND target.updated_at = source.updated_at"
     " AND target.access_count = source.access_count"
     " AND (target.last_accessed_at = source.last_accessed_at"
     " OR (target.last_accessed_at IS NULL AND source.last_accessed_at IS NULL))"

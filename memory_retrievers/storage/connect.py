@@ -8,6 +8,7 @@ Both :class:`~memory_retrievers.storage.table.MemoryTable` (in-process) and the 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -55,6 +56,14 @@ class CloudAccess:
         """The keyword arguments of ``lancedb.connect_async`` that were given (LanceDB's defaults otherwise)."""
         given = {"api_key": self.api_key, "region": self.region, "host_override": self.host_override}
         return {name: value for name, value in given.items() if value is not None}
+
+    def identity(self) -> str:
+        """A digest of the settings, never the key itself: tells two accounts' ``db://<name>`` apart.
+
+        A database name is per LanceDB account, so the URI alone does not name one database.
+        """
+        given = "\0".join(str(value) for value in (self.api_key, self.region, self.host_override))
+        return hashlib.sha256(given.encode("utf-8")).hexdigest()[:32]
 
     def scrub(self, text: str) -> str:
         """``text`` with the API key masked (error messages may quote what the client sent)."""

@@ -83,20 +83,24 @@ async def connect_table(
     cloud: CloudAccess | None = None,
 ) -> tuple[Any, pa.Schema]:
     """Connect, open (or create) the table and read its schema."""
-    if _fork.lancedb_inherited():
-        # LanceDB's runtime came from the process this one was forked from, and is unsafe
-        # here even for a new connection: a fresh engine process does the LanceDB work.
-        table = await RemoteTable.open(uri, table_name, schema, storage_options, consistency, caches, cloud)
-        warn_engine(uri)
-    else:
+    # LanceDB's runtime came from the process this one was forked from, and is unsafe here even
+    # for a new connection: a fresh engine process does the LanceDB work.
+    engine = _fork.lancedb_inherited()
+    if not engine:
         _fork.note_lancedb()
-        try:
+    try:
+        if engine:
+            table = await RemoteTable.open(uri, table_name, schema, storage_options, consistency, caches, cloud)
+        else:
             table = await open_lancedb_table(uri, table_name, schema, storage_options, consistency, caches, cloud)
-        except Exception as exc:
-            if cloud is None or cloud.scrub(str(exc)) == str(exc):
-                raise
-            # LanceDB's message quoted the API key: the error (and its chain) must not carry it on.
-            raise RuntimeError(cloud.scrub(str(exc))) from None
+    except Exception as exc:
+        if cloud is None or cloud.scrub(str(exc)) == str(exc):
+            raise
+        # LanceDB's message quoted the API key (here or in the engine process, which sends its
+        # message back): the error (and its chain) must not carry it on.
+        raise RuntimeError(cloud.scrub(str(exc))) from None
+    if engine:
+        warn_engine(uri)
     return table, await table.schema()
 
 

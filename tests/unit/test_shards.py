@@ -361,3 +361,236 @@ def test_a_shard_that_failed_to_open_is_opened_again_by_the_next_call(tmp_path: 
     store.add("Alice likes tea", namespace="alice")
     assert store.count("alice") == 1 and store.open_shards == [index]
     store.close()
+
+
+# ---------------------------------------------------------------------- red team (issue 29)
+
+
+def test_cluster_runs_on_every_shard_and_sums_their_results(tmp_path: Path) -> None:
+    # Regression: ShardedAdmin did not override cluster(), so the base ran on the sharded store
+    # itself and failed with AttributeError ('_maintainer'), as did `memory-retrievers cluster`.
+    from memory_retrievers._shard_admin import ShardedClusterResult
+
+    with _open(tmp_path, 3) as store:
+        for round_ in range(2):  # two commits per shard, tenants interleaved: something to move
+            store.add_many([{"text": f"{ns} note {round_}", "namespace": ns} for ns in TENANTS])
+        before = {ns: sorted(m.id for m in store.list(ns)) for ns in TENANTS}
+        result = store.admin.cluster()
+        assert isinstance(result, ShardedClusterResult) and len(result.shards) == 3
+        assert result.moved == sum(s.moved for s in result.shards) and result.moved > 0
+        assert result.skipped == sum(s.skipped for s in result.shards)
+        assert result.to_dict()["shards"][0]["moved"] == result.shards[0].moved
+        assert {ns: sorted(m.id for m in store.list(ns)) for ns in TENANTS} == before
+        assert store.open_shards == [0, 1, 2]
+
+
+def test_reshard_run_again_after_a_crash_does_not_bring_back_a_memory_deleted_meanwhile(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): a move cut short after its copy left the namespace in the
+    # target shard; a memory deleted in the source before the next run stayed in that copy (the
+    # next run restored the source's memories over it, replacing by id, and deleted nothing).
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+        old.add(f"{ns} lives in Paris", namespace=ns)
+    new = _open(tmp_path, 3)
+    calls = []
+
+    async def crash(self: MemoryStore, namespace: str) -> int:
+        calls.append(namespace)
+        raise RuntimeError("killed")
+
+    monkeypatch.setattr(MemoryStore, "aforget", crash)
+    with pytest.raises(RuntimeError, match="killed"):
+        reshard(old, new)
+    monkeypatch.undo()
+    (copied,) = calls
+    gone = next(m for m in old.list(copied) if "Paris" in m.text)
+    old.delete(gone.id, namespace=copied)  # e.g. the user asked for it between the crash and the next run
+    assert reshard(old, new).moved.count(copied) == 1
+    assert [m.text for m in new.list(copied)] == [f"{copied} likes tea"]
+    assert gone.id not in {r["id"] for r in new.admin.export(copied)}
+    old.close()
+    new.close()
+
+
+def test_a_serialised_sharded_store_reopens_the_shards_own_tables(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): open stores on another table than "memories" given as the
+    # shards were recorded as table "memories", so a deserialised adapter (another process) reopened
+    # new empty tables beside them: every memory missing, new ones written where nobody looks.
+    import weakref
+
+    from memory_retrievers import handles
+
+    a = MemoryStore(tmp_path / "a", table_name="notes", embedder=EMBEDDER)
+    b = MemoryStore(tmp_path / "b", table_name="notes", embedder=EMBEDDER)
+    with ShardedMemoryStore([a, b]) as store:
+        assert store.table_name == "notes" and store.tables == ("notes", "notes")
+        store.add_many([{"text": f"{ns} likes tea", "namespace": ns} for ns in TENANTS])
+        spec = handles.store_spec(store, "RecallRetriever")
+    monkeypatch.setattr(handles, "_LIVE", weakref.WeakValueDictionary())  # as in another process
+    with handles.open_store(json.loads(json.dumps(spec))) as reopened:
+        assert all(reopened.count(ns) == 1 for ns in TENANTS)
+    c = MemoryStore(tmp_path / "c", table_name="t0", embedder=EMBEDDER)
+    d = MemoryStore(tmp_path / "c", table_name="t1", embedder=EMBEDDER)
+    with ShardedMemoryStore([c, d]) as mixed, pytest.raises(ConfigError, match="table"):
+        handles.store_spec(mixed, "RecallRetriever")  # refused, not reopened on the wrong tables
+
+
+@pytest.mark.parametrize("cloud", [{"api_key": "sk_live_secret"}, {"region": 5}, {"api_key": ""}])
+def test_cloud_settings_a_sharded_store_cannot_use_are_refused_at_construction(tmp_path: Path, cloud: dict) -> None:
+    # Regression (issue 29 red team): checked only when a shard first opened, so a bad setting
+    # surfaced in the middle of serving (and for each shard's first tenant), not where it was given.
+    (name,) = cloud
+    with pytest.raises(ConfigError, match=name) as refused:
+        ShardedMemoryStore([tmp_path / "a", tmp_path / "b"], embedder=EMBEDDER, **cloud)
+    assert "sk_live_secret" not in str(refused.value)
+    assert not (tmp_path / "a").exists() and not (tmp_path / "b").exists()
+
+
+def test_cloud_settings_reach_the_db_shards_only(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[dict[str, object]] = []
+    real = lancedb.connect_async
+
+    async def recording(uri: str, **kwargs: object) -> object:
+        calls.append({"uri": str(uri), **kwargs})
+        local = {k: v for k, v in kwargs.items() if k in ("read_consistency_interval", "session")}
+        return await real(tmp_path / "cloud" if str(uri).startswith("db://") else uri, **local)
+
+    monkeypatch.setattr(lancedb, "connect_async", recording)
+    with ShardedMemoryStore(["db://tenants", tmp_path / "local"], embedder=EMBEDDER, api_key="sk_live_secret") as store:
+        for ns in TENANTS:
+            store.add(f"{ns} likes tea", namespace=ns)
+        assert all(store.count(ns) == 1 for ns in TENANTS)
+    keys = {call["uri"]: call.get("api_key") for call in calls}
+    assert keys == {"db://tenants": "sk_live_secret", str(tmp_path / "local"): None}
+
+
+def test_shard_of_agrees_with_the_store_on_every_spelling_of_a_namespace(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): the store routes a namespace's canonical (NFC) form, while
+    # shard_of hashed the bytes given: an app's router or a bulk job using shard_of sent the
+    # decomposed spelling of "émile" to another shard than the one holding her memories.
+    decomposed, composed = "e\u0301mile", "\u00e9mile"
+    assert [shard_of(decomposed, n) for n in range(1, 9)] == [shard_of(composed, n) for n in range(1, 9)]
+    with _open(tmp_path, 4) as store:
+        store.add("Émile likes tea", namespace=decomposed)
+        assert store.shard_index(decomposed) == shard_of(decomposed, 4)
+        assert store.open_shards == [shard_of(decomposed, 4)] and store.count(composed) == 1
+
+
+def test_reshard_onto_the_same_tables_spelled_differently_loses_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): reshard told "the same table" by comparing the location
+    # strings, so a target naming a source shard with a trailing slash (or a relative path) copied
+    # each namespace onto itself and then forgot it there: every memory of those tenants deleted.
+    monkeypatch.chdir(tmp_path)
+    old = _open(tmp_path, 2)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+    new = ShardedMemoryStore([f"{tmp_path / 'shard-0'}/", "shard-1", tmp_path / "shard-2"], embedder=EMBEDDER)
+    result = reshard(old, new)
+    assert [new.count(ns) for ns in TENANTS] == [1] * len(TENANTS)
+    assert set(result.moved) == {ns for ns in TENANTS if shard_of(ns, 3) == 2}
+    with pytest.raises(ConfigError, match="shard"):
+        ShardedMemoryStore([tmp_path / "shard-0", f"{tmp_path / 'shard-0'}/"], embedder=EMBEDDER)
+    old.close()
+    new.close()
+
+
+async def test_a_caller_cancelled_while_its_shard_opens_does_not_cancel_the_others(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): callers of a shard still opening all awaited one shared
+    # opening; a caller cancelled meanwhile (a request's timeout) cancelled that opening, and every
+    # other caller's call failed with CancelledError although nobody cancelled it.
+    import asyncio
+
+    from memory_retrievers.storage.table import MemoryTable
+
+    real_open = MemoryTable.open
+
+    async def slow_open(self: MemoryTable) -> None:
+        await asyncio.sleep(0.5)
+        await real_open(self)
+
+    monkeypatch.setattr(MemoryTable, "open", slow_open)
+    store = _open(tmp_path, 1)
+    impatient = asyncio.ensure_future(asyncio.wait_for(store.aadd("Alice likes tea", namespace="alice"), 0.1))
+    patient = asyncio.ensure_future(store.aadd("Bob likes coffee", namespace="bob"))
+    with pytest.raises(asyncio.TimeoutError):
+        await impatient
+    assert (await patient).text == "Bob likes coffee"
+    assert await store.acount("bob") == 1
+    await store.aclose()
+
+
+def test_a_bad_purge_argument_is_refused_before_any_shard_is_created(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): purge opened (and so created) every shard's table before the
+    # argument was checked: bad input left N new tables behind.
+    store = _open(tmp_path, 3)
+    with pytest.raises(InvalidInputError, match="remove_uncommitted"):
+        store.admin.purge(remove_uncommitted="yes")  # type: ignore[arg-type]
+    assert store.open_shards == [] and list(tmp_path.iterdir()) == []
+    store.close()
+
+
+async def test_embedding_a_query_opens_no_shard(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): with no shard open yet, embedding a query opened (and
+    # created) shard 0, whatever tenants the process serves: on object storage, a cold opening
+    # of a table nobody asked for.
+    store = _open(tmp_path, 3)
+    one = await store.aembed_query("what does Alice drink?")
+    many = await store.aembed_queries(["what does Alice drink?", "tea"])
+    assert one.shape == (32,) and many.shape == (2, 32) and np.allclose(many[0], one)
+    assert store.open_shards == [] and list(tmp_path.iterdir()) == []
+    await store.aclose()
+
+
+async def test_close_waits_for_a_shard_still_opening_and_closes_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): close() closed the shards open at that moment; one still
+    # opening finished afterwards and stayed open (its table handle, its write queue), and the
+    # write waiting for it landed after close() had returned.
+    import asyncio
+
+    from memory_retrievers.storage.table import MemoryTable
+
+    real_open = MemoryTable.open
+
+    async def slow_open(self: MemoryTable) -> None:
+        await asyncio.sleep(0.5)
+        await real_open(self)
+
+    monkeypatch.setattr(MemoryTable, "open", slow_open)
+    store = _open(tmp_path, 1)
+    writing = asyncio.ensure_future(store.aadd("Alice likes tea", namespace="alice"))
+    await asyncio.sleep(0.1)  # the shard is opening
+    await store.aclose()
+    with pytest.raises(StorageError):
+        await writing  # it raced close(): refused, not written behind the caller's back
+    monkeypatch.undo()
+    with MemoryStore(tmp_path / "shard-0", embedder=EMBEDDER) as raw:
+        assert raw.count("alice") == 0
+
+
+def test_reshard_run_again_after_the_cutover_leaves_new_tenants_alone(tmp_path: Path) -> None:
+    # A rerun after the app moved to the target (shrinking 3 -> 2 shards on the same tables): a
+    # tenant created since lives in the target's shard but not where the source routes it; it has
+    # nothing to move, and the target's copy must not be taken for a leftover and forgotten.
+    old = _open(tmp_path, 3)
+    for ns in TENANTS:
+        old.add(f"{ns} likes tea", namespace=ns)
+    new = _open(tmp_path, 2)
+    reshard(old, new)
+    late = next(f"late-{i}" for i in range(100) if shard_of(f"late-{i}", 3) == 2)
+    new.add("a tenant who arrived after the cutover", namespace=late)
+    result = reshard(old, new)
+    assert result.moved == () and late in result.stayed
+    assert new.count(late) == 1 and all(new.count(ns) == 1 for ns in TENANTS)
+    old.close()
+    new.close()

@@ -168,3 +168,62 @@ def test_the_engine_process_of_a_forked_child_connects_with_them_too(
         assert store.get(added.id, namespace="alice").text == "Alice prefers green tea"
     (call,) = [json.loads(line) for line in (tmp_path / "calls.jsonl").read_text().splitlines()]
     assert call == {"uri": "db://my-database", "api_key": KEY, "region": "eu-west-1"}
+
+
+def test_an_engine_process_error_quoting_the_key_is_masked_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Regression (issue 29 red team): in a child forked after LanceDB ran, the table opens in the
+    # engine process, and an error quoting the key came back unmasked (message and __cause__).
+    from memory_retrievers import _fork
+    from memory_retrievers.storage import opening
+
+    async def refusing(uri: str, *args: Any) -> Any:
+        cloud = args[-1]
+        raise ValueError(f"Unauthorized: the key {cloud.api_key} is not valid for {uri} (in the engine process)")
+
+    monkeypatch.setattr(_fork, "lancedb_inherited", lambda: True)
+    monkeypatch.setattr(opening.RemoteTable, "open", refusing)
+    with pytest.raises(StorageError) as failed:
+        MemoryStore("db://my-database", embedder=EMBEDDER, api_key=KEY)
+    text = str(failed.value)
+    assert "Unauthorized" in text and "***" in text and KEY not in text
+    chain = [failed.value.__cause__, failed.value.__context__]
+    assert all(KEY not in str(link) for link in chain if link is not None)
+
+
+def test_the_command_line_worker_of_a_db_store_serves_one_set_of_credentials(tmp_path: Path) -> None:
+    # Regression (issue 29 red team): the worker was found by store and embedder only. A db://
+    # database name is per LanceDB account, so a command with another account's key (or none)
+    # reached the worker opened with the first key, and read or wrote that account's database.
+    from memory_retrievers.cli.client import worker_address
+
+    base = {"MEMORY_RETRIEVERS_CONFIG": str(tmp_path / "none.toml"), "MEMORY_RETRIEVERS_RUNTIME_DIR": str(tmp_path)}
+    argv = ["recall", "tea", "-n", "alice", "--store", "db://memories"]
+
+    def socket_for(**env: str) -> Path:
+        address = worker_address(argv, {**base, **env}, tmp_path)
+        assert address is not None
+        return address.path
+
+    mine = socket_for(LANCEDB_API_KEY=KEY)
+    assert socket_for(LANCEDB_API_KEY=KEY) == mine and KEY not in str(mine)
+    assert len({mine, socket_for(LANCEDB_API_KEY="sk_live_another-account"), socket_for()}) == 3
+    assert socket_for(LANCEDB_API_KEY=KEY, LANCEDB_REGION="eu-west-1") != mine
+
+
+def test_a_deserialised_adapter_gets_back_the_store_of_its_own_account(recorded: list[dict[str, Any]]) -> None:
+    # Regression (issue 29 red team): the live stores adapters reuse were found by URI and table
+    # only. A db:// name is per LanceDB account, so with two accounts' "db://memories" open in one
+    # process, an adapter of the first deserialised onto the second account's store.
+    import json
+
+    from memory_retrievers.handles import open_store, register, store_spec
+
+    with (
+        MemoryStore("db://memories", embedder=EMBEDDER, api_key=KEY) as mine,
+        MemoryStore("db://memories", embedder=EMBEDDER, api_key="sk_live_another-account") as theirs,
+    ):
+        register(mine)
+        spec = json.loads(json.dumps(store_spec(mine, "RecallRetriever")))
+        register(theirs)
+        assert open_store(spec) is mine
+        assert KEY not in json.dumps(spec)

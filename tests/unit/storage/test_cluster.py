@@ -273,3 +273,30 @@ def test_views_treat_a_cluster_pass_like_a_compaction(tmp_path: Path) -> None:
         # The store that clustered patched its own view from the commit: not even a signature read.
         assert recalled(own, "thing about topic3", "user02") == own_before
         assert other._views.reloads == other_reloads
+
+
+def test_a_memory_deleted_and_written_again_during_the_pass_keeps_its_new_content(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Regression (issue 29 red team): the rewrite's condition compared revision, updated_at and the
+    # access statistics only. A memory deleted and written again under the same id (revision 0
+    # again) at the same clock reading matched its stale copy, which then overwrote it: the
+    # deleted text came back. Every write draws a new stamp; the condition now compares it too.
+    frozen = MemoryStore(
+        tmp_path / "db", embedder=HashEmbedder(32), config={**QUIET, "cluster_min_run_rows": 40}, clock=lambda: NOW
+    )
+    with frozen:
+        for r in range(4):
+            frozen.add_many([{"text": f"{ns} note {r}", "namespace": ns, "id": f"m{r}"} for ns in NAMESPACES])
+        read_whole = Clusterer._read_whole
+
+        async def racing(self: Clusterer, *args: Any) -> pa.Table:
+            data = await read_whole(self, *args)
+            await frozen.adelete("m0", namespace="user01")
+            await frozen.aadd("user01 wants this forgotten text gone", namespace="user01", id="m0")
+            return data
+
+        monkeypatch.setattr(Clusterer, "_read_whole", racing)
+        result = frozen.admin.cluster()
+        assert frozen.get("m0", namespace="user01").text == "user01 wants this forgotten text gone"
+        assert result.skipped == 1 and result.moved == 4 * len(NAMESPACES) - 1
