@@ -594,3 +594,14 @@ def test_reshard_run_again_after_the_cutover_leaves_new_tenants_alone(tmp_path: 
     assert new.count(late) == 1 and all(new.count(ns) == 1 for ns in TENANTS)
     old.close()
     new.close()
+
+
+def test_every_admin_operation_is_the_sharded_ones_own() -> None:
+    # An admin method added to StoreAdmin but not to ShardedAdmin would run the one-table code on
+    # the sharded facade, which has no table of its own (cluster() once did): each is overridden.
+    from memory_retrievers._shard_admin import ShardedAdmin
+    from memory_retrievers.admin import StoreAdmin
+
+    public = {name for name, value in vars(StoreAdmin).items() if not name.startswith("_") and callable(value)}
+    assert public >= {"cluster", "acluster", "optimize", "aoptimize", "purge", "apurge"}
+    assert sorted(name for name in public if name not in vars(ShardedAdmin)) == []
