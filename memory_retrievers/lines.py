@@ -38,6 +38,7 @@ __all__ = [
     "stem",
     "body_of",
     "content_word_count",
+    "line_asks",
     "line_facts",
     "line_key",
     "role_of",
@@ -99,6 +100,15 @@ def asks(text: str) -> bool:
         return False
     last = re.split(r"[.!?]\s+", body)[-1].split(maxsplit=1)
     return bool(last) and last[0].casefold() in _QUESTION_WORDS
+
+
+@functools.lru_cache(maxsize=65_536)
+def line_asks(text: str) -> bool:
+    """:func:`asks`, cached: all a channel's cut reads of each hit (most hits are never fused).
+
+    The full :func:`line_facts` of a hit cost ~0.2 ms; a recall's channels return ~60 hits.
+    """
+    return asks(text)
 
 
 def content_word_count(text: str) -> int:
