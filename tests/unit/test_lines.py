@@ -118,3 +118,21 @@ def test_a_channel_cut_reads_whether_each_hit_asks_and_no_other_fact_of_it() -> 
     assert ids == ("0", "1") and ranks is not None  # up to the first statement, the question before kept
     # The full facts (~0.2 ms a text) are left to the few hits that are fused.
     assert line_facts.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "user: Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        "assistant: ok",
+        "user: Where does my sister live?",
+        "\uff2d\uff59 \uff53\uff49\uff53\uff54\uff45\uff52 lives in Lisbon",  # full-width (NFKC differs)
+        "The ﬁle editors didn't open; the files did",  # a ligature, a negation, plurals
+        "the the the, a an",
+    ],
+)
+def test_line_facts_say_what_the_single_functions_say(text: str) -> None:
+    facts = line_facts.__wrapped__(text)
+    assert facts.key == line_key(text)
+    assert facts.asks == asks(text) == line_asks(text)
+    assert facts.content_words == content_word_count(text)
