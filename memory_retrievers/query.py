@@ -71,12 +71,12 @@ def _words(text: str) -> list[str]:
 
 def keywords(text: str) -> list[str]:
     """Content words of ``text`` in order, lower-cased, stop words removed, no repeats."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # ordered, and no list scan per word (a long memory has hundreds)
     for word in _words(text):
         low = word.casefold()
-        if low not in STOP_WORDS and low not in out:
-            out.append(low)
-    return out
+        if low not in STOP_WORDS:
+            out[low] = None
+    return list(out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ import numpy as np
 
 from ..dates import DateSpan
 from ..fusion import RankedList, tied_ranks
-from ..lines import line_facts
+from ..lines import line_asks
 from ..models import FtsField
 from .source import RecallSource, SourceHits
 from .tasks import RecallTasks
@@ -75,7 +75,7 @@ def statements_cut(source: RecallSource, ids: tuple[str, ...], scores: tuple[flo
 
     ``scores`` (BM25) make equal scores share a rank; ``None`` ranks statements by position.
     """
-    asks = [line_facts(m.text).asks for m in source.memories_of(list(ids))]
+    asks = [line_asks(m.text) for m in source.memories_of(list(ids))]
     end = len(ids)
     statements = 0
     for i, question in enumerate(asks):

@@ -3,13 +3,24 @@
 from __future__ import annotations
 
 import doctest
+from types import SimpleNamespace
 
 import pytest
 
 import memory_retrievers.lines as lines_module
 import memory_retrievers.recall.long_query as long_query_module
 import memory_retrievers.speakers as speakers_module
-from memory_retrievers.lines import asks, body_of, content_word_count, line_key, role_of, speaker_label
+from memory_retrievers.lines import (
+    asks,
+    body_of,
+    content_word_count,
+    line_asks,
+    line_facts,
+    line_key,
+    role_of,
+    speaker_label,
+)
+from memory_retrievers.recall.channels import statements_cut
 from memory_retrievers.recall.long_query import HEAD_SHARE, searched_query
 from memory_retrievers.speakers import speaker_of
 
@@ -96,3 +107,32 @@ def test_a_long_query_is_searched_by_its_opening_and_end_at_word_boundaries() ->
     words = set(query.split())
     assert set(head.split()) <= words and set(tail.split()) <= words
     assert searched.note is not None and f"{len(query):,} characters" in searched.note
+
+
+def test_a_channel_cut_reads_whether_each_hit_asks_and_no_other_fact_of_it() -> None:
+    texts = ["user: Where does she live now?", "She moved to Lisbon.", "how do I reset it", "It works."]
+    assert [line_asks(t) for t in texts] == [asks(t) for t in texts] == [True, False, True, False]
+    source = SimpleNamespace(memories_of=lambda ids: [SimpleNamespace(text=texts[int(i)]) for i in ids])
+    line_facts.cache_clear()
+    ids, ranks = statements_cut(source, ("0", "1", "2", "3"), None, 1)  # type: ignore[arg-type]
+    assert ids == ("0", "1") and ranks is not None  # up to the first statement, the question before kept
+    # The full facts (~0.2 ms a text) are left to the few hits that are fused.
+    assert line_facts.cache_info().currsize == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "user: Caroline: I went to the LGBTQ support group yesterday and it was so powerful.",
+        "assistant: ok",
+        "user: Where does my sister live?",
+        "\uff2d\uff59 \uff53\uff49\uff53\uff54\uff45\uff52 lives in Lisbon",  # full-width (NFKC differs)
+        "The ﬁle editors didn't open; the files did",  # a ligature, a negation, plurals
+        "the the the, a an",
+    ],
+)
+def test_line_facts_say_what_the_single_functions_say(text: str) -> None:
+    facts = line_facts.__wrapped__(text)
+    assert facts.key == line_key(text)
+    assert facts.asks == asks(text) == line_asks(text)
+    assert facts.content_words == content_word_count(text)

@@ -277,3 +277,18 @@ async def test_rewritten_and_deleted_rows_become_tombstones_until_a_quarter_of_t
     await table.delete("u", [ids[2]])  # a third tombstone: 3 * 4 > 9 rows, rebuilt compact
     view = await views.get("u")
     assert view is not None and len(view) == 6 and view.dead == 0 and len(view.ids) == 6
+
+
+async def test_memories_are_read_right_across_the_chunks_own_appends_add(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=100)
+    await table.add(rows("u", ["alpha", "beta", "gamma"]))
+    assert await views.get("u") is not None
+    for text in ["delta", "epsilon", "zeta"]:
+        await table.add(rows("u", [text]))
+        view = await views.get("u")
+    assert view is not None and view.table.column("id").num_chunks == 4  # patched in, one chunk each
+    order = [5, 0, 3, 4, 1, 2, 3]  # unsorted, repeated, from every chunk
+    texts = [m.text for m in view.memories(order)]
+    assert texts == [view.row(i)["text"] for i in order]
+    assert texts[0] == "zeta" and texts[2] == "delta" and set(texts) == {r["text"] for r in view.rows}
+    assert [m.id for m in view.memories(order)] == [view.ids[i] for i in order]
