@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from .batching import check_positive, sessions_in_order
+from ..errors import InvalidInputError, MemoryRetrieversError
+from ..validation import check_namespace
+from .batching import check_factory, check_positive, sessions_in_order
 from .engine import EmbedderFactory, factory_for, require_ray
 from .tables import open_table, table_openers
 
@@ -113,11 +114,11 @@ def backfill_formation(
     started = time.perf_counter()
     if not callable(llm_factory):
         raise InvalidInputError(f"llm_factory must be a function that builds the LLM, got {llm_factory!r}")
-    if isinstance(namespaces, str):
-        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
-    chosen = list(store.namespaces() if namespaces is None else namespaces)
-    ray = require_ray()
+    check_factory(embedder_factory, "embedder_factory")
     at_once = check_positive(workers, "workers") if workers is not None else None
+    _check_formation_config(formation_config)
+    chosen = _chosen(store, namespaces)
+    ray = require_ray()
     factory = embedder_factory or factory_for(store.embedder)
     openers = table_openers(store, storage_options)
     store.flush()  # queued writes of this process are committed before the tasks read the turns
@@ -127,6 +128,32 @@ def backfill_formation(
     results = _run_at_most(ray, task, calls, at_once)
     order = {ns: i for i, ns in enumerate(chosen)}
     return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+
+
+def _chosen(store: MemoryStore, namespaces: Sequence[str] | None) -> list[str]:
+    """The namespaces to form, each checked as the store checks one (a bad one must not reach a task)."""
+    if namespaces is None:
+        return list(store.namespaces())
+    if isinstance(namespaces, str):
+        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
+    chosen = list(namespaces)
+    if not chosen:
+        raise InvalidInputError("namespaces is empty; pass None for every namespace")
+    return [check_namespace(ns, max_chars=store.config.max_key_chars) for ns in chosen]
+
+
+def _check_formation_config(formation_config: Mapping[str, Any] | None) -> None:
+    """Build the formation config once here, so a bad field fails before Ray starts, not in every task."""
+    from ..formation import FormationConfig
+
+    if formation_config is None:
+        return
+    if not isinstance(formation_config, Mapping):
+        raise InvalidInputError(f"formation_config must be a dict of FormationConfig fields, got {formation_config!r}")
+    try:
+        FormationConfig(**formation_config)
+    except MemoryRetrieversError as exc:
+        raise InvalidInputError(f"formation_config: {exc}") from None
 
 
 def _table_of(store: MemoryStore, namespace: str) -> int:

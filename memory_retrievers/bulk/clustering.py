@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, MemoryRetrieversError, StorageError
 from ..storage.cluster import ClusterResult
-from .batching import check_positive
+from .batching import check_factory, check_positive
 from .engine import EmbedderFactory, factory_for, require_ray
 from .tables import open_table, table_openers
 
@@ -135,6 +135,7 @@ def cluster_tables(
     at_once = check_positive(workers, "workers") if workers is not None else None
     if not isinstance(optimize, bool):
         raise InvalidInputError(f"optimize must be True or False, got {optimize!r}")
+    check_factory(embedder_factory, "embedder_factory")
     openers = table_openers(store, storage_options)
     factory = embedder_factory or factory_for(store.embedder)
     ray = require_ray(ray_address)

@@ -21,7 +21,7 @@ from ..errors import InvalidInputError
 from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
-from .batching import ImportReport, attach_vectors, check_positive, export_records
+from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
 from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
 from .tables import table_openers
 
@@ -38,6 +38,14 @@ def _workers(workers: int | None, ray: Any) -> int:
     if workers is None:
         return max(1, int(ray.available_resources().get("CPU", 1)))
     return check_positive(workers, "workers")
+
+
+def _check_ray_arguments(workers: int | None, embed_batch: int, embedder_factory: EmbedderFactory | None) -> None:
+    """The arguments only Ray uses, checked before Ray starts (a bad one must change nothing)."""
+    if workers is not None:
+        check_positive(workers, "workers")
+    check_positive(embed_batch, "embed_batch")
+    check_factory(embedder_factory, "embedder_factory")
 
 
 def import_records(
@@ -80,7 +88,7 @@ def import_records(
     """
     started = time.perf_counter()
     size = check_positive(batch_size if batch_size is not None else store.config.write_batch_size, "batch_size")
-    check_positive(embed_batch, "embed_batch")
+    _check_ray_arguments(workers, embed_batch, embedder_factory)
     items = _checked(store, records, namespace)
     ray = require_ray()
     factory = embedder_factory or factory_for(store.embedder)
@@ -180,7 +188,7 @@ def reembed(
     """
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
-    check_positive(embed_batch, "embed_batch")
+    _check_ray_arguments(workers, embed_batch, embedder_factory)
     if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
     where = _namespace_filter(namespaces)
@@ -225,8 +233,12 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
 
 
 def _tables(store: MemoryStore) -> set[tuple[str, str]]:
-    """Location and name of each table of ``store`` (each shard's of a sharded store)."""
-    return {(o["uri"], o["table_name"]) for o in table_openers(store, None)}
+    """Location and name of each table of ``store`` (each shard's of a sharded store).
+
+    A location is compared without its trailing slashes: ``s3://b/mem/`` is the table at ``s3://b/mem``
+    (Lance opens both at the same path), and copying a table onto itself must be refused however spelled.
+    """
+    return {(o["uri"].rstrip("/") or o["uri"], o["table_name"]) for o in table_openers(store, None)}
 
 
 def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping[str, str] | None) -> Any:

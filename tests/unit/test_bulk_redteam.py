@@ -1,0 +1,81 @@
+"""Red-team findings on the Ray bulk jobs (issue 29), each pinned without Ray.
+
+Every bad argument must be refused with a typed error naming it before Ray starts: a stand-in
+``require_ray`` fails the test if a job reaches it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from memory_retrievers import HashEmbedder, MemoryStore
+from memory_retrievers.bulk import backfill, clustering, jobs
+from memory_retrievers.errors import InvalidInputError
+
+
+def _no_ray(*_: Any, **__: Any) -> Any:
+    raise AssertionError("Ray was started before the arguments were checked")
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Any:
+    for module in (jobs, backfill, clustering):
+        monkeypatch.setattr(module, "require_ray", _no_ray)
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as opened:
+        opened.add("alice likes tea", namespace="alice")
+        yield opened
+
+
+def test_import_refuses_bad_workers_and_factory_before_ray(store: MemoryStore) -> None:
+    records = [{"text": "hello", "namespace": "bob"}]
+    with pytest.raises(InvalidInputError, match="workers must be an int >= 1, got 0"):
+        jobs.import_records(store, records, workers=0)
+    with pytest.raises(InvalidInputError, match="embedder_factory"):
+        jobs.import_records(store, records, embedder_factory="sentence-transformers")  # type: ignore[arg-type]
+    assert store.count(namespace="bob") == 0
+
+
+def test_reembed_refuses_bad_workers_and_factory_before_ray(store: MemoryStore, tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
+        with pytest.raises(InvalidInputError, match="workers must be an int >= 1, got -1"):
+            jobs.reembed(store, target, workers=-1)
+        with pytest.raises(InvalidInputError, match="embedder_factory"):
+            jobs.reembed(store, target, embedder_factory=HashEmbedder(8))  # type: ignore[arg-type]
+        assert target.count(namespace="alice") == 0
+
+
+def test_backfill_refuses_bad_arguments_before_ray(store: MemoryStore) -> None:
+    def llm() -> None:
+        return None
+
+    with pytest.raises(InvalidInputError, match="workers must be an int >= 1, got 0"):
+        backfill.backfill_formation(store, llm, workers=0)
+    with pytest.raises(InvalidInputError, match="namespace"):
+        backfill.backfill_formation(store, llm, namespaces=[""])
+    with pytest.raises(InvalidInputError, match="namespaces is empty"):
+        backfill.backfill_formation(store, llm, namespaces=[])
+    with pytest.raises(InvalidInputError, match="formation_config"):
+        backfill.backfill_formation(store, llm, formation_config={"no_such_field": 1})
+    with pytest.raises(InvalidInputError, match="embedder_factory"):
+        backfill.backfill_formation(store, llm, embedder_factory=42)  # type: ignore[arg-type]
+
+
+def test_cluster_refuses_a_factory_that_is_not_callable_before_ray(store: MemoryStore) -> None:
+    with pytest.raises(InvalidInputError, match="embedder_factory"):
+        clustering.cluster_tables(store, embedder_factory="hash")  # type: ignore[arg-type]
+
+
+def _at(uri: str) -> Any:
+    return SimpleNamespace(uri=uri, table_name="memories", config=SimpleNamespace(model_dump=dict))
+
+
+@pytest.mark.parametrize(
+    ("one", "other"),
+    [("s3://bucket/mem", "s3://bucket/mem/"), ("gs://bucket/mem//", "gs://bucket/mem")],
+)
+def test_reembed_sees_one_object_store_table_spelled_two_ways(one: str, other: str) -> None:
+    assert jobs._tables(_at(one)) & jobs._tables(_at(other))  # type: ignore[arg-type]
