@@ -33,7 +33,8 @@ def test_a_plain_store_is_one_table_and_a_sharded_store_one_per_shard(tmp_path: 
         openers = table_openers(sharded, None)
         # Relative folders made absolute (a Ray worker need not share the cwd), URIs kept, each shard's table.
         assert [o["uri"] for o in openers] == [str(tmp_path / "s0"), "s3://bucket/s1", given.uri]
-        assert [o["table_name"] for o in openers] == ["memories", "memories", "other"]
+        # The location shards take the open store's table name (51fc39f: the shards' shared table).
+        assert [o["table_name"] for o in openers] == ["other", "other", "other"] == list(sharded.tables)
         assert all(o["storage_options"] is None for o in openers)
         assert sharded.open_shards == [2]  # listing the tables opened no shard
         sharded.close()
