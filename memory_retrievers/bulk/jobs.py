@@ -22,7 +22,7 @@ from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
 from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
-from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
+from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, model_of, require_ray
 from .tables import table_openers
 
 if TYPE_CHECKING:
@@ -92,7 +92,9 @@ def import_records(
     items = _checked(store, records, namespace)
     ray = require_ray()
     factory = embedder_factory or factory_for(store.embedder)
-    runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
+    runs = embedded_in_order(
+        items, factory, workers=_workers(workers, ray), embed_batch=embed_batch, model=model_of(store.embedder)
+    )
     counts, batches, first = _write_in_order(store, items, runs, size, namespace, dedup)
     seconds = time.perf_counter() - started
     return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first - started, **counts)
@@ -198,7 +200,7 @@ def reembed(
     factory = embedder_factory or factory_for(target.embedder)
     embedded = dataset.map_batches(
         _WithVectors,
-        fn_constructor_args=(factory,),
+        fn_constructor_args=(factory, model_of(target.embedder)),
         batch_size=embed_batch,
         batch_format="pyarrow",
         # Autoscaled from one actor: a table of few fragments feeds few actors (Ray warns at a fixed pool).

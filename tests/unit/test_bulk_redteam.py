@@ -79,3 +79,20 @@ def _at(uri: str) -> Any:
 )
 def test_reembed_sees_one_object_store_table_spelled_two_ways(one: str, other: str) -> None:
     assert jobs._tables(_at(one)) & jobs._tables(_at(other))  # type: ignore[arg-type]
+
+
+def test_a_worker_factory_building_another_model_of_the_same_width_is_refused(tmp_path: Path) -> None:
+    import numpy as np
+
+    from memory_retrievers.bulk.engine import EmbedBatch, model_of
+    from memory_retrievers.errors import EmbedderMismatchError
+
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as target:
+        model = model_of(target.embedder)
+    # Same width, another model: its vectors would be stored in a table of hash-16 vectors unnoticed.
+    with pytest.raises(EmbedderMismatchError, match=r"'other-16'.*'hash-16'"):
+        EmbedBatch(lambda: HashEmbedder(16, name="other-16"), model)
+    with pytest.raises(EmbedderMismatchError, match="dimension 8"):
+        jobs._WithVectors(lambda: HashEmbedder(8, name="hash-16"), model)
+    same = EmbedBatch(lambda: HashEmbedder(16), model)
+    assert same({"i": np.array([0]), "text": np.array(["x"], dtype=object)})["vector"].shape == (1, 16)
