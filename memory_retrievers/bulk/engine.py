@@ -17,7 +17,15 @@ from ..errors import ConfigError, EmbedderMismatchError, EmbeddingError
 from ..storage.vectors import unit
 from .batching import text_blocks
 
-__all__ = ["EmbedBatch", "EmbedderFactory", "embedded_in_order", "factory_for", "model_of", "require_ray"]
+__all__ = [
+    "EmbedBatch",
+    "EmbedderFactory",
+    "checked_factory",
+    "embedded_in_order",
+    "factory_for",
+    "model_of",
+    "require_ray",
+]
 
 EmbedderFactory = Callable[[], Embedder]
 """Builds an embedder in a Ray worker (a model is loaded once per worker, not shipped)."""
@@ -121,6 +129,22 @@ class EmbedBatch:
 def model_of(embedder: Embedder) -> tuple[str, int]:
     """The ``(name, dimension)`` a table records for its model (what :class:`EmbedBatch` checks a worker's against)."""
     return embedder.name, embedder.dimension
+
+
+def checked_factory(factory: EmbedderFactory | None, embedder: Embedder) -> EmbedderFactory:
+    """``factory`` once it built ``embedder``'s model here, or the default factory rebuilding ``embedder``.
+
+    A caller's factory is run once in this process: a factory building another model would
+    otherwise fail only in a Ray actor, as Ray's ``ActorDiedError`` rather than a typed error.
+
+    Raises:
+        EmbedderMismatchError: The factory builds another model than ``embedder``.
+        ConfigError: ``embedder`` cannot be sent to workers (no factory given).
+    """
+    if factory is None:
+        return factory_for(embedder)
+    EmbedBatch(factory, model_of(embedder))
+    return factory
 
 
 def embedded_in_order(

@@ -22,7 +22,7 @@ from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
 from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
-from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, model_of, require_ray
+from .engine import EmbedBatch, EmbedderFactory, checked_factory, embedded_in_order, model_of, require_ray
 from .tables import table_openers
 
 if TYPE_CHECKING:
@@ -77,21 +77,23 @@ def import_records(
         dedup: Override the config's duplicate detection.
         workers: Ray actors embedding at once (default: every CPU of the Ray cluster).
         embed_batch: Texts per Ray batch.
-        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's).
+        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's); run
+            once here first to check it builds the store's model.
 
     Returns:
         Counts and wall time.
 
     Raises:
         InvalidInputError: A record or argument is invalid; nothing was written.
+        EmbedderMismatchError: ``embedder_factory`` builds another model than the store's.
         ConfigError: Ray is not installed, or the embedder cannot be sent to workers.
     """
     started = time.perf_counter()
     size = check_positive(batch_size if batch_size is not None else store.config.write_batch_size, "batch_size")
     _check_ray_arguments(workers, embed_batch, embedder_factory)
     items = _checked(store, records, namespace)
+    factory = checked_factory(embedder_factory, store.embedder)
     ray = require_ray()
-    factory = embedder_factory or factory_for(store.embedder)
     runs = embedded_in_order(
         items, factory, workers=_workers(workers, ray), embed_batch=embed_batch, model=model_of(store.embedder)
     )
@@ -179,13 +181,15 @@ def reembed(
         embed_batch: Texts per Ray batch.
         storage_options: How Lance reads the source table on object storage (the ones the source
             store was opened with).
-        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
+        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it); run
+            once here first to check it builds the target's model.
 
     Returns:
         Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
+        EmbedderMismatchError: ``embedder_factory`` builds another model than the target's.
         ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
     """
     started = time.perf_counter()
@@ -194,10 +198,10 @@ def reembed(
     if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
     where = _namespace_filter(namespaces)
+    factory = checked_factory(embedder_factory, target.embedder)
     source.admin.flush_access()
     ray = require_ray()
     dataset = _read_table(source, where, storage_options)
-    factory = embedder_factory or factory_for(target.embedder)
     embedded = dataset.map_batches(
         _WithVectors,
         fn_constructor_args=(factory, model_of(target.embedder)),

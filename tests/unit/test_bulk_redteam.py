@@ -6,6 +6,7 @@ Every bad argument must be refused with a typed error naming it before Ray start
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -96,3 +97,16 @@ def test_a_worker_factory_building_another_model_of_the_same_width_is_refused(tm
         jobs._WithVectors(lambda: HashEmbedder(8, name="hash-16"), model)
     same = EmbedBatch(lambda: HashEmbedder(16), model)
     assert same({"i": np.array([0]), "text": np.array(["x"], dtype=object)})["vector"].shape == (1, 16)
+
+
+def test_the_jobs_refuse_a_factory_of_another_model_before_ray(store: MemoryStore, tmp_path: Path) -> None:
+    from memory_retrievers.errors import EmbedderMismatchError
+
+    other = functools.partial(HashEmbedder, 16, name="other-16")
+    with pytest.raises(EmbedderMismatchError, match="'other-16'"):
+        jobs.import_records(store, [{"text": "hello", "namespace": "bob"}], embedder_factory=other)
+    assert store.count(namespace="bob") == 0
+    with MemoryStore(tmp_path / "new", embedder=HashEmbedder(16, name="next")) as target:
+        with pytest.raises(EmbedderMismatchError, match=r"'other-16'.*'next'"):
+            jobs.reembed(store, target, embedder_factory=other)
+        assert target.count(namespace="alice") == 0
