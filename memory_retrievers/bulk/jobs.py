@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import InvalidInputError, MemoryRetrieversError
 from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
@@ -113,27 +113,45 @@ def _write_in_order(
     """Write ``items`` with the vectors of ``runs`` in whole batches of ``size``, as ``add_many`` batches them.
 
     Returns the actions counted, the commits made and when the first vectors arrived (``perf_counter``).
+
+    Raises:
+        MemoryRetrieversError: A batch failed to embed or commit; its ``.written`` lists every
+            record of the job already stored (as ``add_many``'s does), so a re-run skips them.
     """
     counts = {"added": 0, "updated": 0, "skipped": 0}
-    batches = written = 0
+    stored: list[Any] = []
+    batches = 0
     pending: list[np.ndarray] = []
     first: float | None = None
-    for start, vectors in runs:
-        first = time.perf_counter() if first is None else first
-        pending.append(vectors)
-        ready = sum(len(v) for v in pending)
-        # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
-        while ready >= size or (ready and start + len(vectors) == len(items)):
-            stacked = np.concatenate(pending)
-            take = min(size, len(stacked))
-            chunk = attach_vectors(items[written : written + take], stacked[:take], start=written)
-            for result in store.add_many(chunk, namespace=namespace, batch_size=size, dedup=dedup):
-                counts[result.action.value] += 1
-            written += take
-            batches += 1
-            pending = [stacked[take:]] if take < len(stacked) else []
-            ready -= take
+    try:
+        for start, vectors in runs:
+            first = time.perf_counter() if first is None else first
+            pending.append(vectors)
+            ready = sum(len(v) for v in pending)
+            # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
+            while ready >= size or (ready and start + len(vectors) == len(items)):
+                stacked = np.concatenate(pending)
+                take = min(size, len(stacked))
+                chunk = attach_vectors(items[len(stored) : len(stored) + take], stacked[:take], start=len(stored))
+                stored.extend(store.add_many(chunk, namespace=namespace, batch_size=size, dedup=dedup))
+                batches += 1
+                pending = [stacked[take:]] if take < len(stacked) else []
+                ready -= take
+    except MemoryRetrieversError as exc:
+        _say_what_was_stored(exc, stored)
+        raise
+    for result in stored:
+        counts[result.action.value] += 1
     return counts, batches, first if first is not None else time.perf_counter()
+
+
+def _say_what_was_stored(exc: MemoryRetrieversError, stored: list[Any]) -> None:
+    """Name on ``exc`` the records of the job committed before it (each ``add_many`` call knew only its own)."""
+    done = [*stored, *exc.written]
+    if done:
+        exc.written = done
+        n = len(done)
+        exc.args = (f"{exc} (records 0-{n - 1} were stored, see .written; records {n} onwards were not)",)
 
 
 def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
@@ -181,15 +199,14 @@ def reembed(
         embed_batch: Texts per Ray batch.
         storage_options: How Lance reads the source table on object storage (the ones the source
             store was opened with).
-        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it); run
-            once here first to check it builds the target's model.
+        embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
 
     Returns:
         Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
-        EmbedderMismatchError: ``embedder_factory`` builds another model than the target's.
+        EmbedderMismatchError: ``embedder_factory`` builds another model (it is run once here first).
         ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
     """
     started = time.perf_counter()

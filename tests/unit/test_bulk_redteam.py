@@ -110,3 +110,30 @@ def test_the_jobs_refuse_a_factory_of_another_model_before_ray(store: MemoryStor
         with pytest.raises(EmbedderMismatchError, match=r"'other-16'.*'next'"):
             jobs.reembed(store, target, embedder_factory=other)
         assert target.count(namespace="alice") == 0
+
+
+def test_a_failure_after_committed_batches_says_which_records_were_stored(tmp_path: Path) -> None:
+    import numpy as np
+
+    from memory_retrievers.errors import DimensionMismatchError, EmbeddingError
+
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as store:
+        items = [{"text": f"note {i}", "namespace": "bob"} for i in range(4)]
+        vectors = np.asarray(store.embedder.embed_documents([r["text"] for r in items]), dtype=np.float32)
+
+        def dies_after_one_batch() -> Any:
+            yield 0, vectors[:2]
+            raise EmbeddingError("the embedding worker died")
+
+        # The second batch fails in Ray: the first is stored, and the error must say so (a re-run
+        # of all four would store records 0-1 twice).
+        with pytest.raises(EmbeddingError, match="records 0-1 were stored") as failed:
+            jobs._write_in_order(store, items, dies_after_one_batch(), 2, None, False)
+        assert [w.id for w in failed.value.written] == [m.id for m in store.list("bob", newest_first=False)]
+        assert len(failed.value.written) == 2
+
+        # The second batch's commit fails (a vector of the wrong width): the same.
+        bad = [*items[:2], {"text": "note 9", "namespace": "carol"}, {**items[3], "vector": [0.5] * 3}]
+        with pytest.raises(DimensionMismatchError, match="records 0-1 were stored") as refused:
+            jobs._write_in_order(store, bad, iter([(0, vectors)]), 2, None, False)
+        assert len(refused.value.written) == 2 and store.count(namespace="carol") == 0
