@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInputError, MemoryRetrieversError
+from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
@@ -206,14 +206,14 @@ def reembed(
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
+        ConfigError: ``source`` is on LanceDB Cloud (``db://``), which Lance cannot read directly.
         EmbedderMismatchError: ``embedder_factory`` builds another model (it is run once here first).
         ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
     """
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
     _check_ray_arguments(workers, embed_batch, embedder_factory)
-    if _tables(source) & _tables(target):
-        raise InvalidInputError("source and target are the same table; open the target on a new table or path")
+    _check_tables(source, target)
     where = _namespace_filter(namespaces)
     factory = checked_factory(embedder_factory, target.embedder)
     source.admin.flush_access()
@@ -255,13 +255,26 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
     return sql_in("namespace", [check_namespace(ns, max_chars=10_000) for ns in namespaces])
 
 
-def _tables(store: MemoryStore) -> set[tuple[str, str]]:
-    """Location and name of each table of ``store`` (each shard's of a sharded store).
+def _check_tables(source: MemoryStore, target: MemoryStore) -> None:
+    """Refuse a copy onto the source's own table, and a source Lance cannot read (LanceDB Cloud)."""
+    if any(o["uri"].startswith("db://") for o in table_openers(source, None)):
+        raise ConfigError(
+            "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); "
+            "export the store (memory-retrievers export) and import it into the new model's store instead"
+        )
+    if _tables(source) & _tables(target):
+        raise InvalidInputError("source and target are the same table; open the target on a new table or path")
 
-    A location is compared without its trailing slashes: ``s3://b/mem/`` is the table at ``s3://b/mem``
-    (Lance opens both at the same path), and copying a table onto itself must be refused however spelled.
+
+def _tables(store: MemoryStore) -> set[tuple[str, str]]:
+    """Location and name of each table of ``store`` (each shard's of a sharded store), one spelling each.
+
+    ``s3://b/mem/`` is the table at ``s3://b/mem``, a symlinked folder its target: copying a table
+    onto itself must be refused however spelled (the shards' own rule, ``table_identity``).
     """
-    return {(o["uri"].rstrip("/") or o["uri"], o["table_name"]) for o in table_openers(store, None)}
+    from .._shard_calls import table_identity
+
+    return {table_identity(o["uri"], o["table_name"]) for o in table_openers(store, None)}
 
 
 def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping[str, str] | None) -> Any:

@@ -27,9 +27,12 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
             reopens with the environment's.
 
     Returns:
-        One dict per table: ``uri``, ``table_name``, ``config``, ``storage_options``.
+        One dict per table: ``uri``, ``table_name``, ``config``, ``storage_options`` and ``cloud``
+        (the :class:`~memory_retrievers.storage.connect.CloudAccess` of a ``db://`` table, whose
+        repr masks the API key, or ``None``).
     """
     from ..shards import ShardedMemoryStore
+    from ..storage.connect import CloudAccess
 
     common = {
         "config": store.config.model_dump(),
@@ -39,8 +42,14 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
         # Each shard's own table name: an open store given as a shard may use another than the
         # sharded store's (``ShardedMemoryStore`` keeps them, without a public accessor).
         tables = store._tables
-        return [{"uri": _absolute(u), "table_name": t, **common} for u, t in zip(store.locations, tables, strict=True)]
-    return [{"uri": _absolute(store.uri), "table_name": store.table_name, **common}]
+        cloud = CloudAccess(**store._cloud) if store._cloud else None
+        return [
+            {"uri": _absolute(u), "table_name": t, "cloud": cloud if u.startswith("db://") else None, **common}
+            for u, t in zip(store.locations, tables, strict=True)
+        ]
+    # A db:// store's key, region and host: a task reopening it without them is refused by LanceDB.
+    own = store._table._cloud
+    return [{"uri": _absolute(store.uri), "table_name": store.table_name, "cloud": own, **common}]
 
 
 def _absolute(location: str) -> str:
@@ -58,4 +67,5 @@ def open_table(opener: Mapping[str, Any], embedder: Any) -> MemoryStore:
         embedder=embedder,
         config=opener["config"],
         storage_options=opener["storage_options"],
+        **(opener["cloud"].connect_kwargs() if opener.get("cloud") is not None else {}),
     )

@@ -71,7 +71,8 @@ def test_cluster_refuses_a_factory_that_is_not_callable_before_ray(store: Memory
 
 
 def _at(uri: str) -> Any:
-    return SimpleNamespace(uri=uri, table_name="memories", config=SimpleNamespace(model_dump=dict))
+    table = SimpleNamespace(_cloud=None)
+    return SimpleNamespace(uri=uri, table_name="memories", config=SimpleNamespace(model_dump=dict), _table=table)
 
 
 @pytest.mark.parametrize(
@@ -137,3 +138,51 @@ def test_a_failure_after_committed_batches_says_which_records_were_stored(tmp_pa
         with pytest.raises(DimensionMismatchError, match="records 0-1 were stored") as refused:
             jobs._write_in_order(store, bad, iter([(0, vectors)]), 2, None, False)
         assert len(refused.value.written) == 2 and store.count(namespace="carol") == 0
+
+
+KEY = "sk_live_the-secret-key-1234"
+
+
+@pytest.fixture
+def cloud_calls(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """LanceDB's ``connect_async`` recording what it is given and opening a local database instead."""
+    import lancedb
+
+    calls: list[dict[str, Any]] = []
+    real = lancedb.connect_async
+
+    async def recording(uri: str, **kwargs: Any) -> Any:
+        calls.append({"uri": uri, **kwargs})
+        local = {k: v for k, v in kwargs.items() if k in ("read_consistency_interval", "session")}
+        return await real(tmp_path / "cloud", **local)
+
+    monkeypatch.setattr(lancedb, "connect_async", recording)
+    return calls
+
+
+def test_a_task_reopens_a_cloud_store_with_its_key_and_shows_it_nowhere(
+    cloud_calls: list[dict[str, Any]], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers.bulk.tables import open_table, table_openers
+    from memory_retrievers.errors import ConfigError
+
+    with MemoryStore("db://prod", embedder=HashEmbedder(16), api_key=KEY, region="eu-west-1") as store:
+        store.add("alice likes tea", namespace="alice")
+        (opener,) = table_openers(store, None)
+        assert KEY not in repr(opener)  # a Ray error or a log quoting a task's arguments
+        with open_table(opener, HashEmbedder(16)) as reopened:  # as a cluster or backfill task does
+            assert reopened.count(namespace="alice") == 1
+        assert cloud_calls[-1]["api_key"] == KEY and cloud_calls[-1]["region"] == "eu-west-1"
+        # reembed reads the source with Lance itself, which cannot read LanceDB Cloud: refused before Ray.
+        monkeypatch.setattr(jobs, "require_ray", _no_ray)
+        # (The recording connection opens every store in one local database: the target's own table.)
+        target = MemoryStore(tmp_path / "new", table_name="other", embedder=HashEmbedder(8))
+        with target, pytest.raises(ConfigError, match="db://") as refused:
+            jobs.reembed(store, target)
+        assert KEY not in str(refused.value)
+    from memory_retrievers import ShardedMemoryStore
+
+    sharded = ShardedMemoryStore(["db://one", str(tmp_path / "local")], embedder=HashEmbedder(16), api_key=KEY)
+    on_cloud, local = table_openers(sharded, None)
+    assert on_cloud["cloud"].api_key == KEY and local["cloud"] is None and KEY not in repr([on_cloud, local])
+    sharded.close()
