@@ -186,3 +186,24 @@ def test_a_task_reopens_a_cloud_store_with_its_key_and_shows_it_nowhere(
     on_cloud, local = table_openers(sharded, None)
     assert on_cloud["cloud"].api_key == KEY and local["cloud"] is None and KEY not in repr([on_cloud, local])
     sharded.close()
+
+
+def test_a_cluster_task_failing_on_a_cloud_table_does_not_quote_its_key() -> None:
+    from memory_retrievers.bulk.clustering import _cluster_one, _run_tasks
+    from memory_retrievers.storage.connect import CloudAccess
+
+    opener = {"uri": "db://prod", "table_name": "memories", "cloud": CloudAccess(api_key=KEY)}
+
+    def leaky() -> Any:  # a client error quoting the request it sent, key included
+        raise RuntimeError(f"401 Unauthorized: x-api-key={KEY}")
+
+    failed = _cluster_one(0, opener, leaky, False)
+    assert failed.error is not None and "401 Unauthorized" in str(failed.error)
+    assert KEY not in str(failed.error) and KEY not in str(failed.to_dict())
+
+    class _DeadRay:
+        def get(self, ref: Any) -> Any:
+            raise RuntimeError(f"worker died holding x-api-key={KEY}")
+
+    (dead,) = _run_tasks(_DeadRay(), SimpleNamespace(remote=lambda *a: "ref"), [(0,)], [opener], None)
+    assert dead.error is not None and "worker died" in str(dead.error) and KEY not in str(dead.error)
