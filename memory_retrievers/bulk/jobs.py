@@ -91,7 +91,7 @@ def import_records(
     started = time.perf_counter()
     size = check_positive(batch_size if batch_size is not None else store.config.write_batch_size, "batch_size")
     _check_ray_arguments(workers, embed_batch, embedder_factory)
-    items = _checked(store, records, namespace)
+    items = _checked(store, records, namespace, dedup)
     factory = checked_factory(embedder_factory, store.embedder)
     ray = require_ray()
     runs = embedded_in_order(
@@ -154,8 +154,18 @@ def _say_what_was_stored(exc: MemoryRetrieversError, stored: list[Any]) -> None:
         exc.args = (f"{exc} (records 0-{n - 1} were stored, see .written; records {n} onwards were not)",)
 
 
-def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
-    """The records as a list, every one validated as ``add_many`` would (a bad one stops the job before Ray)."""
+def _checked(
+    store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None, dedup: bool | None
+) -> list[dict[str, Any]]:
+    """The records as a list, every one validated as ``add_many`` would (a bad one stops the job before Ray).
+
+    ``namespace`` and ``dedup`` are checked too: records naming their own namespace never consult
+    the argument, and ``add_many`` would refuse a bad one only at the first commit, after Ray started.
+    """
+    if namespace is not None:
+        check_namespace(namespace, max_chars=store.config.max_key_chars)
+    if dedup is not None and not isinstance(dedup, bool):
+        raise InvalidInputError(f"dedup must be True, False or None, got {dedup!r}")
     if isinstance(records, (str, bytes, Mapping)):
         raise InvalidInputError("records must be a list of dicts; for one memory use store.add()")
     items = [dict(r) if isinstance(r, Mapping) else r for r in records]
@@ -213,7 +223,7 @@ def reembed(
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
     _check_ray_arguments(workers, embed_batch, embedder_factory)
-    _check_tables(source, target)
+    _check_copy(source, target, storage_options)
     where = _namespace_filter(namespaces)
     factory = checked_factory(embedder_factory, target.embedder)
     source.admin.flush_access()
@@ -255,8 +265,9 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
     return sql_in("namespace", [check_namespace(ns, max_chars=10_000) for ns in namespaces])
 
 
-def _check_tables(source: MemoryStore, target: MemoryStore) -> None:
-    """Refuse a copy onto the source's own table, and a source Lance cannot read (LanceDB Cloud)."""
+def _check_copy(source: MemoryStore, target: MemoryStore, storage_options: Mapping[str, str] | None) -> None:
+    """Refuse a copy onto the source's own table, a source Lance cannot read (LanceDB Cloud), bad options."""
+    _check_storage_options(storage_options)
     if any(o["uri"].startswith("db://") for o in table_openers(source, None)):
         raise ConfigError(
             "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); "
@@ -264,6 +275,19 @@ def _check_tables(source: MemoryStore, target: MemoryStore) -> None:
         )
     if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
+
+
+def _check_storage_options(storage_options: Mapping[str, str] | None) -> None:
+    """Lance takes string options only; a bad value would fail in a Ray read task."""
+    if storage_options is None:
+        return
+    if not isinstance(storage_options, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items()
+    ):
+        raise InvalidInputError(
+            "storage_options must be a dict of str to str (e.g. {'aws_region': 'eu-west-1'}), "
+            f"got a {type(storage_options).__name__}"
+        )
 
 
 def _tables(store: MemoryStore) -> set[tuple[str, str]]:

@@ -207,3 +207,21 @@ def test_a_cluster_task_failing_on_a_cloud_table_does_not_quote_its_key() -> Non
 
     (dead,) = _run_tasks(_DeadRay(), SimpleNamespace(remote=lambda *a: "ref"), [(0,)], [opener], None)
     assert dead.error is not None and "worker died" in str(dead.error) and KEY not in str(dead.error)
+
+
+def test_import_and_reembed_check_namespace_dedup_and_storage_options_before_ray(
+    store: MemoryStore, tmp_path: Path
+) -> None:
+    records = [{"text": "hello", "namespace": "bob"}]  # names its own: the argument was never looked at
+    with pytest.raises(InvalidInputError, match="namespace"):
+        jobs.import_records(store, records, namespace="")
+    with pytest.raises(InvalidInputError, match="namespace"):
+        jobs.import_records(store, records, namespace=5)  # type: ignore[arg-type]
+    with pytest.raises(InvalidInputError, match="dedup must be True, False or None, got 'yes'"):
+        jobs.import_records(store, records, dedup="yes")  # type: ignore[arg-type]
+    assert store.count(namespace="bob") == 0
+    with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
+        with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str"):
+            jobs.reembed(store, target, storage_options="aws_region=eu-west-1")  # type: ignore[arg-type]
+        with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str"):
+            jobs.reembed(store, target, storage_options={"timeout": 30})  # type: ignore[dict-item]
