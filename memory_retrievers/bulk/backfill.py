@@ -118,9 +118,9 @@ def backfill_formation(
     at_once = check_positive(workers, "workers") if workers is not None else None
     _check_formation_config(formation_config)
     chosen = _chosen(store, namespaces)
-    ray = require_ray()
-    factory = embedder_factory or factory_for(store.embedder)
     openers = table_openers(store, storage_options)
+    factory = embedder_factory or factory_for(store.embedder)
+    ray = require_ray()
     store.flush()  # queued writes of this process are committed before the tasks read the turns
     task = ray.remote(num_cpus=1)(_form_namespace)
     # A sharded store's namespace is formed on its own shard's table, opened by the task.

@@ -23,7 +23,7 @@ from ..filters import sql_in
 from ..validation import check_namespace
 from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
 from .engine import EmbedBatch, EmbedderFactory, checked_factory, embedded_in_order, model_of, require_ray
-from .tables import table_openers
+from .tables import check_storage_options, table_openers
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
@@ -267,7 +267,7 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
 
 def _check_copy(source: MemoryStore, target: MemoryStore, storage_options: Mapping[str, str] | None) -> None:
     """Refuse a copy onto the source's own table, a source Lance cannot read (LanceDB Cloud), bad options."""
-    _check_storage_options(storage_options)
+    check_storage_options(storage_options)
     if any(o["uri"].startswith("db://") for o in table_openers(source, None)):
         raise ConfigError(
             "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); "
@@ -275,19 +275,6 @@ def _check_copy(source: MemoryStore, target: MemoryStore, storage_options: Mappi
         )
     if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
-
-
-def _check_storage_options(storage_options: Mapping[str, str] | None) -> None:
-    """Lance takes string options only; a bad value would fail in a Ray read task."""
-    if storage_options is None:
-        return
-    if not isinstance(storage_options, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items()
-    ):
-        raise InvalidInputError(
-            "storage_options must be a dict of str to str (e.g. {'aws_region': 'eu-west-1'}), "
-            f"got a {type(storage_options).__name__}"
-        )
 
 
 def _tables(store: MemoryStore) -> set[tuple[str, str]]:

@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
+
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["open_table", "table_openers"]
+__all__ = ["check_storage_options", "open_table", "table_openers"]
 
 
 def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None) -> list[dict[str, Any]]:
@@ -34,6 +36,7 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
     from ..shards import ShardedMemoryStore
     from ..storage.connect import CloudAccess
 
+    check_storage_options(storage_options)
     common = {
         "config": store.config.model_dump(),
         "storage_options": dict(storage_options) if storage_options else None,
@@ -50,6 +53,23 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
     # A db:// store's key, region and host: a task reopening it without them is refused by LanceDB.
     own = store._table._cloud
     return [{"uri": _absolute(store.uri), "table_name": store.table_name, "cloud": own, **common}]
+
+
+def check_storage_options(storage_options: Mapping[str, str] | None) -> None:
+    """Refuse options that are not a dict of str to str (Lance's; a bad value would fail in a Ray task).
+
+    Raises:
+        InvalidInputError: Naming the argument, never quoting its values (they hold credentials).
+    """
+    if storage_options is None:
+        return
+    if not isinstance(storage_options, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items()
+    ):
+        raise InvalidInputError(
+            "storage_options must be a dict of str to str (e.g. {'aws_region': 'eu-west-1'}), "
+            f"got a {type(storage_options).__name__}"
+        )
 
 
 def _absolute(location: str) -> str:

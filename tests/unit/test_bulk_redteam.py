@@ -225,3 +225,12 @@ def test_import_and_reembed_check_namespace_dedup_and_storage_options_before_ray
             jobs.reembed(store, target, storage_options="aws_region=eu-west-1")  # type: ignore[arg-type]
         with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str"):
             jobs.reembed(store, target, storage_options={"timeout": 30})  # type: ignore[dict-item]
+
+
+def test_backfill_and_cluster_check_storage_options_before_ray(store: MemoryStore) -> None:
+    secret = {"aws_secret_access_key": "wJalr-secret", "timeout": 30}
+    with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str") as refused:
+        clustering.cluster_tables(store, storage_options=secret)  # type: ignore[arg-type]
+    assert "wJalr-secret" not in str(refused.value)
+    with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str"):
+        backfill.backfill_formation(store, lambda: None, storage_options=secret)  # type: ignore[arg-type]
