@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError
+from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
 from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
@@ -29,6 +29,9 @@ if TYPE_CHECKING:
     from ..store import MemoryStore
 
 __all__ = ["import_records", "reembed"]
+
+#: Ids looked up in the source per read when checking what was deleted there during a re-embedding.
+_CHECK_IDS = 1000
 
 #: Texts per Ray batch: large enough that the per-batch overhead of Ray is small against embedding it.
 DEFAULT_EMBED_BATCH = 256
@@ -212,13 +215,13 @@ def reembed(
         embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
 
     Returns:
-        Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
+        Counts (``updated``: replaced in the target; ``skipped``: deleted from the source meanwhile) and time.
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
-        ConfigError: ``source`` is on LanceDB Cloud (``db://``), which Lance cannot read directly.
         EmbedderMismatchError: ``embedder_factory`` builds another model (it is run once here first).
-        ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
+        ConfigError: Ray or lance-ray is not installed, the embedder cannot be sent to workers, or
+            ``source`` is on LanceDB Cloud (``db://``), which Lance cannot read directly.
     """
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
@@ -238,20 +241,48 @@ def reembed(
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
-    return _restore_all(target, embedded, batch_size, started)
+    return _restore_all(target, embedded, batch_size, started, source=source)
 
 
-def _restore_all(target: MemoryStore, embedded: Any, batch_size: int, started: float) -> ImportReport:
-    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive."""
+def _restore_all(
+    target: MemoryStore, embedded: Any, batch_size: int, started: float, *, source: MemoryStore
+) -> ImportReport:
+    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive.
+
+    Then every memory copied that ``source`` no longer holds (deleted or forgotten while the job
+    ran: the rows were read before) is deleted from ``target`` again and counted as ``skipped``.
+    """
     added = replaced = batches = records = 0
+    copied: dict[str, list[str]] = {}
     first: float | None = None
     for batch in embedded.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
         first = time.perf_counter() - started if first is None else first
-        restored = target.admin.restore(export_records(batch.to_pylist()))
+        rows = export_records(batch.to_pylist())
+        restored = target.admin.restore(rows)
+        for row in rows:
+            copied.setdefault(row["namespace"], []).append(row["id"])
         added, replaced = added + restored.added, replaced + restored.replaced
         records += batch.num_rows
         batches += 1
-    return ImportReport(records, added, replaced, 0, batches, time.perf_counter() - started, first or 0.0)
+    dropped = _drop_forgotten(source, target, copied)
+    seconds = time.perf_counter() - started
+    return ImportReport(records, max(0, added - dropped), replaced, dropped, batches, seconds, first or 0.0)
+
+
+def _drop_forgotten(source: MemoryStore, target: MemoryStore, copied: Mapping[str, list[str]]) -> int:
+    """Delete from ``target`` the ``copied`` ids ``source`` no longer holds; returns how many.
+
+    A memory deleted (or a namespace forgotten) in the source after the Ray read saw it would
+    otherwise live on in the new table: a right to be forgotten undone by a model upgrade.
+    """
+    dropped = 0
+    for namespace, ids in copied.items():
+        for start in range(0, len(ids), _CHECK_IDS):
+            try:
+                source.get(ids[start : start + _CHECK_IDS], namespace=namespace)
+            except NotFoundError as exc:
+                dropped += target.delete(exc.missing, namespace=namespace, missing_ok=True)
+    return dropped
 
 
 def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:

@@ -234,3 +234,30 @@ def test_backfill_and_cluster_check_storage_options_before_ray(store: MemoryStor
     assert "wJalr-secret" not in str(refused.value)
     with pytest.raises(InvalidInputError, match="storage_options must be a dict of str to str"):
         backfill.backfill_formation(store, lambda: None, storage_options=secret)  # type: ignore[arg-type]
+
+
+def test_a_memory_forgotten_while_reembedding_is_not_copied_back(tmp_path: Path) -> None:
+    import pyarrow as pa
+
+    with MemoryStore(tmp_path / "old", embedder=HashEmbedder(16)) as source:
+        kept = source.add("bob plays chess", namespace="bob")
+        gone = source.add("alice's address is 1 Main St", namespace="alice")
+        import lance
+
+        from memory_retrievers.fields import SCALAR_COLUMNS
+
+        read = lance.dataset(str(tmp_path / "old" / "memories.lance")).to_table(columns=list(SCALAR_COLUMNS))
+        # The Ray read saw both rows; then Alice asked to be forgotten, before her row was restored.
+        source.forget("alice")
+
+        class _Read:  # what the Ray dataset yields: the rows as read, each with its new vector
+            def iter_batches(self, **_: Any) -> Any:
+                vectors = pa.FixedSizeListArray.from_arrays(pa.array([0.25] * 8 * read.num_rows, pa.float32()), 8)
+                yield read.append_column("vector", vectors)
+
+        with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
+            report = jobs._restore_all(target, _Read(), 100, 0.0, source=source)
+            assert target.count(namespace="alice") == 0, "a forgotten memory was resurrected in the new table"
+            assert target.get(kept.id, namespace="bob").text == "bob plays chess"
+            assert report.records == 2 and report.added == 1
+            assert gone.id not in {m.id for m in target.list("alice")}
