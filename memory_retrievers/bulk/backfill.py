@@ -30,6 +30,9 @@ __all__ = ["BackfillReport", "NamespaceBackfill", "backfill_formation"]
 #: Turns read per page while collecting a namespace's conversation.
 _PAGE = 1000
 
+#: Every stored turn, whatever its state: none left means the conversation was forgotten.
+_EVERY_TURN = {"kinds": ["message"], "include_superseded": True, "include_expired": True, "include_archived": True}
+
 LLMFactory = Callable[[], Any]
 """Builds the user's LLM in a Ray worker (anything ``MemoryFormer(llm=...)`` takes)."""
 
@@ -46,6 +49,8 @@ class NamespaceBackfill:
         added: Facts stored as new memories.
         summaries: Session summaries stored.
         rejected: Facts or summaries the store refused (see each run's report).
+        forgotten: The namespace was forgotten while it was formed: what its task had stored was
+            deleted again and the counts are zero (its conversation is gone, so are its facts).
     """
 
     namespace: str
@@ -55,6 +60,7 @@ class NamespaceBackfill:
     added: int
     summaries: int
     rejected: int
+    forgotten: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,29 +190,42 @@ def _form_namespace(
 ) -> NamespaceBackfill:
     """One Ray task: open the store, read the namespace's turns, form session after session."""
     from ..formation import Decision, MemoryFormer
-    from ..models import Memory
 
     with open_table(opener, factory()) as store:
-        turns: list[Memory] = []
-        while True:
-            page = store.list(
-                namespace,
-                filter={"kinds": ["message"], "include_superseded": True},
-                limit=_PAGE,
-                offset=len(turns),
-                newest_first=False,
-            )
-            turns.extend(page)
-            if len(page) < _PAGE:
-                break
+        turns = _turns(store, namespace)
         former = MemoryFormer(store, llm=llm_factory(), config=formation_config)
         facts = added = summaries = rejected = 0
+        written: list[str] = []
         sessions = sessions_in_order(turns)
         for session, session_turns in sessions:
             report = former.form(session_turns, namespace=namespace, session_id=session)
+            written += [o.memory.id for o in report.facts if o.decision is not Decision.SKIP]
+            written += [report.summary.id] if report.summary is not None else []
+            if not store.count(namespace, filter=_EVERY_TURN):
+                # The conversation was forgotten while this task formed it: what the task stored
+                # (perhaps after the forget committed) is deleted, and nothing more is formed.
+                store.delete(written, namespace=namespace, missing_ok=True)
+                former.close()
+                return NamespaceBackfill(namespace, 0, len(turns), 0, 0, 0, 0, forgotten=True)
             facts += len(report.facts)
             added += report.count(Decision.ADD)
             summaries += report.summary is not None
             rejected += len(report.rejected_facts) + (report.rejected_summary is not None)
         former.close()
     return NamespaceBackfill(namespace, len(sessions), len(turns), facts, added, summaries, rejected)
+
+
+def _turns(store: MemoryStore, namespace: str) -> list[Any]:
+    """Every stored ``message`` memory of ``namespace``, oldest first (superseded ones too)."""
+    turns: list[Any] = []
+    while True:
+        page = store.list(
+            namespace,
+            filter={"kinds": ["message"], "include_superseded": True},
+            limit=_PAGE,
+            offset=len(turns),
+            newest_first=False,
+        )
+        turns.extend(page)
+        if len(page) < _PAGE:
+            return turns

@@ -261,3 +261,33 @@ def test_a_memory_forgotten_while_reembedding_is_not_copied_back(tmp_path: Path)
             assert target.get(kept.id, namespace="bob").text == "bob plays chess"
             assert report.records == 2 and report.added == 1
             assert gone.id not in {m.id for m in target.list("alice")}
+
+
+def test_a_namespace_forgotten_while_its_backfill_runs_is_not_refilled_with_facts(tmp_path: Path) -> None:
+    import json
+
+    from memory_retrievers.bulk.engine import factory_for
+    from memory_retrievers.bulk.tables import table_openers
+
+    fact = {"text": "Ana moved to Lisbon.", "about": "Ana", "sources": [1], "confidence": "explicit"}
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(64)) as user_side:
+        user_side.add_many(
+            [{"text": f"Ana: I moved to Lisbon ({i})", "kind": "message", "session_id": f"s{i}"} for i in range(2)],
+            namespace="ana",
+            dedup=False,
+        )
+        (opener,) = table_openers(user_side, None)
+
+        class ForgetsMidway:  # the user's "forget me" lands while the LLM extracts the first session
+            def complete(self, prompt: str) -> str:
+                if prompt.startswith("Extract"):
+                    user_side.forget("ana")
+                    return "```json\n" + json.dumps({"facts": [fact]}) + "\n```"
+                return '{"action": "ADD"}'
+
+            async def acomplete(self, prompt: str) -> str:
+                return self.complete(prompt)
+
+        done = backfill._form_namespace(opener, factory_for(user_side.embedder), ForgetsMidway, {}, "ana")
+        assert user_side.count(namespace="ana") == 0, "facts about a forgotten user were stored after the forget"
+        assert done.forgotten and done.added == 0 and done.turns == 2
