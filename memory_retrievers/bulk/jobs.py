@@ -301,8 +301,9 @@ def _check_copy(source: MemoryStore, target: MemoryStore, storage_options: Mappi
     check_storage_options(storage_options)
     if any(o["uri"].startswith("db://") for o in table_openers(source, None)):
         raise ConfigError(
-            "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); "
-            "export the store (memory-retrievers export) and import it into the new model's store instead"
+            "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); copy "
+            "it with admin.export()/admin.restore() into a store of the same model on a folder or bucket, and "
+            "re-embed that copy"
         )
     if _tables(source) & _tables(target):
         raise InvalidInputError("source and target are the same table; open the target on a new table or path")
