@@ -291,3 +291,20 @@ def test_a_namespace_forgotten_while_its_backfill_runs_is_not_refilled_with_fact
         done = backfill._form_namespace(opener, factory_for(user_side.embedder), ForgetsMidway, {}, "ana")
         assert user_side.count(namespace="ana") == 0, "facts about a forgotten user were stored after the forget"
         assert done.forgotten and done.added == 0 and done.turns == 2
+
+
+def test_reembed_refuses_a_sharded_target_sharing_the_sources_table_however_spelled(
+    store: MemoryStore, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers import ShardedMemoryStore
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "link").symlink_to(tmp_path / "db")
+    for spelled in ["db", "./db/", str(tmp_path / "db") + "/", "link"]:
+        target = ShardedMemoryStore([str(tmp_path / "other"), spelled], embedder=HashEmbedder(16))
+        with target:
+            with pytest.raises(InvalidInputError, match="same table"):
+                jobs.reembed(store, target)
+            with pytest.raises(InvalidInputError, match="same table"):
+                jobs.reembed(target, store)
+    assert store.count(namespace="alice") == 1
