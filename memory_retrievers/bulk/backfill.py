@@ -16,8 +16,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
-from .batching import check_positive, sessions_in_order
+from ..errors import InvalidInputError, MemoryRetrieversError
+from ..validation import check_namespace
+from .batching import check_factory, check_positive, sessions_in_order
 from .engine import EmbedderFactory, factory_for, require_ray
 from .tables import open_table, table_openers
 
@@ -28,6 +29,9 @@ __all__ = ["BackfillReport", "NamespaceBackfill", "backfill_formation"]
 
 #: Turns read per page while collecting a namespace's conversation.
 _PAGE = 1000
+
+#: Every stored turn, whatever its state: none left means the conversation was forgotten.
+_EVERY_TURN = {"kinds": ["message"], "include_superseded": True, "include_expired": True, "include_archived": True}
 
 LLMFactory = Callable[[], Any]
 """Builds the user's LLM in a Ray worker (anything ``MemoryFormer(llm=...)`` takes)."""
@@ -45,6 +49,8 @@ class NamespaceBackfill:
         added: Facts stored as new memories.
         summaries: Session summaries stored.
         rejected: Facts or summaries the store refused (see each run's report).
+        forgotten: The namespace was forgotten while it was formed: what its task had stored was
+            deleted again and the counts are zero (its conversation is gone, so are its facts).
     """
 
     namespace: str
@@ -54,6 +60,7 @@ class NamespaceBackfill:
     added: int
     summaries: int
     rejected: int
+    forgotten: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,13 +120,13 @@ def backfill_formation(
     started = time.perf_counter()
     if not callable(llm_factory):
         raise InvalidInputError(f"llm_factory must be a function that builds the LLM, got {llm_factory!r}")
-    if isinstance(namespaces, str):
-        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
-    chosen = list(store.namespaces() if namespaces is None else namespaces)
-    ray = require_ray()
+    check_factory(embedder_factory, "embedder_factory")
     at_once = check_positive(workers, "workers") if workers is not None else None
-    factory = embedder_factory or factory_for(store.embedder)
+    _check_formation_config(formation_config)
+    chosen = _chosen(store, namespaces)
     openers = table_openers(store, storage_options)
+    factory = embedder_factory or factory_for(store.embedder)
+    ray = require_ray()
     store.flush()  # queued writes of this process are committed before the tasks read the turns
     task = ray.remote(num_cpus=1)(_form_namespace)
     # A sharded store's namespace is formed on its own shard's table, opened by the task.
@@ -127,6 +134,32 @@ def backfill_formation(
     results = _run_at_most(ray, task, calls, at_once)
     order = {ns: i for i, ns in enumerate(chosen)}
     return BackfillReport(tuple(sorted(results, key=lambda r: order[r.namespace])), time.perf_counter() - started)
+
+
+def _chosen(store: MemoryStore, namespaces: Sequence[str] | None) -> list[str]:
+    """The namespaces to form, each checked as the store checks one (a bad one must not reach a task)."""
+    if namespaces is None:
+        return list(store.namespaces())
+    if isinstance(namespaces, str):
+        raise InvalidInputError("namespaces must be a list of str, e.g. ['alice']; got a single str")
+    chosen = list(namespaces)
+    if not chosen:
+        raise InvalidInputError("namespaces is empty; pass None for every namespace")
+    return [check_namespace(ns, max_chars=store.config.max_key_chars) for ns in chosen]
+
+
+def _check_formation_config(formation_config: Mapping[str, Any] | None) -> None:
+    """Build the formation config once here, so a bad field fails before Ray starts, not in every task."""
+    from ..formation import FormationConfig
+
+    if formation_config is None:
+        return
+    if not isinstance(formation_config, Mapping):
+        raise InvalidInputError(f"formation_config must be a dict of FormationConfig fields, got {formation_config!r}")
+    try:
+        FormationConfig(**formation_config)
+    except MemoryRetrieversError as exc:
+        raise InvalidInputError(f"formation_config: {exc}") from None
 
 
 def _table_of(store: MemoryStore, namespace: str) -> int:
@@ -157,29 +190,42 @@ def _form_namespace(
 ) -> NamespaceBackfill:
     """One Ray task: open the store, read the namespace's turns, form session after session."""
     from ..formation import Decision, MemoryFormer
-    from ..models import Memory
 
     with open_table(opener, factory()) as store:
-        turns: list[Memory] = []
-        while True:
-            page = store.list(
-                namespace,
-                filter={"kinds": ["message"], "include_superseded": True},
-                limit=_PAGE,
-                offset=len(turns),
-                newest_first=False,
-            )
-            turns.extend(page)
-            if len(page) < _PAGE:
-                break
+        turns = _turns(store, namespace)
         former = MemoryFormer(store, llm=llm_factory(), config=formation_config)
         facts = added = summaries = rejected = 0
+        written: list[str] = []
         sessions = sessions_in_order(turns)
         for session, session_turns in sessions:
             report = former.form(session_turns, namespace=namespace, session_id=session)
+            written += [o.memory.id for o in report.facts if o.decision is not Decision.SKIP]
+            written += [report.summary.id] if report.summary is not None else []
+            if not store.count(namespace, filter=_EVERY_TURN):
+                # The conversation was forgotten while this task formed it: what the task stored
+                # (perhaps after the forget committed) is deleted, and nothing more is formed.
+                store.delete(written, namespace=namespace, missing_ok=True)
+                former.close()
+                return NamespaceBackfill(namespace, 0, len(turns), 0, 0, 0, 0, forgotten=True)
             facts += len(report.facts)
             added += report.count(Decision.ADD)
             summaries += report.summary is not None
             rejected += len(report.rejected_facts) + (report.rejected_summary is not None)
         former.close()
     return NamespaceBackfill(namespace, len(sessions), len(turns), facts, added, summaries, rejected)
+
+
+def _turns(store: MemoryStore, namespace: str) -> list[Any]:
+    """Every stored ``message`` memory of ``namespace``, oldest first (superseded ones too)."""
+    turns: list[Any] = []
+    while True:
+        page = store.list(
+            namespace,
+            filter={"kinds": ["message"], "include_superseded": True},
+            limit=_PAGE,
+            offset=len(turns),
+            newest_first=False,
+        )
+        turns.extend(page)
+        if len(page) < _PAGE:
+            return turns

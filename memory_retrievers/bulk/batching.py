@@ -23,6 +23,7 @@ from ..schema import row_to_memory
 __all__ = [
     "ImportReport",
     "attach_vectors",
+    "check_factory",
     "check_positive",
     "export_records",
     "sessions_in_order",
@@ -35,6 +36,18 @@ def check_positive(value: Any, name: str) -> int:
     """``value`` if it is an int >= 1, else an :class:`InvalidInputError` naming ``name``."""
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise InvalidInputError(f"{name} must be an int >= 1, got {value!r}")
+    return value
+
+
+def check_factory(value: Any, name: str) -> Any:
+    """``value`` if it is ``None`` or callable, else an :class:`InvalidInputError` naming ``name``.
+
+    A factory runs in a Ray worker: a wrong one would otherwise fail there, after Ray started.
+    """
+    if value is not None and not callable(value):
+        raise InvalidInputError(
+            f"{name} must be a function with no arguments that builds the object in a worker, got {value!r}"
+        )
     return value
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import InvalidInputError, MemoryRetrieversError, StorageError
 from ..storage.cluster import ClusterResult
-from .batching import check_positive
+from .batching import check_factory, check_positive
 from .engine import EmbedderFactory, factory_for, require_ray
 from .tables import open_table, table_openers
 
@@ -135,6 +135,7 @@ def cluster_tables(
     at_once = check_positive(workers, "workers") if workers is not None else None
     if not isinstance(optimize, bool):
         raise InvalidInputError(f"optimize must be True or False, got {optimize!r}")
+    check_factory(embedder_factory, "embedder_factory")
     openers = table_openers(store, storage_options)
     factory = embedder_factory or factory_for(store.embedder)
     ray = require_ray(ray_address)
@@ -157,8 +158,9 @@ def _run_tasks(
             try:
                 results[shard] = ray.get(ref)
             except Exception as exc:  # the worker died, or the result did not come back
-                error = StorageError(f"shard {shard}: the Ray task failed: {type(exc).__name__}: {exc}")
                 opener = openers[shard]
+                said = _scrubbed(opener, f"{type(exc).__name__}: {exc}")
+                error = StorageError(f"shard {shard}: the Ray task failed: {said}")
                 results[shard] = TableCluster(shard, opener["uri"], opener["table_name"], None, False, 0.0, error)
 
     for args in calls:
@@ -183,8 +185,15 @@ def _cluster_one(shard: int, opener: dict[str, Any], factory: EmbedderFactory, o
                 store.admin.optimize()
                 optimized = True
     except MemoryRetrieversError as exc:
+        exc.args = (_scrubbed(opener, str(exc)),)
         error = exc
     except Exception as exc:  # LanceDB or the OS, past the library's own wrapping: still this table's error
-        error = StorageError(f"shard {shard}: {type(exc).__name__}: {exc}")
+        error = StorageError(f"shard {shard}: {_scrubbed(opener, f'{type(exc).__name__}: {exc}')}")
     seconds = time.perf_counter() - started
     return TableCluster(shard, opener["uri"], opener["table_name"], result, optimized, seconds, error)
+
+
+def _scrubbed(opener: Mapping[str, Any], text: str) -> str:
+    """``text`` with the table's LanceDB Cloud API key masked: a report is printed, logged and sent as JSON."""
+    cloud = opener.get("cloud")
+    return text if cloud is None else str(cloud.scrub(text))

@@ -13,11 +13,19 @@ from typing import Any
 import numpy as np
 
 from ..embeddings import Embedder, HashEmbedder, SentenceTransformerEmbedder, check_vectors
-from ..errors import ConfigError, EmbeddingError
+from ..errors import ConfigError, EmbedderMismatchError, EmbeddingError
 from ..storage.vectors import unit
 from .batching import text_blocks
 
-__all__ = ["EmbedBatch", "EmbedderFactory", "embedded_in_order", "factory_for", "require_ray"]
+__all__ = [
+    "EmbedBatch",
+    "EmbedderFactory",
+    "checked_factory",
+    "embedded_in_order",
+    "factory_for",
+    "model_of",
+    "require_ray",
+]
 
 EmbedderFactory = Callable[[], Embedder]
 """Builds an embedder in a Ray worker (a model is loaded once per worker, not shipped)."""
@@ -92,10 +100,23 @@ class EmbedBatch:
 
     Args:
         factory: Builds the embedder (once per actor).
+        model: The ``(name, dimension)`` of the store the vectors are written to: an embedder built
+            as another model is refused (a table holds one model's vectors; a factory building
+            another model of the same width would mix two models silently).
+
+    Raises:
+        EmbedderMismatchError: The factory built another model than ``model``.
     """
 
-    def __init__(self, factory: EmbedderFactory) -> None:
+    def __init__(self, factory: EmbedderFactory, model: tuple[str, int] | None = None) -> None:
         self._embedder = factory()
+        built = (self._embedder.name, self._embedder.dimension)
+        if model is not None and built != tuple(model):
+            raise EmbedderMismatchError(
+                f"embedder_factory built embedder {built[0]!r} (dimension {built[1]}), but the store written to "
+                f"uses {model[0]!r} (dimension {model[1]}); the factory must build the store's own model "
+                "(vectors of two models do not mix)"
+            )
 
     def __call__(self, batch: Mapping[str, np.ndarray]) -> dict[str, np.ndarray]:
         """The batch's positions and unit vectors, one row per text."""
@@ -105,12 +126,34 @@ class EmbedBatch:
         return {"i": np.asarray(batch["i"]), "vector": unit(vectors, source="the embedder").astype(np.float32)}
 
 
+def model_of(embedder: Embedder) -> tuple[str, int]:
+    """The ``(name, dimension)`` a table records for its model (what :class:`EmbedBatch` checks a worker's against)."""
+    return embedder.name, embedder.dimension
+
+
+def checked_factory(factory: EmbedderFactory | None, embedder: Embedder) -> EmbedderFactory:
+    """``factory`` once it built ``embedder``'s model here, or the default factory rebuilding ``embedder``.
+
+    A caller's factory is run once in this process: a factory building another model would
+    otherwise fail only in a Ray actor, as Ray's ``ActorDiedError`` rather than a typed error.
+
+    Raises:
+        EmbedderMismatchError: The factory builds another model than ``embedder``.
+        ConfigError: ``embedder`` cannot be sent to workers (no factory given).
+    """
+    if factory is None:
+        return factory_for(embedder)
+    EmbedBatch(factory, model_of(embedder))
+    return factory
+
+
 def embedded_in_order(
     records: Sequence[Mapping[str, Any]],
     factory: EmbedderFactory,
     *,
     workers: int,
     embed_batch: int,
+    model: tuple[str, int] | None = None,
 ) -> Iterator[tuple[int, np.ndarray]]:
     """``(start, vectors)`` for consecutive runs of ``records``, in order, embedded by ``workers`` Ray actors.
 
@@ -127,7 +170,7 @@ def embedded_in_order(
     dataset.context.execution_options.preserve_order = True
     embedded = dataset.map_batches(
         EmbedBatch,
-        fn_constructor_args=(factory,),
+        fn_constructor_args=(factory, model),
         batch_size=embed_batch,
         batch_format="numpy",
         compute=ray.data.ActorPoolStrategy(size=min(workers, len(blocks))),  # no idle actor per missing block

@@ -17,18 +17,21 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import InvalidInputError
+from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
 from ..fields import SCALAR_COLUMNS
 from ..filters import sql_in
 from ..validation import check_namespace
-from .batching import ImportReport, attach_vectors, check_positive, export_records
-from .engine import EmbedBatch, EmbedderFactory, embedded_in_order, factory_for, require_ray
-from .tables import table_openers
+from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
+from .engine import EmbedBatch, EmbedderFactory, checked_factory, embedded_in_order, model_of, require_ray
+from .tables import check_storage_options, table_openers
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
 __all__ = ["import_records", "reembed"]
+
+#: Ids looked up in the source per read when checking what was deleted there during a re-embedding.
+_CHECK_IDS = 1000
 
 #: Texts per Ray batch: large enough that the per-batch overhead of Ray is small against embedding it.
 DEFAULT_EMBED_BATCH = 256
@@ -38,6 +41,14 @@ def _workers(workers: int | None, ray: Any) -> int:
     if workers is None:
         return max(1, int(ray.available_resources().get("CPU", 1)))
     return check_positive(workers, "workers")
+
+
+def _check_ray_arguments(workers: int | None, embed_batch: int, embedder_factory: EmbedderFactory | None) -> None:
+    """The arguments only Ray uses, checked before Ray starts (a bad one must change nothing)."""
+    if workers is not None:
+        check_positive(workers, "workers")
+    check_positive(embed_batch, "embed_batch")
+    check_factory(embedder_factory, "embedder_factory")
 
 
 def import_records(
@@ -69,22 +80,26 @@ def import_records(
         dedup: Override the config's duplicate detection.
         workers: Ray actors embedding at once (default: every CPU of the Ray cluster).
         embed_batch: Texts per Ray batch.
-        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's).
+        embedder_factory: Builds the embedder in a worker (default: rebuilt from the store's); run
+            once here first to check it builds the store's model.
 
     Returns:
         Counts and wall time.
 
     Raises:
         InvalidInputError: A record or argument is invalid; nothing was written.
+        EmbedderMismatchError: ``embedder_factory`` builds another model than the store's.
         ConfigError: Ray is not installed, or the embedder cannot be sent to workers.
     """
     started = time.perf_counter()
     size = check_positive(batch_size if batch_size is not None else store.config.write_batch_size, "batch_size")
-    check_positive(embed_batch, "embed_batch")
-    items = _checked(store, records, namespace)
+    _check_ray_arguments(workers, embed_batch, embedder_factory)
+    items = _checked(store, records, namespace, dedup)
+    factory = checked_factory(embedder_factory, store.embedder)
     ray = require_ray()
-    factory = embedder_factory or factory_for(store.embedder)
-    runs = embedded_in_order(items, factory, workers=_workers(workers, ray), embed_batch=embed_batch)
+    runs = embedded_in_order(
+        items, factory, workers=_workers(workers, ray), embed_batch=embed_batch, model=model_of(store.embedder)
+    )
     counts, batches, first = _write_in_order(store, items, runs, size, namespace, dedup)
     seconds = time.perf_counter() - started
     return ImportReport(len(items), batches=batches, seconds=seconds, startup_seconds=first - started, **counts)
@@ -101,31 +116,59 @@ def _write_in_order(
     """Write ``items`` with the vectors of ``runs`` in whole batches of ``size``, as ``add_many`` batches them.
 
     Returns the actions counted, the commits made and when the first vectors arrived (``perf_counter``).
+
+    Raises:
+        MemoryRetrieversError: A batch failed to embed or commit; its ``.written`` lists every
+            record of the job already stored (as ``add_many``'s does), so a re-run skips them.
     """
     counts = {"added": 0, "updated": 0, "skipped": 0}
-    batches = written = 0
+    stored: list[Any] = []
+    batches = 0
     pending: list[np.ndarray] = []
     first: float | None = None
-    for start, vectors in runs:
-        first = time.perf_counter() if first is None else first
-        pending.append(vectors)
-        ready = sum(len(v) for v in pending)
-        # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
-        while ready >= size or (ready and start + len(vectors) == len(items)):
-            stacked = np.concatenate(pending)
-            take = min(size, len(stacked))
-            chunk = attach_vectors(items[written : written + take], stacked[:take], start=written)
-            for result in store.add_many(chunk, namespace=namespace, batch_size=size, dedup=dedup):
-                counts[result.action.value] += 1
-            written += take
-            batches += 1
-            pending = [stacked[take:]] if take < len(stacked) else []
-            ready -= take
+    try:
+        for start, vectors in runs:
+            first = time.perf_counter() if first is None else first
+            pending.append(vectors)
+            ready = sum(len(v) for v in pending)
+            # Commit whole batches of ``size`` as add_many would; the rest waits for the next vectors.
+            while ready >= size or (ready and start + len(vectors) == len(items)):
+                stacked = np.concatenate(pending)
+                take = min(size, len(stacked))
+                chunk = attach_vectors(items[len(stored) : len(stored) + take], stacked[:take], start=len(stored))
+                stored.extend(store.add_many(chunk, namespace=namespace, batch_size=size, dedup=dedup))
+                batches += 1
+                pending = [stacked[take:]] if take < len(stacked) else []
+                ready -= take
+    except MemoryRetrieversError as exc:
+        _say_what_was_stored(exc, stored)
+        raise
+    for result in stored:
+        counts[result.action.value] += 1
     return counts, batches, first if first is not None else time.perf_counter()
 
 
-def _checked(store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None) -> list[dict[str, Any]]:
-    """The records as a list, every one validated as ``add_many`` would (a bad one stops the job before Ray)."""
+def _say_what_was_stored(exc: MemoryRetrieversError, stored: list[Any]) -> None:
+    """Name on ``exc`` the records of the job committed before it (each ``add_many`` call knew only its own)."""
+    done = [*stored, *exc.written]
+    if done:
+        exc.written = done
+        n = len(done)
+        exc.args = (f"{exc} (records 0-{n - 1} were stored, see .written; records {n} onwards were not)",)
+
+
+def _checked(
+    store: MemoryStore, records: Iterable[Mapping[str, Any]], namespace: str | None, dedup: bool | None
+) -> list[dict[str, Any]]:
+    """The records as a list, every one validated as ``add_many`` would (a bad one stops the job before Ray).
+
+    ``namespace`` and ``dedup`` are checked too: records naming their own namespace never consult
+    the argument, and ``add_many`` would refuse a bad one only at the first commit, after Ray started.
+    """
+    if namespace is not None:
+        check_namespace(namespace, max_chars=store.config.max_key_chars)
+    if dedup is not None and not isinstance(dedup, bool):
+        raise InvalidInputError(f"dedup must be True, False or None, got {dedup!r}")
     if isinstance(records, (str, bytes, Mapping)):
         raise InvalidInputError("records must be a list of dicts; for one memory use store.add()")
     items = [dict(r) if isinstance(r, Mapping) else r for r in records]
@@ -172,45 +215,74 @@ def reembed(
         embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
 
     Returns:
-        Counts (``added`` new to the target, ``updated`` replaced there) and wall time.
+        Counts (``updated``: replaced in the target; ``skipped``: deleted from the source meanwhile) and time.
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
-        ConfigError: Ray or lance-ray is not installed, or the embedder cannot be sent to workers.
+        EmbedderMismatchError: ``embedder_factory`` builds another model (it is run once here first).
+        ConfigError: Ray or lance-ray is not installed, the embedder cannot be sent to workers, or
+            ``source`` is on LanceDB Cloud (``db://``), which Lance cannot read directly.
     """
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
-    check_positive(embed_batch, "embed_batch")
-    if _tables(source) & _tables(target):
-        raise InvalidInputError("source and target are the same table; open the target on a new table or path")
+    _check_ray_arguments(workers, embed_batch, embedder_factory)
+    _check_copy(source, target, storage_options)
     where = _namespace_filter(namespaces)
+    factory = checked_factory(embedder_factory, target.embedder)
     source.admin.flush_access()
     ray = require_ray()
     dataset = _read_table(source, where, storage_options)
-    factory = embedder_factory or factory_for(target.embedder)
     embedded = dataset.map_batches(
         _WithVectors,
-        fn_constructor_args=(factory,),
+        fn_constructor_args=(factory, model_of(target.embedder)),
         batch_size=embed_batch,
         batch_format="pyarrow",
         # Autoscaled from one actor: a table of few fragments feeds few actors (Ray warns at a fixed pool).
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
-    return _restore_all(target, embedded, batch_size, started)
+    return _restore_all(target, embedded, batch_size, started, source=source)
 
 
-def _restore_all(target: MemoryStore, embedded: Any, batch_size: int, started: float) -> ImportReport:
-    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive."""
+def _restore_all(
+    target: MemoryStore, embedded: Any, batch_size: int, started: float, *, source: MemoryStore
+) -> ImportReport:
+    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive.
+
+    Then every memory copied that ``source`` no longer holds (deleted or forgotten while the job
+    ran: the rows were read before) is deleted from ``target`` again and counted as ``skipped``.
+    """
     added = replaced = batches = records = 0
+    copied: dict[str, list[str]] = {}
     first: float | None = None
     for batch in embedded.iter_batches(batch_size=batch_size, batch_format="pyarrow"):
         first = time.perf_counter() - started if first is None else first
-        restored = target.admin.restore(export_records(batch.to_pylist()))
+        rows = export_records(batch.to_pylist())
+        restored = target.admin.restore(rows)
+        for row in rows:
+            copied.setdefault(row["namespace"], []).append(row["id"])
         added, replaced = added + restored.added, replaced + restored.replaced
         records += batch.num_rows
         batches += 1
-    return ImportReport(records, added, replaced, 0, batches, time.perf_counter() - started, first or 0.0)
+    dropped = _drop_forgotten(source, target, copied)
+    seconds = time.perf_counter() - started
+    return ImportReport(records, max(0, added - dropped), replaced, dropped, batches, seconds, first or 0.0)
+
+
+def _drop_forgotten(source: MemoryStore, target: MemoryStore, copied: Mapping[str, list[str]]) -> int:
+    """Delete from ``target`` the ``copied`` ids ``source`` no longer holds; returns how many.
+
+    A memory deleted (or a namespace forgotten) in the source after the Ray read saw it would
+    otherwise live on in the new table: a right to be forgotten undone by a model upgrade.
+    """
+    dropped = 0
+    for namespace, ids in copied.items():
+        for start in range(0, len(ids), _CHECK_IDS):
+            try:
+                source.get(ids[start : start + _CHECK_IDS], namespace=namespace)
+            except NotFoundError as exc:
+                dropped += target.delete(exc.missing, namespace=namespace, missing_ok=True)
+    return dropped
 
 
 def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
@@ -224,9 +296,28 @@ def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:
     return sql_in("namespace", [check_namespace(ns, max_chars=10_000) for ns in namespaces])
 
 
+def _check_copy(source: MemoryStore, target: MemoryStore, storage_options: Mapping[str, str] | None) -> None:
+    """Refuse a copy onto the source's own table, a source Lance cannot read (LanceDB Cloud), bad options."""
+    check_storage_options(storage_options)
+    if any(o["uri"].startswith("db://") for o in table_openers(source, None)):
+        raise ConfigError(
+            "reembed reads the source table with Lance directly, which cannot read LanceDB Cloud (db://); copy "
+            "it with admin.export()/admin.restore() into a store of the same model on a folder or bucket, and "
+            "re-embed that copy"
+        )
+    if _tables(source) & _tables(target):
+        raise InvalidInputError("source and target are the same table; open the target on a new table or path")
+
+
 def _tables(store: MemoryStore) -> set[tuple[str, str]]:
-    """Location and name of each table of ``store`` (each shard's of a sharded store)."""
-    return {(o["uri"], o["table_name"]) for o in table_openers(store, None)}
+    """Location and name of each table of ``store`` (each shard's of a sharded store), one spelling each.
+
+    ``s3://b/mem/`` is the table at ``s3://b/mem``, a symlinked folder its target: copying a table
+    onto itself must be refused however spelled (the shards' own rule, ``table_identity``).
+    """
+    from .._shard_calls import table_identity
+
+    return {table_identity(o["uri"], o["table_name"]) for o in table_openers(store, None)}
 
 
 def _read_table(source: MemoryStore, where: str | None, storage_options: Mapping[str, str] | None) -> Any:

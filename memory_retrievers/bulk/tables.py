@@ -12,10 +12,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import InvalidInputError
+
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["open_table", "table_openers"]
+__all__ = ["check_storage_options", "open_table", "table_openers"]
 
 
 def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None) -> list[dict[str, Any]]:
@@ -27,10 +29,14 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
             reopens with the environment's.
 
     Returns:
-        One dict per table: ``uri``, ``table_name``, ``config``, ``storage_options``.
+        One dict per table: ``uri``, ``table_name``, ``config``, ``storage_options`` and ``cloud``
+        (the :class:`~memory_retrievers.storage.connect.CloudAccess` of a ``db://`` table, whose
+        repr masks the API key, or ``None``).
     """
     from ..shards import ShardedMemoryStore
+    from ..storage.connect import CloudAccess
 
+    check_storage_options(storage_options)
     common = {
         "config": store.config.model_dump(),
         "storage_options": dict(storage_options) if storage_options else None,
@@ -39,8 +45,31 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
         # Each shard's own table name: an open store given as a shard may use another than the
         # sharded store's (``ShardedMemoryStore`` keeps them, without a public accessor).
         tables = store._tables
-        return [{"uri": _absolute(u), "table_name": t, **common} for u, t in zip(store.locations, tables, strict=True)]
-    return [{"uri": _absolute(store.uri), "table_name": store.table_name, **common}]
+        cloud = CloudAccess(**store._cloud) if store._cloud else None
+        return [
+            {"uri": _absolute(u), "table_name": t, "cloud": cloud if u.startswith("db://") else None, **common}
+            for u, t in zip(store.locations, tables, strict=True)
+        ]
+    # A db:// store's key, region and host: a task reopening it without them is refused by LanceDB.
+    own = store._table._cloud
+    return [{"uri": _absolute(store.uri), "table_name": store.table_name, "cloud": own, **common}]
+
+
+def check_storage_options(storage_options: Mapping[str, str] | None) -> None:
+    """Refuse options that are not a dict of str to str (Lance's; a bad value would fail in a Ray task).
+
+    Raises:
+        InvalidInputError: Naming the argument, never quoting its values (they hold credentials).
+    """
+    if storage_options is None:
+        return
+    if not isinstance(storage_options, Mapping) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in storage_options.items()
+    ):
+        raise InvalidInputError(
+            "storage_options must be a dict of str to str (e.g. {'aws_region': 'eu-west-1'}), "
+            f"got a {type(storage_options).__name__}"
+        )
 
 
 def _absolute(location: str) -> str:
@@ -58,4 +87,5 @@ def open_table(opener: Mapping[str, Any], embedder: Any) -> MemoryStore:
         embedder=embedder,
         config=opener["config"],
         storage_options=opener["storage_options"],
+        **(opener["cloud"].connect_kwargs() if opener.get("cloud") is not None else {}),
     )

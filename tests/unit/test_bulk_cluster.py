@@ -33,8 +33,8 @@ def test_a_plain_store_is_one_table_and_a_sharded_store_one_per_shard(tmp_path: 
         openers = table_openers(sharded, None)
         # Relative folders made absolute (a Ray worker need not share the cwd), URIs kept, each shard's table.
         assert [o["uri"] for o in openers] == [str(tmp_path / "s0"), "s3://bucket/s1", given.uri]
-        # The locations open the open stores' table when they share one (ShardedMemoryStore's table_name=None).
-        assert [o["table_name"] for o in openers] == ["other", "other", "other"]
+        # The location shards take the open store's table name (51fc39f: the shards' shared table).
+        assert [o["table_name"] for o in openers] == ["other", "other", "other"] == list(sharded.tables)
         named = ShardedMemoryStore(["s0", given], table_name="memories", embedder=HashEmbedder(16))
         assert [o["table_name"] for o in table_openers(named, None)] == ["memories", "other"]
         assert all(o["storage_options"] is None for o in openers)
