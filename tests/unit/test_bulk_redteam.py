@@ -242,11 +242,12 @@ def test_a_memory_forgotten_while_reembedding_is_not_copied_back(tmp_path: Path)
     with MemoryStore(tmp_path / "old", embedder=HashEmbedder(16)) as source:
         kept = source.add("bob plays chess", namespace="bob")
         gone = source.add("alice's address is 1 Main St", namespace="alice")
-        import lance
+        import lancedb
 
         from memory_retrievers.fields import SCALAR_COLUMNS
 
-        read = lance.dataset(str(tmp_path / "old" / "memories.lance")).to_table(columns=list(SCALAR_COLUMNS))
+        # Read with LanceDB, not pylance: importing pylance installs its at-fork warning in this process.
+        read = lancedb.connect(tmp_path / "old").open_table("memories").to_arrow().select(list(SCALAR_COLUMNS))
         # The Ray read saw both rows; then Alice asked to be forgotten, before her row was restored.
         source.forget("alice")
 
