@@ -186,6 +186,22 @@ def pct(values: Sequence[float], q: float) -> float:
     return round(ordered[min(len(ordered) - 1, int(q * len(ordered)))], 2)
 
 
+def lancedb_hybrid(table: Any, model: SentenceTransformerEmbedder, rrf: Any, where: str, query: str) -> list[str]:
+    """LanceDB's hybrid query (vector + full text, RRF, prefiltered by ``where``): ids of the top ``K``."""
+    res = (
+        table.search(query_type="hybrid", fts_columns="text")
+        .vector(model.embed_query(query))
+        .text(query)
+        .distance_type("cosine")
+        .where(where, prefilter=True)
+        .rerank(rrf)
+        .limit(K)
+        .select(["id"])
+        .to_list()
+    )
+    return [r["id"] for r in res]
+
+
 class References:
     """LanceDB's hybrid query and the numpy floor, on the store's own table."""
 
@@ -201,18 +217,7 @@ class References:
         self.matrices: dict[str, np.ndarray] = {}
 
     def hybrid(self, namespace: str, query: str) -> list[str]:
-        res = (
-            self.table.search(query_type="hybrid", fts_columns="text")
-            .vector(self.model.embed_query(query))
-            .text(query)
-            .distance_type("cosine")
-            .where(build_where(namespace), prefilter=True)
-            .rerank(self.rrf)
-            .limit(K)
-            .select(["id"])
-            .to_list()
-        )
-        return [r["id"] for r in res]
+        return lancedb_hybrid(self.table, self.model, self.rrf, build_where(namespace), query)
 
     def load(self, namespace: str) -> list[str]:
         """Hold the namespace's vectors for the floor; returns its texts, in the same order."""
@@ -261,21 +266,11 @@ class PlainApp:
 
     @staticmethod
     def where(namespace: str) -> str:
+        # Its own table has no superseded_by column (build_where's filter needs one): namespace only.
         return "namespace = '" + namespace.replace("'", "''") + "'"
 
     def hybrid(self, namespace: str, query: str) -> list[str]:
-        res = (
-            self.table.search(query_type="hybrid", fts_columns="text")
-            .vector(self.model.embed_query(query))
-            .text(query)
-            .distance_type("cosine")
-            .where(self.where(namespace), prefilter=True)
-            .rerank(self.rrf)
-            .limit(K)
-            .select(["id"])
-            .to_list()
-        )
-        return [r["id"] for r in res]
+        return lancedb_hybrid(self.table, self.model, self.rrf, self.where(namespace), query)
 
     def add(self, text: str, namespace: str) -> None:
         """One turn, embedded by the same model, added through the handle the app searches with."""
