@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from _data import DEFAULT_LOCOMO, load_turns  # noqa: E402
 from _replay import LoCoMoReplayLLM  # noqa: E402
+from bulk_ray import records_of  # noqa: E402
 
 # The checkout's own data folder, or the shared one beside the worktrees.
 LOCOMO = next(
@@ -35,19 +36,10 @@ FORMED = ["fact", "preference", "event", "insight"]  # facts of every kind, and 
 
 
 def _locomo_records(limit: int, *, with_ids: bool) -> list[dict[str, Any]]:
-    turns = load_turns(LOCOMO)[:limit]
-    return [
-        {
-            **({"id": f"{t.conversation}-{t.dia_id}"} if with_ids else {}),
-            "text": t.text,
-            "namespace": t.conversation,
-            "kind": "message",
-            "session_id": f"{t.conversation}/{t.session}",
-            "created_at": t.created_at + timedelta(seconds=i),
-            "metadata": {"dia_id": t.dia_id},
-        }
-        for i, t in enumerate(turns)
-    ]
+    records = records_of(LOCOMO, limit)  # the benchmark's records, so both measure the same input
+    if not with_ids:
+        return records
+    return [{"id": f"{r['namespace']}-{r['metadata']['dia_id']}", **r} for r in records]
 
 
 def _exported(store: MemoryStore) -> dict[str, list[dict[str, Any]]]:
