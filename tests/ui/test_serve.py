@@ -65,3 +65,21 @@ def test_the_command_refuses_a_public_bind_without_a_token(tmp_path: Path) -> No
     run = subprocess.run(args, capture_output=True, text=True, env=env, timeout=120)
     assert run.returncode == 6, run.stderr
     assert "token" in run.stderr and "127.0.0.1" in run.stderr
+
+
+def test_the_commands_in_the_cli_guide_parse() -> None:
+    """docs/CLI.md shows ``ui`` command lines in a text block (they serve until Ctrl-C): each must parse."""
+    import shlex
+
+    from memory_retrievers.cli.cmd_ui import ui
+
+    guide = (Path(__file__).resolve().parents[2] / "docs" / "CLI.md").read_text()
+    section = guide.split("## Memory inspector\n", 1)[1].split("\n## ", 1)[0]
+    lines = [line.split("#")[0] for line in section.splitlines() if line.startswith("memory-retrievers ui")]
+    assert len(lines) == 3
+    for line in lines:
+        context = ui.make_context("ui", shlex.split(line)[2:])
+        assert context.params["host"] and context.params["port"] >= 0
+    options = {opt for param in ui.params for opt in getattr(param, "opts", [])}
+    for option in re.findall(r"\| `(--[a-z-]+)", section):
+        assert option in options, option
