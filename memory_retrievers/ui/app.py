@@ -25,6 +25,7 @@ from starlette.templating import Jinja2Templates
 from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
 from . import routes_actions, routes_pages
 from .links import ns_url, path_for
+from .routes_pages import error_page
 from .scans import ScanCache
 from .security import Guard, check_bind
 
@@ -100,13 +101,6 @@ def _human_bytes(n: int | None) -> str:
             return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
         value /= 1024
     return f"{n} B"
-
-
-def error_page(request: Request, status: int, title: str, message: str) -> Response:
-    """An HTML error page (the message is escaped by the template)."""
-    templates: Jinja2Templates = request.app.state.templates
-    ctx = {"status": status, "title": title, "message": message}
-    return templates.TemplateResponse(request, "error.html", ctx, status_code=status)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:

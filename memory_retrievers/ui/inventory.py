@@ -34,6 +34,8 @@ __all__ = [
     "memory_page",
     "namespace_summary",
     "namespaces_page",
+    "get_many",
+    "get_one",
     "store_version",
 ]
 
@@ -203,6 +205,28 @@ async def store_version(store: MemoryStore) -> int:
     return await store._table.version()
 
 
+async def get_one(store: MemoryStore, namespace: str, memory_id: str) -> Memory:
+    """One memory by id (typed: ``aget`` of a str).
+
+    Raises:
+        NotFoundError: No such memory in the namespace.
+    """
+    found = await store.aget(memory_id, namespace=namespace)
+    return found if isinstance(found, Memory) else found[0]
+
+
+async def get_many(store: MemoryStore, namespace: str, ids: list[str]) -> list[Memory]:
+    """Memories by id, in order (typed: ``aget`` of a list; an empty list reads nothing).
+
+    Raises:
+        NotFoundError: Any id is missing from the namespace.
+    """
+    if not ids:
+        return []
+    found = await store.aget(ids, namespace=namespace)
+    return [found] if isinstance(found, Memory) else list(found)
+
+
 async def _columns(store: MemoryStore, where: str, columns: list[str], action: str) -> pa.Table:
     # The public API reads whole memories; a summary needs a few columns of many rows.
     return await store._table.rows(where, columns, action=action)
@@ -341,8 +365,7 @@ async def memory_page(
         pages = _pages(len(hits))
         check_page(page, pages)
         ids = [h.id for h in hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]]
-        found = await store.aget(ids, namespace=namespace) if ids else []
-        return MemoryPage(list(found), page, pages, len(hits), kind, q)
+        return MemoryPage(await get_many(store, namespace, ids), page, pages, len(hits), kind, q)
     total = await store.acount(namespace, filter=flt or None)
     pages = _pages(total)
     check_page(page, pages)

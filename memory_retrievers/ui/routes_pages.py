@@ -16,7 +16,7 @@ from .timeline import bucket_timeline, timeline_svg
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["int_param", "memory", "namespace", "namespaces", "review"]
+__all__ = ["error_page", "int_param", "memory", "namespace", "namespaces", "review"]
 
 #: Namespace summaries kept per app (each keyed by namespace and store version).
 _SUMMARIES_KEPT = 64
@@ -39,7 +39,13 @@ def int_param(request: Request, name: str, default: int) -> int:
 
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     """Render a page with the app's templates."""
-    return request.app.state.templates.TemplateResponse(request, template, context, status_code=status)
+    response: Response = request.app.state.templates.TemplateResponse(request, template, context, status_code=status)
+    return response
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> Response:
+    """An HTML error page (the message is escaped by the template)."""
+    return render(request, "error.html", {"status": status, "title": title, "message": message}, status)
 
 
 def _store(request: Request) -> MemoryStore:

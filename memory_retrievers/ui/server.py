@@ -54,15 +54,17 @@ def serve(
     from ..store import MemoryStore
 
     owned = not isinstance(store_or_uri, MemoryStore)
-    # Long-lived: see what other processes (the command line, the agent) commit meanwhile.
-    store = MemoryStore(store_or_uri, config={"read_consistency_interval": timedelta(0)}) if owned else store_or_uri
+    if isinstance(store_or_uri, MemoryStore):
+        store = store_or_uri
+    else:  # long-lived: see what other processes (the command line, the agent) commit meanwhile
+        store = MemoryStore(store_or_uri, config={"read_consistency_interval": timedelta(0)})
     hosts = [*(allowed_hosts or []), *([] if is_loopback(host) or host in ("0.0.0.0", "::") else [host])]
-    app = create_app(store, read_only=read_only, token=token, allowed_hosts=hosts)  # type: ignore[arg-type]
+    app = create_app(store, read_only=read_only, token=token, allowed_hosts=hosts)
     try:
         asyncio.run(_run(app, host, port, token, on_ready or _announce))
     finally:
         if owned:
-            store.close()  # type: ignore[union-attr]
+            store.close()
 
 
 def _announce(url: str) -> None:
