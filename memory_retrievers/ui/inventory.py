@@ -8,6 +8,7 @@ reads its small columns once and is cached per store version; the memory list is
 
 from __future__ import annotations
 
+import asyncio
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -304,7 +305,8 @@ async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSumm
     table = await _columns(store, where, cols, "read the namespace's summary")
     if table.num_rows == 0:
         raise NotFoundError(f"namespace {namespace!r} holds no memory", [namespace])
-    return _summarize(namespace, table.to_pydict(), store.clock(), version)
+    # Off the event loop: a 100k-memory namespace is a few hundred ms of Python.
+    return await asyncio.to_thread(lambda: _summarize(namespace, table.to_pydict(), store.clock(), version))
 
 
 def _summarize(namespace: str, data: dict[str, list[Any]], now: datetime, version: int) -> NamespaceSummary:
