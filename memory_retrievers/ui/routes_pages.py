@@ -87,7 +87,7 @@ async def namespace(request: Request) -> Response:
         kind=request.query_params.get("kind"),
         q=request.query_params.get("q") or None,
     )
-    timeline = bucket_timeline(summary.created)
+    timeline = bucket_timeline(summary.daily)
     scan = request.app.state.scans.get(ns)
     ctx = {"summary": summary, "page": page, "timeline": timeline, "timeline_svg": timeline_svg(timeline), "scan": scan}
     return render(request, "namespace.html", ctx)

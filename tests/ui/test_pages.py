@@ -183,3 +183,19 @@ def test_importing_the_core_does_not_import_the_inspector_or_starlette() -> None
     loaded = set(run.stdout.split())
     assert "memory_retrievers" in loaded
     assert loaded & {"starlette", "uvicorn", "jinja2", "memory_retrievers.ui"} == set()
+
+
+def test_expired_archived_and_pinned_memories_are_counted(
+    store: MemoryStore, client: TestClient, clock: ManualClock
+) -> None:
+    store.add("a note that expires tomorrow", namespace="eve", expires_at=clock() + timedelta(days=1))
+    store.add("an archived fact about boats", namespace="eve", lifecycle="archived")
+    store.add("a pinned fact about sails", namespace="eve", pinned=True)
+    clock.advance(days=2)
+    row = client.get("/?prefix=eve").text.split('data-namespace="eve"')[1].split("</tr>")[0]
+    assert re.findall(r'<td class="num">(\d+)</td>', row)[:2] == ["3", "0"]  # live (expired included), superseded
+    assert row.rstrip().count('<td class="num">1</td>') == 1  # one expired, not yet removed
+    summary = client.get("/ns/eve").text.split('data-testid="namespace-summary"')[1].split("</section>")[0]
+    assert "<dt>pinned</dt><dd>1</dd>" in summary
+    assert "<dt>archived</dt><dd>1 " in summary
+    assert "<dt>expired, not removed</dt><dd>1 " in summary
