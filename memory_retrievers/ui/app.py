@@ -115,6 +115,11 @@ async def _store_error(request: Request, exc: Exception) -> Response:
     return error_page(request, 500, "The store failed", f"{type(exc).__name__}: {exc}")
 
 
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # A bug, not the store: say what broke, never the traceback (the server's log has it).
+    return error_page(request, 500, "Unexpected error", f"{type(exc).__name__}: {exc}")
+
+
 async def _http_error(request: Request, exc: Exception) -> Response:
     status = int(getattr(exc, "status_code", 500))
     return error_page(request, status, "Not found" if status == 404 else "Error", str(getattr(exc, "detail", exc)))
@@ -155,6 +160,7 @@ def create_app(
         InvalidInputError: _bad_request,
         ConfigError: _bad_request,
         MemoryRetrieversError: _store_error,
+        Exception: _unexpected,
         404: _http_error,
         405: _http_error,
     }

@@ -199,3 +199,18 @@ def test_expired_archived_and_pinned_memories_are_counted(
     assert "<dt>pinned</dt><dd>1</dd>" in summary
     assert "<dt>archived</dt><dd>1 " in summary
     assert "<dt>expired, not removed</dt><dd>1 " in summary
+
+
+def test_an_unexpected_error_is_a_500_page_without_a_traceback(
+    ui_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers.ui import create_app
+
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(ui_store, "aget", broken)
+    with TestClient(create_app(ui_store), base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        response = client.get("/ns/alice/m/whatever")
+    assert response.status_code == 500
+    assert "RuntimeError: a bug" in response.text and "Traceback" not in response.text
