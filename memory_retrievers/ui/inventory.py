@@ -177,6 +177,7 @@ class MemoryPage:
         total: Memories matching the filters (BM25 matches are capped at ``MAX_TEXT_HITS``).
         kind: The kind filter, if any.
         q: The text filter, if any.
+        hidden: Whether superseded, archived and expired memories are listed too.
     """
 
     memories: list[Memory]
@@ -185,6 +186,7 @@ class MemoryPage:
     total: int
     kind: str | None
     q: str | None
+    hidden: bool = False
 
 
 def _pages(total: int) -> int:
@@ -362,9 +364,17 @@ def parse_kind(value: str | None) -> str | None:
 
 
 async def memory_page(
-    store: MemoryStore, namespace: str, *, page: int = 1, kind: str | None = None, q: str | None = None
+    store: MemoryStore,
+    namespace: str,
+    *,
+    page: int = 1,
+    kind: str | None = None,
+    q: str | None = None,
+    hidden: bool = False,
 ) -> MemoryPage:
-    """One page (:data:`PAGE_SIZE`) of a namespace's live memories, newest first or by BM25 match of ``q``.
+    """One page (:data:`PAGE_SIZE`) of a namespace's memories, newest first or by BM25 match of ``q``.
+
+    Live memories only, unless ``hidden``: then superseded, archived and expired ones too.
 
     Raises:
         InvalidInputError: ``page`` is below 1 or past the last page, or ``kind`` is not a kind.
@@ -373,17 +383,19 @@ async def memory_page(
         raise InvalidInputError(f"page must be 1 or more, got {page}")
     kind = parse_kind(kind)
     flt: dict[str, Any] = {"kinds": [kind]} if kind else {}
+    if hidden:
+        flt |= {"include_superseded": True, "include_archived": True, "include_expired": True}
     if q:
         hits = await store.afts_search(q, namespace=namespace, k=MAX_TEXT_HITS, filter=flt or None)
         pages = _pages(len(hits))
         check_page(page, pages)
         ids = [h.id for h in hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]]
-        return MemoryPage(await get_many(store, namespace, ids), page, pages, len(hits), kind, q)
+        return MemoryPage(await get_many(store, namespace, ids), page, pages, len(hits), kind, q, hidden)
     total = await store.acount(namespace, filter=flt or None)
     pages = _pages(total)
     check_page(page, pages)
     memories = await store.alist(namespace, filter=flt or None, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return MemoryPage(memories, page, pages, total, kind, q)
+    return MemoryPage(memories, page, pages, total, kind, q, hidden)
 
 
 def linking_where(namespace: str, memory_id: str) -> str:

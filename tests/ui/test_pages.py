@@ -214,3 +214,14 @@ def test_an_unexpected_error_is_a_500_page_without_a_traceback(
         response = client.get("/ns/alice/m/whatever")
     assert response.status_code == 500
     assert "RuntimeError: a bug" in response.text and "Traceback" not in response.text
+
+
+def test_hidden_memories_are_listed_on_request(store: MemoryStore, client: TestClient) -> None:
+    old = store.add("Finn lives in Oslo", namespace="finn")
+    new = store.supersede(old.id, "Finn lives in Bergen", namespace="finn")
+    live = client.get("/ns/finn").text
+    assert rows(live, "memory-row", "data-id") == [new.id]
+    everything = client.get("/ns/finn?hidden=1").text
+    assert set(rows(everything, "memory-row", "data-id")) == {old.id, new.id}
+    assert "<td>superseded</td>" in everything and 'name="hidden" value="1" checked' in everything
+    assert client.get("/ns/finn?hidden=yes").status_code == 400
