@@ -87,3 +87,16 @@ def test_the_commands_in_the_cli_guide_parse() -> None:
     options = {opt for param in ui.params for opt in getattr(param, "opts", [])}
     for option in re.findall(r"\| `(--[a-z-]+)", section):
         assert option in options, option
+
+
+def test_the_command_says_when_there_is_no_store(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORY_RETRIEVERS_NO_WORKER": "1"}
+    run = subprocess.run(
+        _cli("ui", "--store", str(tmp_path / "none"), "--embedder", "hash:32"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 3 and "no store at" in run.stderr
+    assert not (tmp_path / "none").exists()  # an inspector never creates a store
