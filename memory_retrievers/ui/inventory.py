@@ -17,9 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..errors import InvalidInputError
-from ..filters import MemoryFilter, build_where, sql_in, sql_literal
+from ..filters import MemoryFilter, build_where, sql_in
 from ..models import Memory, MemoryKind
 from ..storage.stats import StoreStats
+from .reads import columns as read_columns
+from .reads import get_many, store_version
 from .scans import ReviewScan
 
 if TYPE_CHECKING:
@@ -35,9 +37,6 @@ __all__ = [
     "memory_page",
     "namespace_summary",
     "namespaces_page",
-    "get_many",
-    "get_one",
-    "store_version",
 ]
 
 #: Rows per page on every paged view.
@@ -203,38 +202,6 @@ def check_page(page: int, pages: int) -> None:
         raise InvalidInputError(f"page must be between 1 and {pages}, got {page}")
 
 
-async def store_version(store: MemoryStore) -> int:
-    """The table version the store sees now (every commit makes a new one; caches key on it)."""
-    return await store._table.version()
-
-
-async def get_one(store: MemoryStore, namespace: str, memory_id: str) -> Memory:
-    """One memory by id (typed: ``aget`` of a str).
-
-    Raises:
-        NotFoundError: No such memory in the namespace.
-    """
-    found = await store.aget(memory_id, namespace=namespace)
-    return found if isinstance(found, Memory) else found[0]
-
-
-async def get_many(store: MemoryStore, namespace: str, ids: list[str]) -> list[Memory]:
-    """Memories by id, in order (typed: ``aget`` of a list; an empty list reads nothing).
-
-    Raises:
-        NotFoundError: Any id is missing from the namespace.
-    """
-    if not ids:
-        return []
-    found = await store.aget(ids, namespace=namespace)
-    return [found] if isinstance(found, Memory) else list(found)
-
-
-async def _columns(store: MemoryStore, where: str, columns: list[str], action: str) -> pa.Table:
-    # The public API reads whole memories; a summary needs a few columns of many rows.
-    return await store._table.rows(where, columns, action=action)
-
-
 def _utc(value: datetime | None) -> datetime | None:
     if value is None:
         return None
@@ -278,7 +245,8 @@ async def _page_figures(
     if not namespaces:
         return {}
     where = f"{sql_in('namespace', namespaces)} AND superseded_by IS NULL"
-    table = await _columns(store, where, ["namespace", "created_at", "expires_at", "text"], "read namespace figures")
+    wanted = ["namespace", "created_at", "expires_at", "text"]
+    table = await read_columns(store, where, wanted, "read namespace figures")
     now = store.clock()
     # Aggregated in Arrow: converting 100k rows to Python objects costs ten times the read.
     figures = pa.table(
@@ -316,7 +284,7 @@ async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSumm
     where = build_where(namespace, MemoryFilter(include_superseded=True))
     cols = ["kind", "created_at", "superseded_by", "expires_at", "lifecycle", "pinned", "text"]
     version = await store_version(store)
-    table = await _columns(store, where, cols, "read the namespace's summary")
+    table = await read_columns(store, where, cols, "read the namespace's summary")
     if table.num_rows == 0:
         raise NotFoundError(f"namespace {namespace!r} holds no memory", [namespace])
     # Off the event loop: a 100k-memory namespace is a few hundred ms of Python.
@@ -396,9 +364,3 @@ async def memory_page(
     check_page(page, pages)
     memories = await store.alist(namespace, filter=flt or None, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
     return MemoryPage(memories, page, pages, total, kind, q, hidden)
-
-
-def linking_where(namespace: str, memory_id: str) -> str:
-    """The predicate of the memories of ``namespace`` whose ``links`` name ``memory_id``."""
-    where = build_where(namespace, MemoryFilter(include_superseded=True))
-    return f"{where} AND array_has(links, {sql_literal(memory_id)})"

@@ -10,7 +10,7 @@ from ..errors import NotFoundError
 from ..formation.config import FormationConfig
 from ..formation.lifecycle import next_tier
 from ..models import Memory
-from .inventory import get_many, get_one, linking_where
+from .reads import get_many, get_one, linking_where
 from .scans import Conflict, ReviewScan
 
 if TYPE_CHECKING:

@@ -18,8 +18,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from ..errors import InvalidInputError, NotFoundError
-from .inventory import get_one
 from .links import ns_url, path_for
+from .reads import get_one
 from .routes_pages import error_page, render
 from .security import check_csrf
 

@@ -8,8 +8,9 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import InvalidInputError
-from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page, store_version
+from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page
 from .life import memory_life
+from .reads import store_version
 from .scans import run_scan
 from .timeline import bucket_timeline, timeline_svg
 
