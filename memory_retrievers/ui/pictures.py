@@ -209,7 +209,8 @@ def strip_svg(
     points = [(m, _num(getattr(m, value)), True) for m in winners] + [
         (m, _num(getattr(m, value)), False) for m in losers
     ]
-    top = max([v for _, v, _ in points] + [1.0 if value == "score" else 0.0]) or 1.0
+    # The axis ends a little past the best score, so that low scores (most calibrated ones are) spread out.
+    top = round(max([v for _, v, _ in points] + [0.0]) * 1.1, 6) or 1.0
     rows = {True: 14, False: 40}
     body = [_text(4, rows[True] + 4, "selected"), _text(4, rows[False] + 4, "not selected")]
     body.append(f'<line x1="{_LABEL_W}" y1="56" x2="{_LABEL_W + _BAR_W}" y2="56" stroke="#999"/>')

@@ -157,7 +157,7 @@ def test_the_strip_chart_puts_winners_above_losers_and_draws_the_cut() -> None:
     assert set(dots) == {"w1", "w2", "l1", "l2"}
     assert dots["w1"].get("data-won") == "true" and dots["l1"].get("data-won") == "false"
     x = {k: float(v.get("cx", "0")) for k, v in dots.items()}
-    assert math.isclose((x["w1"] - 110) / (x["l2"] - 110), 9, rel_tol=1e-3)  # proportional on a [0, 1] axis
+    assert math.isclose((x["w1"] - 110) / (x["l2"] - 110), 9, rel_tol=1e-3)  # proportional, on an axis from 0
     (cut,) = [line for line in root.iter(f"{SVG}line") if line.get("data-cut")]
     assert float(cut.get("data-cut", "0")) == 0.5 and math.isclose(float(cut.get("x1", "0")), x["w2"])
     label = root.get("aria-label", "")
