@@ -45,6 +45,7 @@ __all__ = [
     "SectionView",
     "ask_view",
     "compare_view",
+    "diff_of",
 ]
 
 LANGCHAIN_HEADER = "Long-term memory about the user (recalled; may be outdated):"
