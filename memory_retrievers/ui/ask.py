@@ -240,7 +240,7 @@ async def ask_view(
     at = now or store.clock()
     retriever = MemoryRetriever(store, config=config)
     quiet: dict[str, Any] = {"record_access": False}
-    # Both passes at once: the wide one needs nothing of the real one (k at its maximum keeps every candidate).
+    # Both passes at once: the wide one needs nothing of the real one (at k's maximum it keeps the best 1,000).
     result, wide = await asyncio.gather(
         retriever.arecall(
             form.query, namespace=namespace, token_budget=form.budget, explain=True, now=at, config=quiet
