@@ -23,7 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
-from . import routes_actions, routes_pages
+from . import routes_actions, routes_ask, routes_pages
 from .links import ns_url, path_for
 from .routes_pages import error_page
 from .scans import ScanCache
@@ -36,8 +36,9 @@ __all__ = ["ROUTES", "create_app"]
 
 HERE = Path(__file__).resolve().parent
 
-#: Every route of the inspector (the ask page's are added in front of these).
+#: Every route of the inspector (the ask page first: ``/ns/{namespace}/{action}`` would take its path).
 ROUTES: list[BaseRoute] = [
+    *routes_ask.ROUTES,
     Route("/", routes_pages.namespaces, name="namespaces"),
     Route("/ns/{namespace:ns}", routes_pages.namespace, name="namespace"),
     Route("/ns/{namespace:ns}/review", routes_pages.review, name="review"),

@@ -13,11 +13,12 @@ from typing import Any
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import NoMatchFound, Route
+from starlette.routing import Route
 
 from ..errors import ConfigError, InvalidInputError
 from .ask import AskView, CompareView, ask_view, compare_view
 from .ask_form import CONFIG_CHOICES, DEFAULT_CONFIG, AskForm
+from .links import ns_url
 from .pictures import CHANNEL_COLOURS, explanation_svg, strip_svg
 
 __all__ = ["ROUTES", "Shown", "ask_page", "link"]
@@ -26,15 +27,8 @@ _FIELDS = ("q", "budget", "config", "compare", "overrides", "compare_overrides")
 
 
 def link(request: Request, route_name: str, namespace: str, **params: str) -> str:
-    """The URL of one of the app's pages for ``namespace`` (``""`` when the app has no such page).
-
-    The one place the ask page builds links: at the merge it becomes the app's
-    ``ui.links.ns_url(request, route_name, namespace, **params)``.
-    """
-    try:
-        return str(request.url_for(route_name, namespace=namespace, **params))
-    except NoMatchFound:
-        return ""
+    """The URL of one of the app's pages for ``namespace`` (the app's :func:`~.links.ns_url`)."""
+    return ns_url(request, route_name, namespace, **params)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,5 +87,5 @@ async def _result(store: Any, namespace: str, form: AskForm) -> dict[str, Any]:
     return {"shown": shown(await ask_view(store, namespace, form))}
 
 
-ROUTES = [Route("/ns/{namespace:path}/ask", ask_page, methods=["GET"], name="ask")]
+ROUTES = [Route("/ns/{namespace:ns}/ask", ask_page, methods=["GET"], name="ask")]
 """The ask page's routes; the app lists them before ``/ns/{namespace:path}``, which would take them."""

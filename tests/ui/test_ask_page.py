@@ -1,4 +1,4 @@
-"""The ask page through a throwaway Starlette app (a minimal base.html; after the merge, the app's own)."""
+"""The ask page through the inspector's app (``create_app``): the form, the block, the pictures, compare."""
 
 from __future__ import annotations
 
@@ -8,26 +8,17 @@ from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
-from jinja2 import ChoiceLoader, Environment, FileSystemLoader, select_autoescape
-from starlette.applications import Starlette
-from starlette.requests import Request
-from starlette.responses import PlainTextResponse
-from starlette.routing import Route
-from starlette.templating import Jinja2Templates
 from starlette.testclient import TestClient
 
-import memory_retrievers.ui.routes_ask as routes_ask
 from memory_retrievers import MemoryRetriever, MemoryStore
 from memory_retrievers.sections import ContextSection, section_of
 from memory_retrievers.testing import ManualClock
+from memory_retrievers.ui import create_app
+from memory_retrievers.ui.links import encode_namespace
 
 NS = "alice/work"
 QUERY = "which theme does Alice like?"
 HOSTILE = "user: <script>alert('pwned')</script> I \"love\" the dark theme & <b>bold</b> fonts"
-BASE = (
-    "<!doctype html><html><head><title>{% block title %}{% endblock %}</title></head>"
-    "<body>{% block content %}{% endblock %}</body></html>"
-)
 VOID = {"input", "br", "meta", "link", "img", "hr"}
 
 
@@ -84,28 +75,6 @@ class Tree(HTMLParser):
             node.parts.append(data)
 
 
-def memory_page(request: Request) -> PlainTextResponse:
-    return PlainTextResponse(request.path_params["id"])
-
-
-def app_for(store: MemoryStore, tmp: Path) -> Starlette:
-    tmp.mkdir(exist_ok=True)
-    (tmp / "base.html").write_text(BASE)
-    package = Path(routes_ask.__file__).parent / "templates"
-    env = Environment(
-        loader=ChoiceLoader([FileSystemLoader(tmp), FileSystemLoader(package)]), autoescape=select_autoescape()
-    )
-
-    def context(request: Request) -> dict[str, object]:
-        return {"read_only": True, "csrf_token": "t", "namespace": request.path_params.get("namespace")}
-
-    app = Starlette(routes=[*routes_ask.ROUTES, Route("/ns/{namespace:path}/m/{id}", memory_page, name="memory")])
-    app.state.store = store
-    app.state.read_only = True
-    app.state.templates = Jinja2Templates(env=env, context_processors=[context])
-    return app
-
-
 @pytest.fixture
 def alice(store: MemoryStore, clock: ManualClock) -> MemoryStore:
     texts = [
@@ -126,11 +95,12 @@ def alice(store: MemoryStore, clock: ManualClock) -> MemoryStore:
 
 @pytest.fixture
 def client(alice: MemoryStore, tmp_path: Path) -> Iterator[TestClient]:
-    with TestClient(app_for(alice, tmp_path / "templates-base"), raise_server_exceptions=True) as c:
+    # The inspector's own app (read-only, as a viewer would run it): its base.html, links and guard.
+    with TestClient(create_app(alice, read_only=True), base_url="http://127.0.0.1", raise_server_exceptions=True) as c:
         yield c
 
 
-URL = "/ns/alice/work/ask"
+URL = f"/ns/{encode_namespace(NS)}/ask"
 
 
 def test_an_empty_query_shows_the_form_alone(client: TestClient) -> None:
@@ -168,7 +138,7 @@ def test_the_page_shows_the_exact_block_and_why(client: TestClient, alice: Memor
         (svg,) = e.find_all("svg", data_testid="explanation-picture")
         assert svg.attrs["role"] == "img" and svg.attrs["aria-label"].startswith("Why ")
         (a,) = [x for x in e.find_all("a") if x.attrs.get("class") == "memory-link"]
-        assert a.attrs["href"].endswith(f"/ns/alice/work/m/{e.attrs['data-id']}")
+        assert a.attrs["href"].endswith(f"/ns/{encode_namespace(NS)}/m/{e.attrs['data-id']}")
     cut = {c.attrs["data-id"]: c for c in tree.testid("cut")}
     assert expected.trimmed and any(c.attrs["data-reason"] == "over_budget" for c in cut.values())
     assert all("did not fit" in c.text for c in cut.values() if c.attrs["data-reason"] == "over_budget")
@@ -184,7 +154,9 @@ def test_hostile_memory_text_is_escaped_everywhere(client: TestClient) -> None:
     assert "<script>" not in page.text and "<b>bold" not in page.text
     tree = Tree(page.text).root
     assert HOSTILE in tree.testid("block")[0].text  # shown as the agent reads it
-    assert "<script" not in page.text.lower() and 'style="' not in page.text  # CSP: no inline script or style
+    # CSP: no inline script or style; the one script is the app's own file.
+    assert [n.attrs.get("src") for n in tree.find_all("script")] == ["/static/app.js"]
+    assert page.text.lower().count("<script") == 1 and 'style="' not in page.text
 
 
 def test_compare_shows_both_sides_and_their_diff(client: TestClient) -> None:
@@ -228,8 +200,16 @@ def test_a_bad_field_gives_400_naming_it_and_keeps_what_was_typed(
     assert not tree.testid("block")
 
 
-def test_only_get(client: TestClient) -> None:
-    assert client.post(URL, data={"q": QUERY}).status_code == 405
+def test_only_get(client: TestClient, alice: MemoryStore) -> None:
+    # A read-only inspector refuses every POST before routing; in a writable one the path is a
+    # namespace action's, and "ask" is none (400), with or without the form's CSRF token.
+    assert client.post(URL, data={"q": QUERY}).status_code == 403
+    app = create_app(alice)
+    with TestClient(app, base_url="http://127.0.0.1") as writable:
+        for form in ({"q": QUERY}, {"q": QUERY, "csrf_token": app.state.csrf_token}):
+            answer = writable.post(URL, data=form)
+            assert answer.status_code == 400 and "ask" in answer.text
+    assert alice.count(namespace=NS) == 8
 
 
 def test_the_page_records_no_access(client: TestClient, alice: MemoryStore) -> None:
@@ -241,7 +221,7 @@ def test_the_page_records_no_access(client: TestClient, alice: MemoryStore) -> N
 
 def test_an_odd_namespace_round_trips(client: TestClient, alice: MemoryStore) -> None:
     alice.add("Zoë likes the dark theme", namespace="team 5/zoë")
-    page = client.get("/ns/team 5/zoë/ask", params={"q": "dark theme"})
+    page = client.get(f"/ns/{encode_namespace('team 5/zoë')}/ask", params={"q": "dark theme"})
     assert page.status_code == 200
     assert "Zoë likes the dark theme" in Tree(page.text).root.testid("block")[0].text
 
