@@ -4,8 +4,8 @@ A LanceDB call completes on a tokio thread that enters Python (PyO3) to hand the
 waiting event loop. The caller can return, and the program exit, before that thread has left
 Python; an interpreter finalizing under it aborted the process ("Fatal Python error:
 PyGILState_Release", exit code -6), intermittently and only under CPU load. The tests below make
-the race certain instead of rare: the tokio thread lingers in Python after waking the loop (as a
-thread starved of CPU does) and the interpreter's teardown is slow (as with torch loaded).
+the race certain instead of rare: the tokio thread lingers in Python after waking the loop, as a
+thread starved of CPU does.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import pytest
 
 from memory_retrievers import _store_lifecycle
 
-#: A debug widening of the race, run in a child process. Without the wait at exit every such run
-#: aborted or crashed (10 of 10 without close()).
+#: A debug widening of the race, run in a child process. Without the wait at exit, every run that
+#: exits without close() aborted or crashed (10 of 10); one that closed first did not (0 of 10).
 _WIDENED = """
 import threading
 import time
@@ -41,13 +41,6 @@ def lingering_wake(self, *args, **kwargs):
 
 type(loop).call_soon_threadsafe = lingering_wake
 
-
-class SlowTeardown:
-    def __del__(self):  # runs while the interpreter finalizes (module globals are cleared)
-        time.sleep(0.6)
-
-
-keep = SlowTeardown()
 store = MemoryStore({db!r}, embedder=HashEmbedder(16))
 store.add("Bob's dog is called Max", namespace="bob")
 assert MemoryRetriever(store, namespace="bob").recall("dog").memories
