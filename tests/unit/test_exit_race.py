@@ -69,7 +69,11 @@ def test_the_exit_wait_is_bounded_when_a_foreign_thread_never_leaves(monkeypatch
 
 @pytest.mark.long
 def test_the_langchain_tutorial_snippet_exits_cleanly_under_cpu_load(tmp_path: Path) -> None:
-    """The docs snippet that aborted in CI (langchain.md block 1), 20 times beside busy CPUs."""
+    """The docs snippet that aborted in CI (langchain.md block 1), 8 times beside busy CPUs.
+
+    8 runs (about 20 s each on 2 loaded cores) keep the long tier's time in bounds; the widened
+    race above is the deterministic proof, this is the pattern that failed, run as users run it.
+    """
     pytest.importorskip("langchain_memory_retrievers")
     snippet = textwrap.dedent(
         """
@@ -84,7 +88,7 @@ def test_the_langchain_tutorial_snippet_exits_cleanly_under_cpu_load(tmp_path: P
     )
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(3)]
     try:
-        for run in range(20):
+        for run in range(8):
             folder = tmp_path / f"run{run}"
             folder.mkdir()
             done = subprocess.run(
