@@ -19,7 +19,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..errors import InvalidInputError, NotFoundError
 from .links import ns_url, path_for
-from .reads import get_one
+from .reads import get_many, get_one
 from .routes_pages import error_page, render
 from .security import check_csrf
 
@@ -155,8 +155,11 @@ async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) 
         raise InvalidInputError("merge-duplicates needs keep (the id kept) and at least one drop (an id to fold in)")
     if keep_id in drops:
         raise InvalidInputError(f"drop must not name the kept memory {keep_id!r}")
-    for drop_id in drops:
+    # Every id is read before anything changes: an id of another namespace (or a gone one) is a 404
+    # that leaves the group as it was, not half merged.
+    dropped = await get_many(store, ns, [keep_id, *drops])
+    for drop in dropped[1:]:
         keep = await get_one(store, ns, keep_id)  # re-read: the previous fold changed its links/tags
-        await _fold(store, ns, keep, await get_one(store, ns, drop_id))
+        await _fold(store, ns, keep, drop)
     message = f"merged {len(drops)} duplicate(s) into {keep_id}: archived, not deleted"
     return _back(request, ns_url(request, "review", ns), message)

@@ -1,0 +1,131 @@
+"""The inspector attacked: tenancy, cross-site and token tricks, hostile text, replayed confirmations, bad input.
+
+Each test pins a defect found by attacking the app (or a protection that held and must keep holding).
+"""
+
+from __future__ import annotations
+
+import html
+import unicodedata
+from collections.abc import Iterator
+
+import pytest
+from starlette.testclient import TestClient
+
+from memory_retrievers import MemoryStore
+from memory_retrievers.ui import create_app
+from memory_retrievers.ui.links import decode_namespace, encode_namespace
+
+from .conftest import csrf_of
+
+HOSTILE = "<script>alert(1)</script>\"'><img src=x onerror=alert(2)>"
+
+
+@pytest.fixture
+def rt_client(ui_store: MemoryStore) -> Iterator[TestClient]:
+    with TestClient(create_app(ui_store), base_url="http://127.0.0.1", follow_redirects=False) as client:
+        yield client
+
+
+def _bob(store: MemoryStore) -> str:
+    return store.list("bob")[0].id
+
+
+def _dog(store: MemoryStore) -> str:
+    return next(m.id for m in store.list("alice") if "dog" in m.text)
+
+
+def _snapshot(store: MemoryStore) -> list[tuple[str, str, str, bool, str | None]]:
+    rows = []
+    for ns in ("alice", "bob"):
+        for m in store.list(ns, filter={"include_superseded": True, "include_archived": True}):
+            rows.append((ns, m.id, m.text, m.pinned, m.superseded_by))
+    return sorted(rows)
+
+
+# Tenancy ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("action", ["pin", "unpin", "edit", "forget", "delete"])
+def test_a_memory_of_another_namespace_cannot_be_acted_on(
+    ui_store: MemoryStore, rt_client: TestClient, action: str
+) -> None:
+    bob = _bob(ui_store)
+    before = _snapshot(ui_store)
+    data = {"csrf_token": csrf_of(rt_client), "text": "hijacked", "confirm": bob[:8]}
+    response = rt_client.post(f"/ns/alice/m/{bob}/{action}", data=data)
+    assert response.status_code == 404, response.text
+    assert _snapshot(ui_store) == before
+
+
+@pytest.mark.parametrize(
+    "url", ["/ns/alice/m/{id}", "/ns/alice/m/{id}/confirm/forget", "/ns/alice/m/{id}/confirm/delete"]
+)
+def test_a_memory_of_another_namespace_is_not_shown(ui_store: MemoryStore, rt_client: TestClient, url: str) -> None:
+    response = rt_client.get(url.format(id=_bob(ui_store)))
+    assert response.status_code == 404
+    assert "Bob prefers" not in response.text
+
+
+def test_a_merge_naming_a_memory_of_another_namespace_changes_nothing(
+    store: MemoryStore, rt_client: TestClient
+) -> None:
+    keep = store.add("Carol keeps bees in the garden", namespace="carol", kind="fact")
+    drop = store.add("Carol keeps two bee hives in the garden", namespace="carol", kind="fact", dedup=False)
+    foreign = store.add("Dan keeps bees", namespace="dan", kind="fact")
+    data = {"csrf_token": csrf_of(rt_client), "keep": keep.id, "drop": [drop.id, foreign.id]}
+    response = rt_client.post("/ns/carol/merge-duplicates", data=data)
+    assert response.status_code == 404
+    after = store.get(drop.id, namespace="carol")
+    assert after.lifecycle != "archived" and "duplicate_of" not in after.metadata
+    assert store.get(keep.id, namespace="carol").links == keep.links
+
+
+def test_ask_in_one_namespace_never_shows_another(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    page = rt_client.get("/ns/alice/ask", params={"q": "Bob prefers the light theme"})
+    assert page.status_code == 200 and 'data-testid="block"' in page.text
+    assert _bob(ui_store) not in page.text
+    assert "Bob prefers the light theme</" not in page.text  # only the query box echoes it
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["~", "~7E", "100%", "%2F", "a/b", "a/../b", "..", ".", "...", "x" * 300, "é", "ns~2Fx", "<b>&amp;"],
+)
+def test_odd_namespaces_round_trip_and_never_alias(store: MemoryStore, rt_client: TestClient, name: str) -> None:
+    assert decode_namespace(encode_namespace(name)) == name
+    mine = store.add("the memory of this odd namespace", namespace=name, kind="fact")
+    store.add("a decoy", namespace="decoy", kind="fact")
+    listing = rt_client.get("/").text
+    href = listing.split(f'data-namespace="{html.escape(name)}"')[1].split('href="')[1].split('"')[0]
+    response = rt_client.get(href)  # the link the page gives, as a browser resolves it
+    assert response.status_code == 200, response.text
+    assert mine.id in response.text and "a decoy" not in response.text
+    assert rt_client.get(f"/ns/{encode_namespace(name)}/m/{mine.id}").status_code == 200
+
+
+def test_nfc_and_nfd_spellings_reach_the_one_namespace_the_store_keeps(
+    store: MemoryStore, rt_client: TestClient
+) -> None:
+    nfc, nfd = "é", unicodedata.normalize("NFD", "é")
+    store.add("composed", namespace=nfc, kind="fact")
+    store.add("a cafe", namespace="e", kind="fact")
+    assert encode_namespace(nfc) != encode_namespace(nfd)  # the URL keeps the spelling it was given
+    for spelling in (nfc, nfd):  # the store normalises to NFC: one tenant, never "e"
+        page = rt_client.get(f"/ns/{encode_namespace(spelling)}").text
+        assert "composed" in page and "a cafe" not in page
+
+
+@pytest.mark.parametrize("segment", ["~", "~2f", "~ZZ", "~FF", "%2F"])
+def test_malformed_namespace_segments_are_404_not_500(rt_client: TestClient, segment: str) -> None:
+    assert rt_client.get(f"/ns/{segment}").status_code == 404
+
+
+@pytest.mark.parametrize("memory_id", ["..", ".", "a/b", unicodedata.normalize("NFD", "émile-1"), "x%2Fy"])
+def test_odd_memory_ids_round_trip_exactly(store: MemoryStore, rt_client: TestClient, memory_id: str) -> None:
+    store.add("an odd id", namespace="alice", kind="fact", id=memory_id)
+    store.add("a decoy", namespace="alice", kind="fact", id="decoy")
+    listing = rt_client.get("/ns/alice").text
+    href = listing.split(f'data-id="{html.escape(memory_id)}"')[1].split('href="')[1].split('"')[0]
+    page = rt_client.get(href)
+    assert page.status_code == 200 and "an odd id" in page.text and "a decoy" not in page.text
