@@ -129,3 +129,133 @@ def test_odd_memory_ids_round_trip_exactly(store: MemoryStore, rt_client: TestCl
     href = listing.split(f'data-id="{html.escape(memory_id)}"')[1].split('href="')[1].split('"')[0]
     page = rt_client.get(href)
     assert page.status_code == 200 and "an odd id" in page.text and "a decoy" not in page.text
+
+
+# Token, Host, cross-site -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def token_client(ui_store: MemoryStore) -> Iterator[TestClient]:
+    app = create_app(ui_store, token="s3cret")
+    with TestClient(app, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        yield client
+
+
+@pytest.mark.parametrize("path", ["//evil.example/", "//evil.example", "/\\evil.example/", "///evil.example/x"])
+def test_the_token_redirect_never_leaves_the_app(token_client: TestClient, path: str) -> None:
+    response = token_client.get(f"http://127.0.0.1{path}?token=s3cret&next=//evil.example")
+    if response.status_code == 303:
+        location = response.headers["location"]
+        assert location.startswith("/") and not location.startswith(("//", "/\\")), location
+        assert "token=" not in location
+        assert location.split("?")[0] == "/" + path.lstrip("/\\")
+
+
+@pytest.mark.parametrize("given", ["", "s3cre", "S3CRET", "s3crett", "s3cret\x01"])
+def test_a_wrong_token_is_401_everywhere(token_client: TestClient, given: str) -> None:
+    for headers in ({"authorization": f"Bearer {given}"}, {"cookie": f'mr_ui_token="{given}"'}):
+        assert token_client.get("/ns/alice", headers=headers).status_code == 401
+    assert token_client.get("/ns/alice", params={"token": given}).status_code == 401
+
+
+@pytest.mark.parametrize("cookie", ['mr_ui_token="', "mr_ui_token=\\", "=;;=;", "mr_ui_token=a; mr_ui_token=s3cret"])
+def test_a_mangled_cookie_header_is_a_401_not_a_500(token_client: TestClient, cookie: str) -> None:
+    assert token_client.get("/", headers={"cookie": cookie}).status_code in (200, 401)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1.evil.com", "localhost.evil.com", "localhost:8765@evil.com", "evil.com#@localhost", "localhost:x"],
+)
+def test_dns_rebinding_host_values_are_refused(rt_client: TestClient, host: str) -> None:
+    assert rt_client.get("/", headers={"host": host}).status_code == 400
+
+
+@pytest.mark.parametrize(
+    "host", ["0.0.0.0", "::", "192.168.1.20", "localhost.evil.com", "127.0.0.1.evil.com", "10.0.0.1"]
+)
+def test_a_non_loopback_bind_needs_a_token(host: str) -> None:
+    from memory_retrievers import ConfigError
+    from memory_retrievers.ui.security import check_bind
+
+    with pytest.raises(ConfigError, match="token"):
+        check_bind(host, None)
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"origin": "null"},
+        {"origin": "http://evil.example"},
+        {"origin": "http://127.0.0.1.evil.example"},
+        {"origin": "http://127.0.0.1:9999"},
+        {"sec-fetch-site": "cross-site"},
+        {"sec-fetch-site": "same-site"},
+    ],
+)
+def test_cross_origin_posts_are_refused_with_a_good_csrf_token(
+    ui_store: MemoryStore, rt_client: TestClient, headers: dict[str, str]
+) -> None:
+    memory_id = _dog(ui_store)
+    response = rt_client.post(f"/ns/alice/m/{memory_id}/pin", data={"csrf_token": csrf_of(rt_client)}, headers=headers)
+    assert response.status_code == 403
+    assert ui_store.get(memory_id, namespace="alice").pinned is False
+
+
+@pytest.mark.parametrize(
+    ("content", "content_type"),
+    [
+        ("csrf_token={token}", "text/plain"),
+        ('{{"csrf_token": "{token}"}}', "application/json"),
+        ("csrf_token=wrong", "application/x-www-form-urlencoded"),
+        ("", "application/x-www-form-urlencoded"),
+    ],
+)
+def test_a_post_that_is_not_a_form_with_the_token_is_refused(
+    ui_store: MemoryStore, rt_client: TestClient, content: str, content_type: str
+) -> None:
+    memory_id = _dog(ui_store)
+    body = content.format(token=csrf_of(rt_client))
+    response = rt_client.post(
+        f"/ns/alice/m/{memory_id}/pin", content=body.encode(), headers={"content-type": content_type}
+    )
+    assert response.status_code == 403
+    assert ui_store.get(memory_id, namespace="alice").pinned is False
+
+
+def test_the_same_origin_form_post_is_accepted(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    memory_id = _dog(ui_store)
+    headers = {"origin": "http://127.0.0.1", "sec-fetch-site": "same-origin"}
+    data = {"csrf_token": csrf_of(rt_client)}
+    assert rt_client.post(f"/ns/alice/m/{memory_id}/pin", data=data, headers=headers).status_code == 303
+    assert ui_store.get(memory_id, namespace="alice").pinned is True
+
+
+def test_the_csrf_token_is_compared_in_constant_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import hmac
+
+    from memory_retrievers.ui import security
+
+    calls: list[tuple[bytes, bytes]] = []
+    real = hmac.compare_digest
+
+    def spy(a: bytes, b: bytes) -> bool:
+        calls.append((a, b))
+        return real(a, b)
+
+    monkeypatch.setattr(security.hmac, "compare_digest", spy)
+    assert security.check_csrf("abc", "abc") and not security.check_csrf("abc", "abd")
+    assert len(calls) == 2
+
+
+def test_the_cookie_is_httponly_strict_and_scoped(token_client: TestClient) -> None:
+    cookie = token_client.get("/?token=s3cret").headers["set-cookie"].lower()
+    assert "httponly" in cookie and "samesite=strict" in cookie and "path=/" in cookie
+
+
+@pytest.mark.parametrize("path", ["/", "/static/app.css", "/nope", "/ns/alice", "/ns/alice/m/x/pin", "/ns/alice/purge"])
+def test_read_only_refuses_every_post(ui_store: MemoryStore, path: str) -> None:
+    with TestClient(create_app(ui_store, read_only=True), base_url="http://127.0.0.1") as client:
+        data = {"csrf_token": csrf_of(client), "confirm": "purge"}
+        assert client.post(path, data=data, follow_redirects=False).status_code == 403
+    assert len(ui_store.list("alice")) == 2
