@@ -6,6 +6,7 @@ Each test pins a defect found by attacking the app (or a protection that held an
 from __future__ import annotations
 
 import html
+import threading
 import unicodedata
 from collections.abc import Iterator
 
@@ -259,3 +260,145 @@ def test_read_only_refuses_every_post(ui_store: MemoryStore, path: str) -> None:
         data = {"csrf_token": csrf_of(client), "confirm": "purge"}
         assert client.post(path, data=data, follow_redirects=False).status_code == 403
     assert len(ui_store.list("alice")) == 2
+
+
+# Confirmations ---------------------------------------------------------------------------------
+
+
+def test_a_confirmation_cannot_be_replayed_on_a_memory_whose_id_starts_alike(
+    store: MemoryStore, rt_client: TestClient
+) -> None:
+    store.add("the first note", namespace="alice", kind="fact", id="note-0001")
+    store.add("the second note", namespace="alice", kind="fact", id="note-0002")
+    first = rt_client.get("/ns/alice/m/note-0001/confirm/forget").text
+    word = first.split('data-testid="confirm-word">')[1].split("<")[0]
+    response = rt_client.post("/ns/alice/m/note-0002/forget", data={"csrf_token": csrf_of(rt_client), "confirm": word})
+    assert response.status_code == 400
+    assert store.get("note-0002", namespace="alice").text == "the second note"
+
+
+@pytest.mark.parametrize("typed", [" purge", "purge ", "PURGE", "purg", "purge\n", ""])
+def test_the_typed_word_must_match_exactly(ui_store: MemoryStore, rt_client: TestClient, typed: str) -> None:
+    response = rt_client.post("/ns/alice/purge", data={"csrf_token": csrf_of(rt_client), "confirm": typed})
+    assert response.status_code == 400
+    memory_id = _dog(ui_store)
+    data = {"csrf_token": csrf_of(rt_client), "confirm": typed.replace("purge", memory_id[:8]).upper()}
+    assert rt_client.post(f"/ns/alice/m/{memory_id}/forget", data=data).status_code == 400
+    assert ui_store.get(memory_id, namespace="alice")
+
+
+def test_forgetting_a_superseding_memory_says_and_does_revive_the_old_one(
+    ui_store: MemoryStore, rt_client: TestClient
+) -> None:
+    old = _dog(ui_store)
+    middle = ui_store.supersede(old, "Alice's dog is Rex, a beagle", namespace="alice")
+    newest = ui_store.supersede(middle.id, "Alice's dog is Rex, a nine-year-old beagle", namespace="alice")
+    # The middle of a chain: forgetting it makes its predecessor live again (the store's rule).
+    page = rt_client.get(f"/ns/alice/m/{middle.id}/confirm/forget").text
+    summary = page.split('data-testid="confirm-summary"')[1].split("</section>")[0]
+    data = {"csrf_token": csrf_of(rt_client), "confirm": middle.id[:8]}
+    assert rt_client.post(f"/ns/alice/m/{middle.id}/forget", data=data).status_code == 303
+    assert ui_store.get(old, namespace="alice").superseded_by is None  # live again, as the page said
+    assert old in summary and "becomes live again" in summary
+    assert newest.id in summary and "both will be live" in summary
+    assert ui_store.get(newest.id, namespace="alice").superseded_by is None
+
+
+def test_purge_says_it_is_store_wide(rt_client: TestClient) -> None:
+    page = rt_client.get("/ns/alice/confirm/purge").text
+    summary = page.split('data-testid="confirm-summary"')[1].split("</section>")[0]
+    assert "whole store" in summary and "every namespace" in summary
+
+
+def test_forgetting_twice_is_a_404_the_second_time(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    memory_id = _dog(ui_store)
+    data = {"csrf_token": csrf_of(rt_client), "confirm": memory_id[:8]}
+    assert rt_client.post(f"/ns/alice/m/{memory_id}/forget", data=data).status_code == 303
+    second = rt_client.post(f"/ns/alice/m/{memory_id}/forget", data=data)
+    assert second.status_code == 404 and memory_id in second.text
+    assert rt_client.get(f"/ns/alice/m/{memory_id}").status_code == 404
+    assert rt_client.get(f"/ns/alice/m/{memory_id}/confirm/forget").status_code == 404
+    for action in ("pin", "edit"):
+        gone = rt_client.post(f"/ns/alice/m/{memory_id}/{action}", data={**data, "text": "new"})
+        assert gone.status_code == 404
+
+
+# Robustness ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "url",
+    [
+        "/?page=0",
+        "/?page=-1",
+        "/?page=99999999999999999999",
+        "/?page=1e3",
+        "/?page=" + "9" * 5000,
+        "/ns/alice?page=0",
+        "/ns/alice?page=-1",
+        "/ns/alice?page=99999999999999999999",
+        "/ns/alice?page=x",
+        "/ns/alice?kind=nope",
+        "/ns/alice?kind=<b>",
+        "/ns/alice?hidden=2",
+        "/ns/alice/review?scan=yes",
+        "/ns/alice/ask?q=dog&budget=-5",
+        "/ns/alice/ask?q=dog&budget=99999999999999999999",
+        "/ns/alice/ask?q=dog&budget=abc",
+        "/ns/alice/ask?q=dog&overrides=nope",
+        "/ns/alice/ask?q=dog&overrides=[1]",
+        "/ns/alice/ask?q=dog&overrides=%7B%22nope%22:1%7D",
+        "/ns/alice/ask?q=dog&overrides=%7B%22k%22:-1%7D",
+        "/ns/alice/ask?q=dog&overrides=%7B%22k%22:1e999%7D",
+        "/ns/alice/ask?q=dog&config=nope",
+        "/ns/alice/ask?q=dog&compare=nope",
+        "/ns/alice/ask?q=dog&compare=default&compare_overrides=%5B%5D",
+    ],
+)
+def test_bad_parameters_are_a_4xx_page_never_a_500(rt_client: TestClient, url: str) -> None:
+    response = rt_client.get(url)
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[-600:])
+    assert "Traceback" not in response.text
+
+
+def test_a_huge_query_is_answered(rt_client: TestClient) -> None:
+    response = rt_client.get("/ns/alice/ask", params={"q": "dog " * 5000})
+    assert response.status_code in (200, 400) and "Traceback" not in response.text
+    assert rt_client.get("/ns/alice", params={"q": "dog " * 5000}).status_code in (200, 400)
+
+
+def test_a_store_error_is_a_typed_500_page(
+    ui_store: MemoryStore, rt_client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers.errors import StorageError
+
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise StorageError("the disk is on fire <script>x</script>")
+
+    monkeypatch.setattr(type(ui_store), "aget", broken)
+    response = rt_client.get(f"/ns/alice/m/{_dog(ui_store)}")
+    assert response.status_code == 500 and "StorageError" in response.text
+    assert "Traceback" not in response.text and "<script>x" not in response.text
+    assert "content-security-policy" in response.headers
+
+
+def test_concurrent_pages_while_memories_are_added_never_500(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    statuses: list[int] = []
+    stop = threading.Event()
+
+    def read() -> None:
+        while not stop.is_set():
+            for url in ("/", "/ns/alice", "/ns/alice/ask?q=dog", "/ns/alice/review"):
+                statuses.append(rt_client.get(url).status_code)
+
+    readers = [threading.Thread(target=read) for _ in range(3)]
+    for t in readers:
+        t.start()
+    try:
+        for i in range(15):
+            ui_store.add(f"Alice fact number {i}", namespace="alice", kind="fact")
+    finally:
+        stop.set()
+        for t in readers:
+            t.join()
+    assert statuses and set(statuses) == {200}, sorted(set(statuses))
