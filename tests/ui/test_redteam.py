@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from starlette.testclient import TestClient
 
-from memory_retrievers import MemoryStore
+from memory_retrievers import MemoryRetriever, MemoryStore
 from memory_retrievers.ui import create_app
 from memory_retrievers.ui.links import decode_namespace, encode_namespace
 
@@ -402,3 +402,118 @@ def test_concurrent_pages_while_memories_are_added_never_500(ui_store: MemorySto
         for t in readers:
             t.join()
     assert statuses and set(statuses) == {200}, sorted(set(statuses))
+
+
+# Hostile text, read-only pages, access stats ---------------------------------------------------
+
+_NS = f"ns{HOSTILE}"
+
+
+@pytest.fixture
+def hostile_store(store: MemoryStore) -> MemoryStore:
+    first = store.add(
+        f"likes jazz {HOSTILE}",
+        namespace=_NS,
+        kind="preference",
+        tags=[HOSTILE],
+        entities=[HOSTILE],
+        metadata={HOSTILE: HOSTILE, "formed_by": HOSTILE, "duplicate_of": HOSTILE},
+        topic=HOSTILE,
+        id=f"id{HOSTILE}",
+    )
+    store.add(f"does not like jazz {HOSTILE}", namespace=_NS, kind="fact", links=[first.id, HOSTILE])
+    store.supersede(first.id, f"loves jazz {HOSTILE}", namespace=_NS)
+    return store
+
+
+def _pages_of(client: TestClient, store: MemoryStore) -> dict[str, str]:
+    ns = encode_namespace(_NS)
+    ids = [m.id for m in store.list(_NS, filter={"include_superseded": True})]
+    urls = ["/", f"/ns/{ns}", f"/ns/{ns}/review?scan=1", f"/ns/{ns}/review", f"/ns/{ns}/confirm/forget-namespace"]
+    urls += [f"/ns/{ns}/confirm/purge", f"/ns/{ns}/ask?q=" + HOSTILE, f"/ns/{ns}/ask?q=jazz&compare=default"]
+    urls += [f"/ns/{ns}?q={HOSTILE}", f"/ns/{ns}?kind={HOSTILE}", f"/ns/{ns}/ask?q=jazz&overrides={HOSTILE}"]
+    for memory_id in ids:
+        urls += [
+            f"/ns/{ns}/m/{encode_namespace(memory_id)}",
+            f"/ns/{ns}/m/{encode_namespace(memory_id)}/confirm/forget",
+        ]
+    pages = {}
+    for url in urls:
+        response = client.get(url)
+        assert response.status_code < 500, (url, response.text[-500:])
+        assert "content-security-policy" in response.headers
+        pages[url] = response.text
+    return pages
+
+
+def test_hostile_text_is_escaped_on_every_page(hostile_store: MemoryStore, rt_client: TestClient) -> None:
+    pages = _pages_of(rt_client, hostile_store)
+    memory_page = pages[f"/ns/{encode_namespace(_NS)}/m/{encode_namespace('id' + HOSTILE)}"]
+    assert memory_page.count("&lt;script&gt;alert(1)&lt;/script&gt;") >= 5  # text, tags, metadata, topic...
+    for url, page in pages.items():
+        assert "<script>alert" not in page and "<img src=x" not in page, url
+        assert " style=" not in page and "<style" not in page, url
+        scripts = page.count("<script")
+        assert scripts == page.count('<script src="/static/app.js" defer></script>'), url
+
+
+def test_a_hostile_flash_message_is_escaped(hostile_store: MemoryStore, rt_client: TestClient) -> None:
+    memory_id = f"id{HOSTILE}"
+    ns = encode_namespace(_NS)
+    url = f"/ns/{ns}/m/{encode_namespace(memory_id)}/pin"
+    response = rt_client.post(url, data={"csrf_token": csrf_of(rt_client)})
+    assert response.status_code == 303
+    page = rt_client.get(response.headers["location"]).text
+    assert 'data-testid="flash"' in page and "<script>alert" not in page
+
+
+def test_read_only_renders_no_action_on_any_page(hostile_store: MemoryStore) -> None:
+    with TestClient(create_app(hostile_store, read_only=True), base_url="http://127.0.0.1") as client:
+        for url, page in _pages_of(client, hostile_store).items():
+            assert 'method="post"' not in page.lower(), url
+            assert 'data-testid="action-' not in page and "confirm-button" not in page, url
+            assert csrf_of(client) not in page, url
+
+
+def test_inspecting_records_no_access(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    ui_store.add("Alice's cat is called Tom", namespace="alice", kind="fact")
+    before = {m.id: (m.access_count, m.last_accessed_at) for m in ui_store.list("alice")}
+    for memory_id in before:
+        assert rt_client.get(f"/ns/alice/m/{memory_id}").status_code == 200
+        assert rt_client.get(f"/ns/alice/m/{memory_id}/confirm/forget").status_code == 200
+    for url in ("/", "/ns/alice", "/ns/alice?q=dog", "/ns/alice/review?scan=1"):
+        assert rt_client.get(url).status_code == 200
+    for q in ("dog", "cat", "what is the name of Alice's pet"):
+        assert rt_client.get("/ns/alice/ask", params={"q": q}).status_code == 200
+        assert rt_client.get("/ns/alice/ask", params={"q": q, "compare": "default"}).status_code == 200
+    after = {m.id: (m.access_count, m.last_accessed_at) for m in ui_store.list("alice")}
+    assert after == before
+    MemoryRetriever(ui_store).recall("Alice's dog", namespace="alice")  # an agent's recall does count
+    assert {m.id: (m.access_count, m.last_accessed_at) for m in ui_store.list("alice")} != before
+
+
+def test_acting_on_a_superseded_memory_is_a_4xx_or_works(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    old = _dog(ui_store)
+    ui_store.supersede(old, "Alice's dog is Rex, a beagle", namespace="alice")
+    token = csrf_of(rt_client)
+    for action, extra in (("edit", {"text": "Rex is ten"}), ("pin", {}), ("unpin", {})):
+        response = rt_client.post(f"/ns/alice/m/{old}/{action}", data={"csrf_token": token, **extra})
+        assert response.status_code in (303, 400, 404, 409), (action, response.status_code, response.text[-400:])
+
+
+def test_a_merge_naming_one_memory_twice_folds_it_once(store: MemoryStore, rt_client: TestClient) -> None:
+    keep = store.add("Carol keeps bees in the garden", namespace="carol", kind="fact", tags=["a"])
+    drop = store.add("Carol keeps two bee hives in the garden", namespace="carol", kind="fact", dedup=False, tags=["b"])
+    data = {"csrf_token": csrf_of(rt_client), "keep": keep.id, "drop": [drop.id, drop.id]}
+    response = rt_client.post("/ns/carol/merge-duplicates", data=data)
+    assert response.status_code in (303, 400), response.text[-400:]
+    kept = store.get(keep.id, namespace="carol")
+    assert list(kept.tags).count("b") <= 1
+
+
+def test_a_huge_edit_is_a_400_naming_text(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    old = _dog(ui_store)
+    response = rt_client.post(
+        f"/ns/alice/m/{old}/edit", data={"csrf_token": csrf_of(rt_client), "text": "x" * 2_000_000}
+    )
+    assert response.status_code in (303, 400), response.text[-400:]
