@@ -517,3 +517,52 @@ def test_a_huge_edit_is_a_400_naming_text(ui_store: MemoryStore, rt_client: Test
         f"/ns/alice/m/{old}/edit", data={"csrf_token": csrf_of(rt_client), "text": "x" * 2_000_000}
     )
     assert response.status_code in (303, 400), response.text[-400:]
+
+
+def test_two_tabs_forgetting_at_once_get_one_303_and_one_404(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    memory_id = _dog(ui_store)
+    data = {"csrf_token": csrf_of(rt_client), "confirm": memory_id[:8]}
+    statuses: list[int] = []
+    barrier = threading.Barrier(2)
+
+    def forget() -> None:
+        barrier.wait()
+        statuses.append(rt_client.post(f"/ns/alice/m/{memory_id}/forget", data=data).status_code)
+
+    tabs = [threading.Thread(target=forget) for _ in range(2)]
+    for t in tabs:
+        t.start()
+    for t in tabs:
+        t.join()
+    assert sorted(statuses) == [303, 404]
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        ("&".join(f"f{i}=x" for i in range(5000)), "application/x-www-form-urlencoded"),
+        ("--b\r\nContent-Disposition: form-data; name=\"text\"\r\n\r\n" + "x" * 2_000_000 + "\r\n--b--\r\n",
+         "multipart/form-data; boundary=b"),
+        ("--b\r\nbroken", "multipart/form-data; boundary=b"),
+        ("a=%ZZ&csrf_token=%", "application/x-www-form-urlencoded"),
+    ],
+)  # fmt: skip
+def test_a_malformed_or_oversized_form_is_refused_not_a_500(
+    ui_store: MemoryStore, rt_client: TestClient, body: str, content_type: str
+) -> None:
+    memory_id = _dog(ui_store)
+    response = rt_client.post(
+        f"/ns/alice/m/{memory_id}/edit", content=body.encode(), headers={"content-type": content_type}
+    )
+    assert 400 <= response.status_code < 500, (response.status_code, response.text[-300:])
+    assert ui_store.get(memory_id, namespace="alice").superseded_by is None
+
+
+@pytest.mark.parametrize("site", ["cross-site", "same-site"])
+def test_another_site_cannot_make_the_inspector_run_a_scan(rt_client: TestClient, site: str) -> None:
+    # <img src="http://127.0.0.1:8765/ns/alice/review?scan=1"> on any page would run the O(n²) scans at will.
+    page = rt_client.get("/ns/alice/review?scan=1", headers={"sec-fetch-site": site})
+    assert page.status_code == 200 and "Not scanned yet" in page.text
+    assert rt_client.app.state.scans.get("alice") is None  # type: ignore[attr-defined]
+    own = rt_client.get("/ns/alice/review?scan=1", headers={"sec-fetch-site": "same-origin"})
+    assert own.status_code == 200 and rt_client.app.state.scans.get("alice") is not None  # type: ignore[attr-defined]
