@@ -98,7 +98,7 @@ async def namespace(request: Request) -> Response:
         ns,
         page=int_param(request, "page", 1),
         kind=request.query_params.get("kind"),
-        q=request.query_params.get("q") or None,
+        q=request.query_params.get("q", "").strip() or None,  # a blank filter box filters nothing
         hidden=_flag(request, "hidden"),
     )
     timeline = bucket_timeline(summary.daily)

@@ -566,3 +566,9 @@ def test_another_site_cannot_make_the_inspector_run_a_scan(rt_client: TestClient
     assert rt_client.app.state.scans.get("alice") is None  # type: ignore[attr-defined]
     own = rt_client.get("/ns/alice/review?scan=1", headers={"sec-fetch-site": "same-origin"})
     assert own.status_code == 200 and rt_client.app.state.scans.get("alice") is not None  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("q", ["   ", "\t", " \n "])
+def test_a_blank_text_filter_lists_every_memory(rt_client: TestClient, q: str) -> None:
+    page = rt_client.get("/ns/alice", params={"q": q})
+    assert page.status_code == 200 and page.text.count('data-testid="memory-row"') == 2
