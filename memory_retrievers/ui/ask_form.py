@@ -95,7 +95,8 @@ def _budget(raw: str | None) -> int:
     if raw is None or not raw.strip():
         return DEFAULT_TOKEN_BUDGET
     text = raw.strip().replace(",", "").replace("_", "")
-    if not text.isdigit() or int(text) > _MAX_BUDGET:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not (text.isascii() and text.isdigit()) or int(text) > _MAX_BUDGET:
         raise InvalidInputError(
             f"budget: must be a whole number of tokens from 0 to {_MAX_BUDGET:,} (empty: the default "
             f"{DEFAULT_TOKEN_BUDGET:,}), got {raw[:40]!r}"

@@ -572,3 +572,18 @@ def test_another_site_cannot_make_the_inspector_run_a_scan(rt_client: TestClient
 def test_a_blank_text_filter_lists_every_memory(rt_client: TestClient, q: str) -> None:
     page = rt_client.get("/ns/alice", params={"q": q})
     assert page.status_code == 200 and page.text.count('data-testid="memory-row"') == 2
+
+
+def test_overrides_cannot_make_the_ask_page_record_access(ui_store: MemoryStore, rt_client: TestClient) -> None:
+    before = {m.id: m.access_count for m in ui_store.list("alice")}
+    for overrides in ('{"record_access": true}', '{"record_access": 1}'):
+        params = {"q": "Alice's dog", "overrides": overrides, "compare": "default", "compare_overrides": overrides}
+        assert rt_client.get("/ns/alice/ask", params=params).status_code in (200, 400)
+    assert {m.id: m.access_count for m in ui_store.list("alice")} == before
+
+
+@pytest.mark.parametrize("budget", ["²", "¹⁰", "①", "1²"])
+def test_a_budget_of_unicode_digit_signs_is_a_400_naming_budget(rt_client: TestClient, budget: str) -> None:
+    # str.isdigit() accepts "²" but int() refuses it: the check must be the one int() makes.
+    page = rt_client.get("/ns/alice/ask", params={"q": "dog", "budget": budget})
+    assert page.status_code == 400 and 'data-testid="ask-error"' in page.text and "budget" in page.text
