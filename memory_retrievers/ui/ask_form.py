@@ -129,6 +129,8 @@ def _overrides(field: str, text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f'{field}: not valid JSON ({exc.msg} at line {exc.lineno}); e.g. {{"k": 5}}') from None
+    except RecursionError:  # "[[[[…" nested past the parser's depth: no config is that deep
+        raise InvalidInputError(f'{field}: JSON nested too deeply; e.g. {{"k": 5}}') from None
     if not isinstance(value, dict):
         raise InvalidInputError(f'{field}: must be a JSON object of RecallConfig fields, e.g. {{"k": 5}}')
     return value

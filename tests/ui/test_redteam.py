@@ -587,3 +587,11 @@ def test_a_budget_of_unicode_digit_signs_is_a_400_naming_budget(rt_client: TestC
     # str.isdigit() accepts "²" but int() refuses it: the check must be the one int() makes.
     page = rt_client.get("/ns/alice/ask", params={"q": "dog", "budget": budget})
     assert page.status_code == 400 and 'data-testid="ask-error"' in page.text and "budget" in page.text
+
+
+@pytest.mark.parametrize("field", ["overrides", "compare_overrides"])
+@pytest.mark.parametrize("text", ["[" * 5000 + "]" * 5000, '{"a":' * 3000 + "1" + "}" * 3000], ids=["lists", "objects"])
+def test_deeply_nested_overrides_are_a_400_naming_the_field(rt_client: TestClient, field: str, text: str) -> None:
+    params = {"q": "dog", field: text, "compare": "default" if field == "compare_overrides" else ""}
+    page = rt_client.get("/ns/alice/ask", params=params)
+    assert page.status_code == 400 and 'data-testid="ask-error"' in page.text and field in page.text
