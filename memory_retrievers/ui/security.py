@@ -56,6 +56,12 @@ def check_bind(host: str, token: str | None) -> None:
     """
     if token is not None and (not isinstance(token, str) or not token):
         raise ConfigError("token must be a non-empty string or None")
+    # It travels in a cookie and an Authorization header: printable ASCII without spaces only.
+    if token is not None and not (token.isascii() and token.isprintable() and " " not in token):
+        raise ConfigError(
+            "token must be printable ASCII without spaces (it is sent in a cookie and an Authorization header); "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"host {host!r} is reachable from other machines: pass token=... (--token T) so that only "

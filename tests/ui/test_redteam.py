@@ -595,3 +595,19 @@ def test_deeply_nested_overrides_are_a_400_naming_the_field(rt_client: TestClien
     params = {"q": "dog", field: text, "compare": "default" if field == "compare_overrides" else ""}
     page = rt_client.get("/ns/alice/ask", params=params)
     assert page.status_code == 400 and 'data-testid="ask-error"' in page.text and field in page.text
+
+
+@pytest.mark.parametrize("token", ["€uro", "päss", "two words", "tab\there", "new\nline"])
+def test_a_token_a_cookie_or_header_cannot_carry_is_refused_at_start(ui_store: MemoryStore, token: str) -> None:
+    from memory_retrievers import ConfigError
+
+    # Before: "€uro" started, then the first visit with ?token= was a 500 (the cookie is latin-1).
+    with pytest.raises(ConfigError, match="token"):
+        create_app(ui_store, token=token)
+
+
+def test_every_printable_ascii_token_works_through_the_cookie(ui_store: MemoryStore) -> None:
+    token = "a;b,c=d\"e\\f~g%h'i"
+    with TestClient(create_app(ui_store, token=token), base_url="http://127.0.0.1", follow_redirects=False) as client:
+        assert client.get("/", params={"token": token}).status_code == 303
+        assert client.get("/").status_code == 200
