@@ -611,3 +611,23 @@ def test_every_printable_ascii_token_works_through_the_cookie(ui_store: MemorySt
     with TestClient(create_app(ui_store, token=token), base_url="http://127.0.0.1", follow_redirects=False) as client:
         assert client.get("/", params={"token": token}).status_code == 303
         assert client.get("/").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "metadata",
+    [
+        {"consolidated_from": 5},
+        {"consolidated_from": [1, None, {"a": 1}]},
+        {"consolidated_from": "abc"},
+        {"duplicate_of": 5},
+        {"duplicate_of": ["x"]},
+        {"formed_by": {"a": 1}, "confidence": [1]},
+    ],
+    ids=["int", "mixed-list", "str", "dup-int", "dup-list", "formed-dict"],
+)
+def test_odd_metadata_values_render_not_500(
+    store: MemoryStore, rt_client: TestClient, metadata: dict[str, object]
+) -> None:
+    memory = store.add("a memory with odd metadata", namespace="alice", kind="fact", metadata=metadata)
+    page = rt_client.get(f"/ns/alice/m/{memory.id}")
+    assert page.status_code == 200 and "a memory with odd metadata" in page.text
