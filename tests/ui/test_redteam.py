@@ -631,3 +631,16 @@ def test_odd_metadata_values_render_not_500(
     memory = store.add("a memory with odd metadata", namespace="alice", kind="fact", metadata=metadata)
     page = rt_client.get(f"/ns/alice/m/{memory.id}")
     assert page.status_code == 200 and "a memory with odd metadata" in page.text
+
+
+@pytest.mark.parametrize("name", ["it's", 'a"b', "x\\y", "a' OR '1'='1", "%_"])
+def test_quotes_in_namespaces_and_ids_never_reach_another_namespace(
+    store: MemoryStore, rt_client: TestClient, name: str
+) -> None:
+    memory = store.add("quote test", namespace=name, id=f"{name}-id'", links=["o'k"])
+    store.add("a decoy", namespace="decoy")
+    ns = encode_namespace(name)
+    for url in (f"/ns/{ns}", f"/ns/{ns}/m/{encode_namespace(memory.id)}", f"/ns/{ns}/review?scan=1",
+                f"/ns/{ns}/confirm/forget-namespace", f"/ns/{ns}/ask?q=quote+decoy"):  # fmt: skip
+        page = rt_client.get(url)
+        assert page.status_code == 200 and "a decoy" not in page.text, url
