@@ -42,11 +42,11 @@ ROUTES: list[BaseRoute] = [
     Route("/", routes_pages.namespaces, name="namespaces"),
     Route("/ns/{namespace:ns}", routes_pages.namespace, name="namespace"),
     Route("/ns/{namespace:ns}/review", routes_pages.review, name="review"),
-    Route("/ns/{namespace:ns}/m/{id:ns}", routes_pages.memory, name="memory"),
-    Route("/ns/{namespace:ns}/m/{id:ns}/confirm/{action}", routes_actions.confirm_memory, name="confirm"),
+    Route("/ns/{namespace:ns}/m/{id:key}", routes_pages.memory, name="memory"),
+    Route("/ns/{namespace:ns}/m/{id:key}/confirm/{action}", routes_actions.confirm_memory, name="confirm"),
     Route("/ns/{namespace:ns}/confirm/{action}", routes_actions.confirm_namespace, name="confirm_namespace"),
     Route(
-        "/ns/{namespace:ns}/m/{id:ns}/{action}", routes_actions.memory_action, methods=["POST"], name="memory_action"
+        "/ns/{namespace:ns}/m/{id:key}/{action}", routes_actions.memory_action, methods=["POST"], name="memory_action"
     ),
     Route("/ns/{namespace:ns}/{action}", routes_actions.namespace_action, methods=["POST"], name="namespace_action"),
     Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),

@@ -95,7 +95,8 @@ def _budget(raw: str | None) -> int:
     if raw is None or not raw.strip():
         return DEFAULT_TOKEN_BUDGET
     text = raw.strip().replace(",", "").replace("_", "")
-    if not text.isdigit() or int(text) > _MAX_BUDGET:
+    # ASCII digits only: str.isdigit() also accepts "²", which int() refuses.
+    if not (text.isascii() and text.isdigit()) or int(text) > _MAX_BUDGET:
         raise InvalidInputError(
             f"budget: must be a whole number of tokens from 0 to {_MAX_BUDGET:,} (empty: the default "
             f"{DEFAULT_TOKEN_BUDGET:,}), got {raw[:40]!r}"
@@ -128,6 +129,8 @@ def _overrides(field: str, text: str) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InvalidInputError(f'{field}: not valid JSON ({exc.msg} at line {exc.lineno}); e.g. {{"k": 5}}') from None
+    except RecursionError:  # "[[[[…" nested past the parser's depth: no config is that deep
+        raise InvalidInputError(f'{field}: JSON nested too deeply; e.g. {{"k": 5}}') from None
     if not isinstance(value, dict):
         raise InvalidInputError(f'{field}: must be a JSON object of RecallConfig fields, e.g. {{"k": 5}}')
     return value

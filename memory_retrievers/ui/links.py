@@ -14,20 +14,27 @@ from __future__ import annotations
 
 import re
 import string
+import unicodedata
 from typing import Any
 from urllib.parse import urlencode
 
 from starlette.convertors import Convertor, register_url_convertor
 from starlette.requests import Request
 
-__all__ = ["NamespaceConvertor", "decode_namespace", "encode_namespace", "ns_url", "path_for"]
+__all__ = ["KeyConvertor", "NamespaceConvertor", "decode_namespace", "encode_namespace", "ns_url", "path_for"]
 
 _PLAIN = frozenset(string.ascii_letters + string.digits + "-_.")
 _ESCAPE = re.compile(r"~([0-9A-F]{2})")
 
 
 def encode_namespace(namespace: str) -> str:
-    """``namespace`` as one URL segment: unreserved ASCII kept, every other UTF-8 byte as ``~XX``."""
+    """``namespace`` as one URL segment: unreserved ASCII kept, every other UTF-8 byte as ``~XX``.
+
+    ``.`` and ``..`` are escaped whole (``~2E``, ``~2E~2E``): browsers and clients resolve those
+    segments as "this folder" and "the parent", so the link would land on another page.
+    """
+    if namespace in (".", ".."):
+        return "~2E" * len(namespace)
     out: list[str] = []
     for char in namespace:
         if char in _PLAIN:
@@ -55,24 +62,37 @@ def decode_namespace(segment: str) -> str:
     return raw.decode("utf-8")
 
 
-class NamespaceConvertor(Convertor[str]):
-    """Starlette convertor ``{namespace:ns}``: one segment in the URL, the decoded namespace in the handler."""
+class KeyConvertor(Convertor[str]):
+    """Starlette convertor ``{id:key}``: one :func:`encode_namespace` segment, decoded exactly (memory ids)."""
 
     regex = r"(?:[A-Za-z0-9_.\-]|~[0-9A-F]{2})+"
 
     def convert(self, value: str) -> str:
-        """The namespace of a matched segment (bytes that are not UTF-8 become U+FFFD: no such namespace)."""
+        """The key of a matched segment (bytes that are not UTF-8 become U+FFFD: no such key)."""
         try:
             return decode_namespace(value)
         except ValueError:
             return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if int(m.group(1), 16) < 128 else "\ufffd", value)
 
     def to_string(self, value: str) -> str:
-        """The segment of a namespace."""
+        """The segment of a key."""
         return encode_namespace(value)
 
 
+class NamespaceConvertor(KeyConvertor):
+    """Starlette convertor ``{namespace:ns}``: one segment in the URL, the namespace (in NFC) in the handler."""
+
+    def convert(self, value: str) -> str:
+        """The namespace of a matched segment, in NFC as the store keeps it.
+
+        The store normalises namespaces to NFC; the pages' own column reads must name the same one
+        (ids are not normalised by the store, so :class:`KeyConvertor` keeps them as they are).
+        """
+        return unicodedata.normalize("NFC", super().convert(value))
+
+
 register_url_convertor("ns", NamespaceConvertor())
+register_url_convertor("key", KeyConvertor())
 
 
 def path_for(request: Request, name: str, /, **path_params: Any) -> str:

@@ -11,6 +11,7 @@ confirmation page shows typed into the ``confirm`` field.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 from starlette.datastructures import FormData
@@ -19,7 +20,7 @@ from starlette.responses import RedirectResponse, Response
 
 from ..errors import InvalidInputError, NotFoundError
 from .links import ns_url, path_for
-from .reads import get_one
+from .reads import get_many, get_one
 from .routes_pages import error_page, render
 from .security import check_csrf
 
@@ -32,13 +33,21 @@ MEMORY_ACTIONS = ("pin", "unpin", "edit", "forget", "delete")
 NAMESPACE_ACTIONS = ("forget-namespace", "purge", "merge-duplicates")
 _CONFIRMED_MEMORY = ("forget", "delete")
 _CONFIRMED_NAMESPACE = ("forget-namespace", "purge")
+_GENERATED_ID = re.compile(r"[0-9a-f]{32}")
 
 
 def confirm_word(action: str, namespace: str, memory_id: str | None = None) -> str:
-    """The word a confirmation page asks for: the memory id's first 8 characters, the namespace, or ``purge``."""
+    """The word a confirmation page asks for: the memory id's first 8 characters, the namespace, or ``purge``.
+
+    An id the store generated (32 hex digits) is asked for by its first 8; any other id (``note-0001``,
+    set by the caller) whole: its neighbours may share the prefix (``note-0002``), and the word typed
+    for one memory must not confirm another's removal.
+    """
     if action == "purge":
         return "purge"
-    return memory_id[:8] if memory_id is not None else namespace
+    if memory_id is None:
+        return namespace
+    return memory_id[:8] if _GENERATED_ID.fullmatch(memory_id) else memory_id
 
 
 def _check_action(action: str, valid: tuple[str, ...]) -> None:
@@ -58,11 +67,14 @@ async def confirm_memory(request: Request) -> Response:
     store = _store(request)
     memory = await get_one(store, ns, memory_id)
     revived = None
-    if memory.supersedes is not None and memory.superseded_by is None:
+    # The store makes live again whatever this memory superseded, even when a newer one supersedes
+    # this memory in turn (forgetting the middle of a chain leaves two live memories).
+    if memory.supersedes is not None:
         try:
-            revived = await get_one(store, ns, memory.supersedes)
+            older = await get_one(store, ns, memory.supersedes)
         except NotFoundError:
-            revived = None
+            older = None
+        revived = older if older is not None and older.superseded_by == memory.id else None
     ctx = {"action": action, "m": memory, "revived": revived, "word": confirm_word(action, ns, memory_id)}
     return render(request, "confirm.html", ctx)
 
@@ -155,8 +167,11 @@ async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) 
         raise InvalidInputError("merge-duplicates needs keep (the id kept) and at least one drop (an id to fold in)")
     if keep_id in drops:
         raise InvalidInputError(f"drop must not name the kept memory {keep_id!r}")
-    for drop_id in drops:
+    # Every id is read before anything changes: an id of another namespace (or a gone one) is a 404
+    # that leaves the group as it was, not half merged.
+    dropped = await get_many(store, ns, [keep_id, *drops])
+    for drop in dropped[1:]:
         keep = await get_one(store, ns, keep_id)  # re-read: the previous fold changed its links/tags
-        await _fold(store, ns, keep, await get_one(store, ns, drop_id))
+        await _fold(store, ns, keep, drop)
     message = f"merged {len(drops)} duplicate(s) into {keep_id}: archived, not deleted"
     return _back(request, ns_url(request, "review", ns), message)

@@ -98,7 +98,7 @@ async def namespace(request: Request) -> Response:
         ns,
         page=int_param(request, "page", 1),
         kind=request.query_params.get("kind"),
-        q=request.query_params.get("q") or None,
+        q=request.query_params.get("q", "").strip() or None,  # a blank filter box filters nothing
         hidden=_flag(request, "hidden"),
     )
     timeline = bucket_timeline(summary.daily)
@@ -125,7 +125,9 @@ async def review(request: Request) -> Response:
     """The duplicate and contradiction queues of a namespace; ``?scan=1`` runs the scans now."""
     ns = request.path_params["namespace"]
     store = _store(request)
-    scan_now = _flag(request, "scan")
+    # A scan reads the whole namespace: another site's <img src=...?scan=1> must not start one.
+    own_page = request.headers.get("sec-fetch-site", "same-origin").lower() in ("same-origin", "none")
+    scan_now = _flag(request, "scan") and own_page
     summary = await _summary(request, ns)  # a 404 for an empty namespace
     version = await store_version(store)
     if scan_now:

@@ -56,6 +56,12 @@ def check_bind(host: str, token: str | None) -> None:
     """
     if token is not None and (not isinstance(token, str) or not token):
         raise ConfigError("token must be a non-empty string or None")
+    # It travels in a cookie and an Authorization header: printable ASCII without spaces only.
+    if token is not None and not (token.isascii() and token.isprintable() and " " not in token):
+        raise ConfigError(
+            "token must be printable ASCII without spaces (it is sent in a cookie and an Authorization header); "
+            "e.g. python -c 'import secrets; print(secrets.token_urlsafe(24))'"
+        )
     if not is_loopback(host) and not token:
         raise ConfigError(
             f"host {host!r} is reachable from other machines: pass token=... (--token T) so that only "
@@ -69,10 +75,22 @@ def check_csrf(secret: str, submitted: object) -> bool:
 
 
 def _host_name(value: str) -> str:
-    """The host of a ``Host`` header (port dropped, IPv6 brackets kept off)."""
+    """The host of a ``Host`` header (port dropped, IPv6 brackets kept off); ``""`` when it is not one.
+
+    A port that is not digits (``localhost:8765@evil.example``, ``localhost:x``) makes the whole
+    value invalid rather than leaving its name to be matched: no browser sends such a header.
+    """
+    value = value.lower()
     if value.startswith("["):
-        return value[1 : value.find("]")].lower() if "]" in value else value.lower()
-    return value.rsplit(":", 1)[0].lower() if value.count(":") == 1 else value.lower()
+        name, _, rest = value[1:].partition("]")
+        port = rest[1:] if rest.startswith(":") else rest
+    elif value.count(":") == 1:
+        name, _, port = value.partition(":")
+    else:
+        name, port = value, ""
+    if port and not (port.isascii() and port.isdigit()):
+        return ""
+    return name
 
 
 class Guard:
@@ -136,7 +154,9 @@ class Guard:
             rest = urlencode([(k, v) for k, v in query if k != "token"])
             root, path = scope.get("root_path", ""), scope["path"]
             # Starlette 1.x keeps the mount prefix in ``path``; older servers may not.
-            target = (path if path.startswith(root) else root + path) + (f"?{rest}" if rest else "")
+            target = path if path.startswith(root) else root + path
+            # ``//evil.example/?token=..`` must not redirect to another host: one leading slash only.
+            target = "/" + target.lstrip("/\\") + (f"?{rest}" if rest else "")
             response = RedirectResponse(target, status_code=303)
             response.set_cookie(COOKIE, token, httponly=True, samesite="strict", path="/")
             return response
@@ -154,7 +174,9 @@ class Guard:
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin).netloc.lower() != headers.get("host", "").lower():
             return PlainTextResponse(f"403: a request from another origin ({origin}) cannot change memories", 403)
-        if headers.get("sec-fetch-site", "").lower() == "cross-site":
+        # Only the app's own pages (same-origin) or the user typing/bookmarking (none) may change memories:
+        # same-site is another port or subdomain of this host, which is another app.
+        if headers.get("sec-fetch-site", "same-origin").lower() not in ("same-origin", "none"):
             return PlainTextResponse("403: a cross-site request cannot change memories", 403)
         return None
 
