@@ -1,0 +1,27 @@
+"""The memory inspector: a local web app over a store (``memory-retrievers ui``, or mount it in your app).
+
+Needs the ``ui`` extra (``pip install 'memory-retrievers[ui]'``: Starlette, uvicorn, Jinja2,
+python-multipart). ``import memory_retrievers`` never imports this package.
+
+Example:
+    >>> from memory_retrievers.ui import create_app, serve                       # doctest: +SKIP
+    >>> app = create_app(store, read_only=True)        # an ASGI app: mount it, or
+    >>> serve(store, port=8765)                        # serve it on 127.0.0.1 until Ctrl-C
+"""
+
+from __future__ import annotations
+
+try:
+    import jinja2  # noqa: F401
+    import multipart  # noqa: F401
+    import starlette  # noqa: F401
+except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    raise ImportError(
+        f"the memory inspector needs the ui extra ({exc.name} is missing): pip install 'memory-retrievers[ui]'"
+    ) from exc
+
+from .app import ROUTES, create_app
+from .links import ns_url
+from .server import serve
+
+__all__ = ["ROUTES", "create_app", "ns_url", "serve"]

@@ -1,0 +1,163 @@
+"""The inspector's actions: confirmation pages (GET) and changes (POST, CSRF-checked, then a 303 redirect).
+
+Memory actions: ``pin``, ``unpin``, ``edit`` (field ``text``: a new memory that supersedes this
+one), ``forget``/``delete`` (``store.delete``: hidden from every read at once, bytes on disk until
+purge). Namespace actions: ``forget-namespace`` (``store.forget``), ``purge`` (``store.admin.purge``,
+store-wide) and ``merge-duplicates`` (fields ``keep`` and ``drop``: each dropped memory is folded
+into the kept one as the formation review does it: links and tags move over, the dropped one is
+archived with ``metadata.duplicate_of``, nothing is deleted). Destructive ones need the word their
+confirmation page shows typed into the ``confirm`` field.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.datastructures import FormData
+from starlette.requests import Request
+from starlette.responses import RedirectResponse, Response
+
+from ..errors import InvalidInputError, NotFoundError
+from .links import ns_url, path_for
+from .routes_pages import render
+from .security import check_csrf
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["confirm_memory", "confirm_namespace", "confirm_word", "memory_action", "namespace_action"]
+
+MEMORY_ACTIONS = ("pin", "unpin", "edit", "forget", "delete")
+NAMESPACE_ACTIONS = ("forget-namespace", "purge", "merge-duplicates")
+_CONFIRMED_MEMORY = ("forget", "delete")
+_CONFIRMED_NAMESPACE = ("forget-namespace", "purge")
+
+
+def confirm_word(action: str, namespace: str, memory_id: str | None = None) -> str:
+    """The word a confirmation page asks for: the memory id's first 8 characters, the namespace, or ``purge``."""
+    if action == "purge":
+        return "purge"
+    return memory_id[:8] if memory_id is not None else namespace
+
+
+def _check_action(action: str, valid: tuple[str, ...]) -> None:
+    if action not in valid:
+        raise InvalidInputError(f"action must be one of {', '.join(valid)}, got {action!r}")
+
+
+def _store(request: Request) -> MemoryStore:
+    store: MemoryStore = request.app.state.store
+    return store
+
+
+async def confirm_memory(request: Request) -> Response:
+    """What forgetting one memory removes, and which older memory becomes live again."""
+    ns, memory_id, action = (request.path_params[k] for k in ("namespace", "id", "action"))
+    _check_action(action, _CONFIRMED_MEMORY)
+    store = _store(request)
+    memory = await store.aget(memory_id, namespace=ns)
+    revived = None
+    if memory.supersedes is not None and memory.superseded_by is None:
+        try:
+            revived = await store.aget(memory.supersedes, namespace=ns)
+        except NotFoundError:
+            revived = None
+    ctx = {"action": action, "m": memory, "revived": revived, "word": confirm_word(action, ns, memory_id)}
+    return render(request, "confirm.html", ctx)
+
+
+async def confirm_namespace(request: Request) -> Response:
+    """What forgetting a namespace or purging the store removes."""
+    ns, action = request.path_params["namespace"], request.path_params["action"]
+    _check_action(action, _CONFIRMED_NAMESPACE)
+    store = _store(request)
+    ctx: dict[str, Any] = {"action": action, "word": confirm_word(action, ns)}
+    if action == "forget-namespace":
+        ctx["rows"] = await store._table.count_namespace(ns)
+        if ctx["rows"] == 0:
+            raise NotFoundError(f"namespace {ns!r} holds no memory", [ns])
+    else:
+        ctx["stats"] = await store.admin.astats()
+    return render(request, "confirm.html", ctx)
+
+
+async def _form(request: Request) -> FormData | Response:
+    """The request's form when its CSRF token is right, else the 403 page."""
+    form = await request.form()
+    if not check_csrf(request.app.state.csrf_token, form.get("csrf_token")):
+        from .app import error_page
+
+        return error_page(request, 403, "Refused", "the form's csrf_token is missing or wrong: reload the page")
+    return form
+
+
+def _back(request: Request, url: str, message: str) -> RedirectResponse:
+    key = request.app.state.flashes.add(message)
+    sep = "&" if "?" in url else "?"
+    return RedirectResponse(f"{url}{sep}flash={key}", status_code=303)
+
+
+def _confirmed(form: FormData, word: str) -> None:
+    if form.get("confirm") != word:
+        raise InvalidInputError(f"confirm must be the exact word {word!r}; nothing was changed")
+
+
+async def memory_action(request: Request) -> Response:
+    """Run ``pin``, ``unpin``, ``edit``, ``forget`` or ``delete`` on one memory."""
+    ns, memory_id, action = (request.path_params[k] for k in ("namespace", "id", "action"))
+    _check_action(action, MEMORY_ACTIONS)
+    form = await _form(request)
+    if isinstance(form, Response):
+        return form
+    store = _store(request)
+    if action in ("pin", "unpin"):
+        await store.aupdate(memory_id, namespace=ns, pinned=action == "pin")
+        return _back(request, ns_url(request, "memory", ns, id=memory_id), f"{action}ned {memory_id}")
+    if action == "edit":
+        text = form.get("text")
+        if not isinstance(text, str) or not text.strip():
+            raise InvalidInputError("text must be the new, non-empty text of the memory")
+        new = await store.asupersede(memory_id, text, namespace=ns)
+        message = f"{memory_id} superseded by {new.id}" + (f" ({new.reason})" if new.reason else "")
+        return _back(request, ns_url(request, "memory", ns, id=new.id), message)
+    _confirmed(form, confirm_word(action, ns, memory_id))
+    deleted = await store.adelete([memory_id], namespace=ns)
+    request.app.state.summaries.clear()
+    message = f"forgot {deleted} memory ({memory_id}); its bytes stay on disk until purge"
+    return _back(request, ns_url(request, "namespace", ns), message)
+
+
+async def namespace_action(request: Request) -> Response:
+    """Run ``forget-namespace``, ``purge`` or ``merge-duplicates``."""
+    ns, action = request.path_params["namespace"], request.path_params["action"]
+    _check_action(action, NAMESPACE_ACTIONS)
+    form = await _form(request)
+    if isinstance(form, Response):
+        return form
+    store = _store(request)
+    if action == "merge-duplicates":
+        return await _merge(request, store, ns, form)
+    _confirmed(form, confirm_word(action, ns))
+    request.app.state.summaries.clear()
+    if action == "purge":
+        await store.admin.apurge()
+        return _back(request, path_for(request, "namespaces"), "purged: deleted and forgotten memories are off disk")
+    count = await store.aforget(ns)
+    request.app.state.scans.drop(ns)
+    return _back(request, path_for(request, "namespaces"), f"forgot namespace {ns!r}: {count} memories")
+
+
+async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) -> Response:
+    from ..formation.review import _fold  # the review's own fold, one group at a time
+
+    keep_id = form.get("keep")
+    drops = [d for d in form.getlist("drop") if isinstance(d, str) and d]
+    if not isinstance(keep_id, str) or not keep_id or not drops:
+        raise InvalidInputError("merge-duplicates needs keep (the id kept) and at least one drop (an id to fold in)")
+    if keep_id in drops:
+        raise InvalidInputError(f"drop must not name the kept memory {keep_id!r}")
+    for drop_id in drops:
+        keep = await store.aget(keep_id, namespace=ns)  # re-read: the previous fold changed its links/tags
+        await _fold(store, ns, keep, await store.aget(drop_id, namespace=ns))
+    message = f"merged {len(drops)} duplicate(s) into {keep_id}: archived, not deleted"
+    return _back(request, ns_url(request, "review", ns), message)

@@ -1,0 +1,110 @@
+"""The inspector's read pages: namespaces, one namespace, a memory's life, the review queues."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from starlette.requests import Request
+from starlette.responses import Response
+
+from ..errors import InvalidInputError
+from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page, store_version
+from .life import memory_life
+from .scans import run_scan
+from .timeline import bucket_timeline, timeline_svg
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["int_param", "memory", "namespace", "namespaces", "review"]
+
+#: Namespace summaries kept per app (each keyed by namespace and store version).
+_SUMMARIES_KEPT = 64
+
+
+def int_param(request: Request, name: str, default: int) -> int:
+    """A whole-number query parameter.
+
+    Raises:
+        InvalidInputError: The parameter is not a whole number (the message names it).
+    """
+    raw = request.query_params.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError:
+        raise InvalidInputError(f"{name} must be a whole number, got {raw!r}") from None
+
+
+def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
+    """Render a page with the app's templates."""
+    return request.app.state.templates.TemplateResponse(request, template, context, status_code=status)
+
+
+def _store(request: Request) -> MemoryStore:
+    store: MemoryStore = request.app.state.store
+    return store
+
+
+async def namespaces(request: Request) -> Response:
+    """Every namespace, 50 per page, with counts, size, dates, pending maintenance and scan flags."""
+    prefix = request.query_params.get("prefix", "")
+    view = await namespaces_page(
+        _store(request), page=int_param(request, "page", 1), prefix=prefix, scans=request.app.state.scans.all()
+    )
+    return render(request, "namespaces.html", {"view": view})
+
+
+async def _summary(request: Request, ns: str) -> NamespaceSummary:
+    """The namespace's summary, read once per store version."""
+    store = _store(request)
+    cache: dict[tuple[str, int], NamespaceSummary] = request.app.state.summaries
+    version = await store_version(store)
+    found = cache.get((ns, version))
+    if found is None:
+        found = await namespace_summary(store, ns)
+        if len(cache) >= _SUMMARIES_KEPT:
+            cache.pop(next(iter(cache)))
+        cache[(ns, found.version)] = found
+    return found
+
+
+async def namespace(request: Request) -> Response:
+    """A namespace: summary, timeline, and its memories 50 per page (filter by kind and text)."""
+    ns = request.path_params["namespace"]
+    summary = await _summary(request, ns)
+    page = await memory_page(
+        _store(request),
+        ns,
+        page=int_param(request, "page", 1),
+        kind=request.query_params.get("kind"),
+        q=request.query_params.get("q") or None,
+    )
+    timeline = bucket_timeline(summary.created)
+    scan = request.app.state.scans.get(ns)
+    ctx = {"summary": summary, "page": page, "timeline": timeline, "timeline_svg": timeline_svg(timeline), "scan": scan}
+    return render(request, "namespace.html", ctx)
+
+
+async def memory(request: Request) -> Response:
+    """A memory's life: text and fields, supersession chain, links, provenance, access, lifecycle."""
+    ns, memory_id = request.path_params["namespace"], request.path_params["id"]
+    life = await memory_life(_store(request), ns, memory_id, scan=request.app.state.scans.get(ns))
+    return render(request, "memory.html", {"life": life, "m": life.memory})
+
+
+async def review(request: Request) -> Response:
+    """The duplicate and contradiction queues of a namespace; ``?scan=1`` runs the scans now."""
+    ns = request.path_params["namespace"]
+    store = _store(request)
+    scan_now = request.query_params.get("scan")
+    if scan_now not in (None, "", "0", "1"):
+        raise InvalidInputError(f"scan must be 1 (run the scans now) or absent, got {scan_now!r}")
+    summary = await _summary(request, ns)  # a 404 for an empty namespace
+    version = await store_version(store)
+    if scan_now == "1":
+        request.app.state.scans.put(await run_scan(store, ns, version))
+    scan = request.app.state.scans.get(ns)
+    ctx = {"summary": summary, "scan": scan, "current": scan is not None and scan.version == version}
+    return render(request, "review.html", ctx)

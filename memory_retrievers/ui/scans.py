@@ -1,0 +1,154 @@
+"""The review queues: duplicate groups and contradictions of a namespace, scanned on demand and kept.
+
+Nothing new is scanned here: duplicate groups are those of ``memory-retrievers dedup`` (exact or
+near duplicates by the write path's own rules, on the stored vectors), paraphrases are those of
+:func:`~memory_retrievers.formation.review_duplicates`, contradictions those of the LLM-free
+negation-aware :func:`~memory_retrievers.formation.contradictions.find_contradictions`. A scan is
+O(n²) in the worst case, so the inspector runs one only when asked and keeps its result per
+namespace with the store version it saw (:class:`ScanCache`).
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..formation.consolidate import KNOWLEDGE_KINDS
+from ..formation.contradictions import find_contradictions
+from ..formation.review import DuplicateFinding, review_duplicates
+from ..models import Memory
+from ..paging import aall_memories
+
+if TYPE_CHECKING:
+    from ..store import MemoryStore
+
+__all__ = ["Conflict", "DuplicateGroup", "ReviewScan", "ScanCache", "run_scan"]
+
+#: Records ``admin.export`` returns per call while a scan reads a namespace.
+_EXPORT_PAGE = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class DuplicateGroup:
+    """Exact or near duplicates (``memory-retrievers dedup``): the one to keep first, then the others.
+
+    Attributes:
+        keep_id: The memory kept (most accessed, then oldest, then smallest id).
+        keep_text: Its text.
+        others: ``(id, text, cosine similarity to the kept one)`` of each duplicate.
+    """
+
+    keep_id: str
+    keep_text: str
+    others: tuple[tuple[str, str, float], ...]
+
+    @property
+    def ids(self) -> tuple[str, ...]:
+        """Every memory of the group, the kept one first."""
+        return (self.keep_id, *(i for i, _, _ in self.others))
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """Two live memories that say the same thing with opposite polarity.
+
+    Attributes:
+        first: One memory.
+        second: The other.
+        overlap: Jaccard overlap of their core words.
+        shared: The core words they share.
+    """
+
+    first: Memory
+    second: Memory
+    overlap: float
+    shared: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ReviewScan:
+    """One scan of a namespace.
+
+    Attributes:
+        namespace: The namespace scanned.
+        version: The store version it read.
+        scanned_at: When (seconds since the epoch).
+        seconds: How long it took.
+        memories: Live memories of knowledge kinds read by the paraphrase and contradiction scans.
+        groups: Exact/near duplicate groups.
+        paraphrases: Fuzzy duplicates (one redundant memory and its keeper each).
+        conflicts: Contradictions.
+    """
+
+    namespace: str
+    version: int
+    scanned_at: float
+    seconds: float
+    memories: int
+    groups: tuple[DuplicateGroup, ...]
+    paraphrases: tuple[DuplicateFinding, ...]
+    conflicts: tuple[Conflict, ...]
+
+    def conflicts_of(self, memory_id: str) -> list[Conflict]:
+        """The contradictions a memory takes part in."""
+        return [c for c in self.conflicts if memory_id in (c.first.id, c.second.id)]
+
+
+class ScanCache:
+    """The last scan of each namespace (an app keeps one; a scan is replaced by the next one)."""
+
+    def __init__(self) -> None:
+        self._scans: dict[str, ReviewScan] = {}
+
+    def get(self, namespace: str) -> ReviewScan | None:
+        """The last scan of ``namespace``, or ``None``."""
+        return self._scans.get(namespace)
+
+    def put(self, scan: ReviewScan) -> None:
+        """Keep ``scan`` as its namespace's last."""
+        self._scans[scan.namespace] = scan
+
+    def drop(self, namespace: str) -> None:
+        """Forget the scan of a namespace (e.g. once the namespace is forgotten)."""
+        self._scans.pop(namespace, None)
+
+    def all(self) -> dict[str, ReviewScan]:
+        """Every namespace's last scan."""
+        return dict(self._scans)
+
+
+async def run_scan(store: MemoryStore, namespace: str, version: int) -> ReviewScan:
+    """Scan ``namespace`` for duplicates, paraphrases and contradictions (reads it whole, on request)."""
+    started = time.monotonic()
+    groups = await _duplicate_groups(store, namespace)
+    paraphrases = await review_duplicates(store, namespace)
+    knowledge = await aall_memories(store, namespace, filter={"kinds": list(KNOWLEDGE_KINDS)}, newest_first=True)
+    conflicts = tuple(
+        Conflict(knowledge[c.first], knowledge[c.second], c.overlap, c.shared)
+        for c in find_contradictions([m.text for m in knowledge])
+    )
+    return ReviewScan(
+        namespace, version, time.time(), time.monotonic() - started, len(knowledge), groups, tuple(paraphrases),
+        conflicts,
+    )  # fmt: skip
+
+
+async def _duplicate_groups(store: MemoryStore, namespace: str) -> tuple[DuplicateGroup, ...]:
+    """The groups ``memory-retrievers dedup`` reports, at the store's own near-duplicate threshold."""
+    from ..cli.cmd_health import duplicate_groups
+
+    exempt = {k.value for k in store.config.dedup_exempt_kinds}
+    records: list[dict[str, Any]] = []
+    offset = 0
+    while True:
+        page = await store.admin.aexport(namespace, limit=_EXPORT_PAGE, offset=offset)
+        records += [r for r in page if r["superseded_by"] is None and r["kind"] not in exempt]
+        offset += len(page)
+        if len(page) < _EXPORT_PAGE:
+            break
+    threshold = store.config.near_duplicate_threshold or 0.95
+    return tuple(
+        DuplicateGroup(g[0][0]["id"], g[0][0]["text"], tuple((m["id"], m["text"], round(s, 4)) for m, s in g[1:]))
+        for g in duplicate_groups(records, threshold)
+    )
