@@ -45,9 +45,9 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from . import cmd_bulk, cmd_eval, cmd_health, cmd_memories, cmd_recall, cmd_serve, cmd_transfer
+    from . import cmd_bulk, cmd_eval, cmd_health, cmd_memories, cmd_recall, cmd_serve, cmd_transfer, cmd_ui
 
-    for module in (cmd_memories, cmd_recall, cmd_transfer, cmd_health, cmd_eval, cmd_serve, cmd_bulk):
+    for module in (cmd_memories, cmd_recall, cmd_transfer, cmd_health, cmd_eval, cmd_serve, cmd_bulk, cmd_ui):
         for command in module.COMMANDS:
             cli.add_command(command)
     from .cmd_cluster import cluster  # issue 29

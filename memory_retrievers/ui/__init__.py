@@ -13,7 +13,7 @@ from __future__ import annotations
 
 try:
     import jinja2  # noqa: F401
-    import multipart  # noqa: F401
+    import python_multipart  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
     raise ImportError(

@@ -58,11 +58,14 @@ def decode_namespace(segment: str) -> str:
 class NamespaceConvertor(Convertor[str]):
     """Starlette convertor ``{namespace:ns}``: one segment in the URL, the decoded namespace in the handler."""
 
-    regex = r"[A-Za-z0-9_.~\-]+"
+    regex = r"(?:[A-Za-z0-9_.\-]|~[0-9A-F]{2})+"
 
     def convert(self, value: str) -> str:
-        """The namespace of a matched segment."""
-        return decode_namespace(value)
+        """The namespace of a matched segment (bytes that are not UTF-8 become U+FFFD: no such namespace)."""
+        try:
+            return decode_namespace(value)
+        except ValueError:
+            return _ESCAPE.sub(lambda m: chr(int(m.group(1), 16)) if int(m.group(1), 16) < 128 else "\ufffd", value)
 
     def to_string(self, value: str) -> str:
         """The segment of a namespace."""

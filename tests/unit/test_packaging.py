@@ -43,7 +43,7 @@ def test_the_core_publishes_no_extra_for_test_tools() -> None:
     extras = re.findall(r"(?ms)^\[project\.optional-dependencies\]\n(.*?)\n\n", _core_pyproject())
     assert len(extras) == 1
     names = re.findall(r"(?m)^([a-z0-9-]+) = ", extras[0])
-    assert names == ["offline-model", "mcp", "ray"]  # local-s3 went with the server it installed SeaweedFS for
+    assert names == ["offline-model", "mcp", "ray", "ui"]  # local-s3 went with the server it installed SeaweedFS for
 
 
 def test_the_command_line_dependencies_cost_the_core_nothing() -> None:

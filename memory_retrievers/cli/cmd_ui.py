@@ -1,0 +1,81 @@
+"""``memory-retrievers ui``: the memory inspector, a local web app over the store (needs the ui extra)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+
+from . import exits
+from .options import settings_for
+from .runtime import Invocation
+
+__all__ = ["COMMANDS"]
+
+
+@click.command(
+    "ui",
+    epilog="""\b
+Examples:
+  memory-retrievers ui                                  # http://127.0.0.1:8765/
+  memory-retrievers ui --read-only --open
+  memory-retrievers ui --host 0.0.0.0 --token "$(openssl rand -hex 16)"
+
+\b
+Binds to 127.0.0.1 unless --host says otherwise; any other address needs --token (the URL printed
+at start carries it once, then a cookie keeps it). Needs the ui extra:
+pip install 'memory-retrievers[ui]'.""",
+)
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (not loopback: needs --token).")
+@click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
+@click.option("--token", metavar="T", help="Access token every request must carry (needed off loopback).")
+@click.option("--read-only", is_flag=True, help="Show everything, change nothing (no action is offered).")
+@click.option("--open", "open_browser", is_flag=True, help="Open the inspector in the default browser.")
+@click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME", help="Another Host name to accept.")
+@click.option("--store", metavar="PATH", help="Store folder or LanceDB URI (as for every command).")
+@click.option("--embedder", metavar="SPEC", help="minilm (default), hash[:DIM] or st:<model>; must match the store's.")
+@click.pass_obj
+def ui(inv: Invocation, /, **params: Any) -> None:
+    """Browse, ask and tend the store's memories in a web browser (until Ctrl-C)."""
+    try:
+        from ..ui import serve
+        from ..ui.security import check_bind
+    except ImportError as exc:
+        raise exits.CliError(str(exc), exits.CONFIG) from None
+    from datetime import timedelta
+
+    from ..store import MemoryStore
+    from .runtime import make_embedder, store_exists
+
+    check_bind(params["host"], params["token"])  # before loading a model: a ConfigError, exit code 6
+    settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
+    if not store_exists(settings.store):
+        raise exits.CliError(f"no store at {settings.store} (from {settings.store_source})", exits.NOT_FOUND)
+    store = MemoryStore(
+        settings.store,
+        embedder=make_embedder(settings.embedder),
+        config={"read_consistency_interval": timedelta(0)},
+    )
+
+    def ready(url: str) -> None:
+        inv.err(f"memory inspector on {settings.store}: {url}")
+        if params["open_browser"]:
+            import webbrowser
+
+            webbrowser.open(url)
+
+    try:
+        serve(
+            store,
+            host=params["host"],
+            port=params["port"],
+            token=params["token"],
+            read_only=params["read_only"],
+            allowed_hosts=list(params["allowed_hosts"]),
+            on_ready=ready,
+        )
+    finally:
+        store.close()
+
+
+COMMANDS = [ui]
