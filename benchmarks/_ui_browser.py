@@ -99,6 +99,26 @@ def fill_showcase(store: MemoryStore, path: Path, *, conversations: int = 2) -> 
     return namespaces
 
 
+def inspector(store: MemoryStore, **options: Any) -> Any:
+    """``memory_retrievers.ui.create_app(store, **options)``, with the ask page's routes wired in.
+
+    Before the issue's branches are merged the app's routes lack the ask page (its routes live
+    in ``ui.routes_ask``, which the merge adds in front of the app's own): add them the same way.
+    """
+    from starlette.routing import NoMatchFound
+
+    from memory_retrievers.ui import create_app
+
+    app = create_app(store, **options)
+    try:
+        app.url_path_for("ask", namespace="x")
+    except NoMatchFound:
+        from memory_retrievers.ui import routes_ask
+
+        app.router.routes[:0] = routes_ask.ROUTES
+    return app
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -23,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from _ui_browser import NEW_FACT, VIEWPORT, fill_showcase, launch, locomo_path, served
+from _ui_browser import NEW_FACT, VIEWPORT, fill_showcase, inspector, launch, locomo_path, served
 
 from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbedder
 
@@ -52,11 +52,9 @@ def photograph(store: MemoryStore, namespace: str, out: Path) -> dict[str, int]:
     """Visit every page and save one PNG each; returns each file's size in bytes."""
     from playwright.sync_api import sync_playwright
 
-    from memory_retrievers.ui import create_app
-
     new_fact = next(m for m in store.list(namespace, filter={"kinds": ["fact"]}, limit=100) if m.text == NEW_FACT)
     out.mkdir(parents=True, exist_ok=True)
-    with served(create_app(store)) as base, sync_playwright() as playwright:
+    with served(inspector(store)) as base, sync_playwright() as playwright:
         browser = launch(playwright)
         page = browser.new_page(viewport=VIEWPORT)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import os
 import sys
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,18 +22,12 @@ import pytest
 
 from memory_retrievers import MemoryStore, SentenceTransformerEmbedder
 
-with warnings.catch_warnings():
-    # The ui package checks for python-multipart under its old import name, which warns (a
-    # PendingDeprecationWarning, an error under filterwarnings=error): not what these tests test.
-    warnings.simplefilter("ignore", PendingDeprecationWarning)
-    from memory_retrievers.ui import create_app
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _steps.py, the tests' shared steps
 
 from _steps import TOKEN, Recorded  # noqa: E402
-from _ui_browser import CHROMIUM, VIEWPORT, fill_showcase, launch, locomo_path, served  # noqa: E402
+from _ui_browser import CHROMIUM, VIEWPORT, fill_showcase, inspector, launch, locomo_path, served  # noqa: E402
 
 LOCOMO = locomo_path()
 SKIP_ENV = "MEMORY_RETRIEVERS_SKIP_BROWSER"
@@ -78,19 +71,19 @@ def locomo_store(
 
 @pytest.fixture(scope="session")
 def app_url(locomo_store: MemoryStore) -> Iterator[str]:
-    with served(create_app(locomo_store)) as url:
+    with served(inspector(locomo_store)) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
 def token_url(locomo_store: MemoryStore) -> Iterator[str]:
-    with served(create_app(locomo_store, token=TOKEN)) as url:
+    with served(inspector(locomo_store, token=TOKEN)) as url:
         yield url
 
 
 @pytest.fixture(scope="session")
 def read_only_url(locomo_store: MemoryStore) -> Iterator[str]:
-    with served(create_app(locomo_store, read_only=True)) as url:
+    with served(inspector(locomo_store, read_only=True)) as url:
         yield url
 
 

@@ -47,12 +47,17 @@ def test_forgetting_a_recalled_memory_removes_it_from_pages_recall_and_store(
     assert victim.text in summary and victim_id in summary  # says exactly which memory
     assert "purge" in summary.lower()  # and that the bytes stay on disk until a purge
 
-    page.locator("input[name=confirm]").fill("nope")  # the wrong word changes nothing
-    follow(page, page.locator("button[data-testid=confirm-button]"))
+    button = page.locator("button[data-testid=confirm-button]")
+    page.locator("input[name=confirm]").fill("nope")
+    assert button.is_disabled()  # the page's script holds the button until the word is right
+    button.evaluate("b => { b.disabled = false; }")  # and the server, if the script is bypassed:
+    with page.expect_navigation() as refused:
+        button.click()
+    assert refused.value.status == 400
+    assert "nothing was changed" in page.locator("body").inner_text()
     assert locomo_store.get(victim_id, namespace=CONVERSATION).text == victim.text
 
-    if page.locator("a[data-testid=action-forget]").count():  # back on the memory page: try again
-        follow(page, page.locator("a[data-testid=action-forget]"))
+    page.go_back()  # to the confirmation page, and this time the right word
     confirm(page, victim_id[:8])
     assert "forg" in page.locator("[data-testid=flash]").inner_text().lower()
 
