@@ -7,7 +7,8 @@ through Playwright) at a fixed 1280x800 viewport:
 
     python benchmarks/ui_screenshots.py --data ../shared/data/locomo/locomo_dev.json --out docs/images
 
-Writes ``inspector-{namespaces,namespace,memory,ask,compare,confirm,review}.png`` into ``--out``.
+Writes ``inspector-{namespaces,namespace,memory,ask,explanation,compare,confirm,review}.png`` into
+``--out``.
 The pages are reached by clicking, as a person would; the confirmation page is photographed and
 never confirmed.
 """
@@ -30,7 +31,9 @@ from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbe
 OUT = Path(__file__).resolve().parents[1] / "docs" / "images"
 QUESTION = "When did Caroline go to the LGBTQ support group?"
 BUDGET = 200
-SHOTS = ("namespaces", "namespace", "memory", "ask", "compare", "confirm", "review")
+SHOTS = ("namespaces", "namespace", "memory", "ask", "explanation", "compare", "confirm", "review")
+#: Scroll so that an element sits just below the top of the viewport (its heading still in view).
+SCROLL_TO = "el => window.scrollTo(0, el.getBoundingClientRect().top + window.scrollY - 70)"
 
 
 def click_into(page: Any, namespace: str) -> None:
@@ -81,9 +84,12 @@ def photograph(store: MemoryStore, namespace: str, out: Path) -> dict[str, int]:
         page.go_back()
         page.locator("a[data-testid=ask-link]").click()
         ask(page, QUESTION)
-        page.locator("[data-testid=explained-memory]").first.scroll_into_view_if_needed()
+        page.locator("[data-testid=block]").evaluate(SCROLL_TO)
         shot("ask")
+        page.locator("[data-testid=explained-memory]").first.evaluate(SCROLL_TO)
+        shot("explanation")
         ask(page, QUESTION, compare="knowledge_base")
+        page.locator("[data-testid=compare-diff]").evaluate(SCROLL_TO)
         shot("compare")
         browser.close()
     return {name: (out / f"inspector-{name}.png").stat().st_size for name in SHOTS}
@@ -96,6 +102,8 @@ def main() -> None:
     ap.add_argument("--conversations", type=int, default=2, help="LoCoMo conversations to store (one namespace each)")
     ap.add_argument("--hash-embedder", action="store_true", help="skip the model: fast, but recall is meaningless")
     args = ap.parse_args()
+    if not args.data.exists():
+        raise SystemExit(f"LoCoMo data not found at {args.data}: pass --data PATH (../shared/data/locomo)")
     embedder = HashEmbedder(64) if args.hash_embedder else SentenceTransformerEmbedder()
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as folder:
