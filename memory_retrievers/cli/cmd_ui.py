@@ -34,6 +34,7 @@ pip install 'memory-retrievers[ui]'.""",
 @click.option("--allowed-host", "allowed_hosts", multiple=True, metavar="NAME", help="Another Host name to accept.")
 @click.option("--store", metavar="PATH", help="Store folder or LanceDB URI (as for every command).")
 @click.option("--embedder", metavar="SPEC", help="minilm (default), hash[:DIM] or st:<model>; must match the store's.")
+@click.option("--json", "as_json", is_flag=True, help="Print the URL as one JSON document on stdout once serving.")
 @click.pass_obj
 def ui(inv: Invocation, /, **params: Any) -> None:
     """Browse, ask and tend the store's memories in a web browser (until Ctrl-C)."""
@@ -58,6 +59,9 @@ def ui(inv: Invocation, /, **params: Any) -> None:
     )
 
     def ready(url: str) -> None:
+        if params["as_json"]:
+            inv.json({"url": url, "store": settings.store, "read_only": params["read_only"]})
+            inv.stdout.flush()  # a script waits for this line while the server runs
         inv.err(f"memory inspector on {settings.store}: {url}")
         if params["open_browser"]:
             import webbrowser

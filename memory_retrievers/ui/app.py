@@ -25,6 +25,7 @@ from starlette.templating import Jinja2Templates
 from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
 from . import routes_actions, routes_pages
 from .links import ns_url, path_for
+from .routes_pages import error_page
 from .scans import ScanCache
 from .security import Guard, check_bind
 
@@ -102,13 +103,6 @@ def _human_bytes(n: int | None) -> str:
     return f"{n} B"
 
 
-def error_page(request: Request, status: int, title: str, message: str) -> Response:
-    """An HTML error page (the message is escaped by the template)."""
-    templates: Jinja2Templates = request.app.state.templates
-    ctx = {"status": status, "title": title, "message": message}
-    return templates.TemplateResponse(request, "error.html", ctx, status_code=status)
-
-
 async def _not_found(request: Request, exc: Exception) -> Response:
     return error_page(request, 404, "Not found", str(exc) or "no such page")
 
@@ -119,6 +113,11 @@ async def _bad_request(request: Request, exc: Exception) -> Response:
 
 async def _store_error(request: Request, exc: Exception) -> Response:
     return error_page(request, 500, "The store failed", f"{type(exc).__name__}: {exc}")
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    # A bug, not the store: say what broke, never the traceback (the server's log has it).
+    return error_page(request, 500, "Unexpected error", f"{type(exc).__name__}: {exc}")
 
 
 async def _http_error(request: Request, exc: Exception) -> Response:
@@ -161,6 +160,7 @@ def create_app(
         InvalidInputError: _bad_request,
         ConfigError: _bad_request,
         MemoryRetrieversError: _store_error,
+        Exception: _unexpected,
         404: _http_error,
         405: _http_error,
     }

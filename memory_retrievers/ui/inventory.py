@@ -8,17 +8,20 @@ reads its small columns once and is cached per store version; the memory list is
 
 from __future__ import annotations
 
-from collections import Counter
+import asyncio
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import date, datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ..errors import InvalidInputError
-from ..filters import MemoryFilter, build_where, sql_in, sql_literal
+from ..filters import MemoryFilter, build_where, sql_in
 from ..models import Memory, MemoryKind
 from ..storage.stats import StoreStats
+from .reads import columns as read_columns
+from .reads import get_many, store_version
 from .scans import ReviewScan
 
 if TYPE_CHECKING:
@@ -34,7 +37,6 @@ __all__ = [
     "memory_page",
     "namespace_summary",
     "namespaces_page",
-    "store_version",
 ]
 
 #: Rows per page on every paged view.
@@ -145,7 +147,7 @@ class NamespaceSummary:
         expired: Live memories past ``expires_at`` (hidden, still stored until ``admin.expire()``).
         archived: Live memories with lifecycle ``archived`` (hidden from recall, kept).
         pinned: Live pinned memories.
-        created: ``(created_at, kind)`` of every live memory, for the timeline.
+        daily: ``(UTC day, kind, count)`` of the live memories, for the timeline.
         version: The store version this summary read.
     """
 
@@ -159,7 +161,7 @@ class NamespaceSummary:
     expired: int
     archived: int
     pinned: int
-    created: list[tuple[datetime, str]] = field(repr=False)
+    daily: list[tuple[date, str, int]] = field(repr=False)
     version: int = 0
 
 
@@ -174,6 +176,7 @@ class MemoryPage:
         total: Memories matching the filters (BM25 matches are capped at ``MAX_TEXT_HITS``).
         kind: The kind filter, if any.
         q: The text filter, if any.
+        hidden: Whether superseded, archived and expired memories are listed too.
     """
 
     memories: list[Memory]
@@ -182,6 +185,7 @@ class MemoryPage:
     total: int
     kind: str | None
     q: str | None
+    hidden: bool = False
 
 
 def _pages(total: int) -> int:
@@ -196,16 +200,6 @@ def check_page(page: int, pages: int) -> None:
     """
     if page > pages:
         raise InvalidInputError(f"page must be between 1 and {pages}, got {page}")
-
-
-async def store_version(store: MemoryStore) -> int:
-    """The table version the store sees now (every commit makes a new one; caches key on it)."""
-    return await store._table.version()
-
-
-async def _columns(store: MemoryStore, where: str, columns: list[str], action: str) -> pa.Table:
-    # The public API reads whole memories; a summary needs a few columns of many rows.
-    return await store._table.rows(where, columns, action=action)
 
 
 def _utc(value: datetime | None) -> datetime | None:
@@ -251,19 +245,32 @@ async def _page_figures(
     if not namespaces:
         return {}
     where = f"{sql_in('namespace', namespaces)} AND superseded_by IS NULL"
-    table = await _columns(store, where, ["namespace", "created_at", "expires_at", "text"], "read namespace figures")
+    wanted = ["namespace", "created_at", "expires_at", "text"]
+    table = await read_columns(store, where, wanted, "read namespace figures")
     now = store.clock()
-    out: dict[str, tuple[int, datetime | None, datetime | None, int]] = {}
-    for ns, created, expires, text in zip(
-        *(table.column(c).to_pylist() for c in ("namespace", "created_at", "expires_at", "text")), strict=True
-    ):
-        size, oldest, newest, expired = out.get(ns, (0, None, None, 0))
-        created = _utc(created)
-        oldest = created if oldest is None or (created is not None and created < oldest) else oldest
-        newest = created if newest is None or (created is not None and created > newest) else newest
-        gone = expires is not None and _utc(expires) <= now  # type: ignore[operator]
-        out[ns] = (size + len(text.encode("utf-8")), oldest, newest, expired + int(gone))
-    return out
+    # Aggregated in Arrow: converting 100k rows to Python objects costs ten times the read.
+    figures = pa.table(
+        {
+            "namespace": table.column("namespace"),
+            "size": pc.binary_length(table.column("text")),
+            "created": table.column("created_at"),
+            "expired": _expired(table.column("expires_at"), now),
+        }
+    )
+    agg = figures.group_by("namespace").aggregate(
+        [("size", "sum"), ("created", "min"), ("created", "max"), ("expired", "sum")]
+    )
+    columns = ("namespace", "size_sum", "created_min", "created_max", "expired_sum")
+    return {
+        ns: (int(size or 0), _utc(oldest), _utc(newest), int(expired or 0))
+        for ns, size, oldest, newest, expired in zip(*(agg.column(c).to_pylist() for c in columns), strict=True)
+    }
+
+
+def _expired(expires_at: pa.ChunkedArray, now: datetime) -> pa.ChunkedArray:
+    """1 where ``expires_at`` is at or before ``now``, else 0 (never-expiring rows included)."""
+    past = pc.less_equal(expires_at, pa.scalar(now, type=expires_at.type))
+    return pc.cast(pc.fill_null(past, False), pa.int64())
 
 
 async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSummary:
@@ -277,36 +284,36 @@ async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSumm
     where = build_where(namespace, MemoryFilter(include_superseded=True))
     cols = ["kind", "created_at", "superseded_by", "expires_at", "lifecycle", "pinned", "text"]
     version = await store_version(store)
-    table = await _columns(store, where, cols, "read the namespace's summary")
+    table = await read_columns(store, where, cols, "read the namespace's summary")
     if table.num_rows == 0:
         raise NotFoundError(f"namespace {namespace!r} holds no memory", [namespace])
-    return _summarize(namespace, table.to_pydict(), store.clock(), version)
+    # Off the event loop: a 100k-memory namespace is a few hundred ms of Python.
+    return await asyncio.to_thread(_summarize, namespace, table, store.clock(), version)
 
 
-def _summarize(namespace: str, data: dict[str, list[Any]], now: datetime, version: int) -> NamespaceSummary:
-    kinds: Counter[str] = Counter()
-    created: list[tuple[datetime, str]] = []
-    superseded = size = expired = archived = pinned = 0
-    for kind, at, succ, expires, tier, pin, text in zip(
-        *(data[c] for c in ("kind", "created_at", "superseded_by", "expires_at", "lifecycle", "pinned", "text")),
-        strict=True,
-    ):
-        if succ is not None:
-            superseded += 1
-            continue
-        kinds[kind] += 1
-        size += len(text.encode("utf-8"))
-        when = _utc(at)
-        if when is not None:
-            created.append((when, kind))
-        expired += int(expires is not None and _utc(expires) <= now)  # type: ignore[operator]
-        archived += int(tier == "archived")
-        pinned += int(bool(pin))
-    times = [t for t, _ in created]
+def _summarize(namespace: str, table: pa.Table, now: datetime, version: int) -> NamespaceSummary:
+    """The summary's figures, aggregated in Arrow (a 100k-memory namespace stays well under a second)."""
+    superseded = pc.sum(pc.is_valid(table.column("superseded_by"))).as_py() or 0
+    live = table.filter(pc.is_null(table.column("superseded_by")))
+    kinds = {k: int(n) for k, n in zip(*_counts(live, ["kind"]), strict=True)}
+    created = live.column("created_at")
+    days = pc.cast(created, pa.date32())  # the UTC day (timestamps are stored in UTC)
+    per_day = pa.table({"day": days, "kind": live.column("kind")}).group_by(["day", "kind"])
+    counted = per_day.aggregate([([], "count_all")])
+    daily = list(zip(*(counted.column(c).to_pylist() for c in ("day", "kind", "count_all")), strict=True))
+    archived = pc.sum(pc.fill_null(pc.equal(live.column("lifecycle"), "archived"), False)).as_py() or 0
     return NamespaceSummary(
-        namespace, sum(kinds.values()), superseded, dict(sorted(kinds.items())), size,
-        min(times, default=None), max(times, default=None), expired, archived, pinned, created, version,
+        namespace, live.num_rows, int(superseded), dict(sorted(kinds.items())),
+        int(pc.sum(pc.binary_length(live.column("text"))).as_py() or 0),
+        _utc(pc.min(created).as_py()), _utc(pc.max(created).as_py()),
+        int(pc.sum(_expired(live.column("expires_at"), now)).as_py() or 0), int(archived),
+        int(pc.sum(pc.fill_null(live.column("pinned"), False)).as_py() or 0), daily, version,
     )  # fmt: skip
+
+
+def _counts(table: pa.Table, keys: list[str]) -> tuple[list[Any], list[int]]:
+    agg = table.group_by(keys).aggregate([([], "count_all")])
+    return agg.column(keys[0]).to_pylist(), agg.column("count_all").to_pylist()
 
 
 def parse_kind(value: str | None) -> str | None:
@@ -325,9 +332,17 @@ def parse_kind(value: str | None) -> str | None:
 
 
 async def memory_page(
-    store: MemoryStore, namespace: str, *, page: int = 1, kind: str | None = None, q: str | None = None
+    store: MemoryStore,
+    namespace: str,
+    *,
+    page: int = 1,
+    kind: str | None = None,
+    q: str | None = None,
+    hidden: bool = False,
 ) -> MemoryPage:
-    """One page (:data:`PAGE_SIZE`) of a namespace's live memories, newest first or by BM25 match of ``q``.
+    """One page (:data:`PAGE_SIZE`) of a namespace's memories, newest first or by BM25 match of ``q``.
+
+    Live memories only, unless ``hidden``: then superseded, archived and expired ones too.
 
     Raises:
         InvalidInputError: ``page`` is below 1 or past the last page, or ``kind`` is not a kind.
@@ -336,21 +351,16 @@ async def memory_page(
         raise InvalidInputError(f"page must be 1 or more, got {page}")
     kind = parse_kind(kind)
     flt: dict[str, Any] = {"kinds": [kind]} if kind else {}
+    if hidden:
+        flt |= {"include_superseded": True, "include_archived": True, "include_expired": True}
     if q:
         hits = await store.afts_search(q, namespace=namespace, k=MAX_TEXT_HITS, filter=flt or None)
         pages = _pages(len(hits))
         check_page(page, pages)
         ids = [h.id for h in hits[(page - 1) * PAGE_SIZE : page * PAGE_SIZE]]
-        found = await store.aget(ids, namespace=namespace) if ids else []
-        return MemoryPage(list(found), page, pages, len(hits), kind, q)
+        return MemoryPage(await get_many(store, namespace, ids), page, pages, len(hits), kind, q, hidden)
     total = await store.acount(namespace, filter=flt or None)
     pages = _pages(total)
     check_page(page, pages)
     memories = await store.alist(namespace, filter=flt or None, limit=PAGE_SIZE, offset=(page - 1) * PAGE_SIZE)
-    return MemoryPage(memories, page, pages, total, kind, q)
-
-
-def linking_where(namespace: str, memory_id: str) -> str:
-    """The predicate of the memories of ``namespace`` whose ``links`` name ``memory_id``."""
-    where = build_where(namespace, MemoryFilter(include_superseded=True))
-    return f"{where} AND array_has(links, {sql_literal(memory_id)})"
+    return MemoryPage(memories, page, pages, total, kind, q, hidden)

@@ -10,7 +10,7 @@ from ..errors import NotFoundError
 from ..formation.config import FormationConfig
 from ..formation.lifecycle import next_tier
 from ..models import Memory
-from .inventory import linking_where
+from .reads import get_many, get_one, linking_where
 from .scans import Conflict, ReviewScan
 
 if TYPE_CHECKING:
@@ -67,7 +67,7 @@ async def _follow(store: MemoryStore, namespace: str, start: str | None, attr: s
             return out, True
         seen.add(current)
         try:
-            found = await store.aget(current, namespace=namespace)
+            found = await get_one(store, namespace, current)
         except NotFoundError:
             return out, True
         out.append(found)
@@ -79,12 +79,12 @@ async def _existing(store: MemoryStore, namespace: str, ids: tuple[str, ...]) ->
     if not ids:
         return [], []
     try:
-        return list(await store.aget(list(ids), namespace=namespace)), []
+        return await get_many(store, namespace, list(ids)), []
     except NotFoundError as exc:
         gone = set(exc.missing)
         missing = [i for i in ids if i in gone]
         kept = [i for i in ids if i not in missing]
-        return (list(await store.aget(kept, namespace=namespace)) if kept else []), missing
+        return await get_many(store, namespace, kept), missing
 
 
 async def memory_life(
@@ -95,7 +95,7 @@ async def memory_life(
     Raises:
         NotFoundError: No memory with that id in the namespace.
     """
-    memory = await store.aget(memory_id, namespace=namespace)
+    memory = await get_one(store, namespace, memory_id)
     older, cut_old = await _follow(store, namespace, memory.supersedes, "supersedes")
     newer, cut_new = await _follow(store, namespace, memory.superseded_by, "superseded_by")
     links, missing = await _existing(store, namespace, memory.links)
@@ -103,7 +103,7 @@ async def memory_life(
         linking_where(namespace, memory.id), ["id"], limit=LINKED_FROM_LIMIT, action="read the memories linking here"
     )
     back_ids = [i for i in rows.column("id").to_pylist() if i != memory.id]
-    linked_from = list(await store.aget(back_ids, namespace=namespace)) if back_ids else []
+    linked_from = await get_many(store, namespace, back_ids)
     now = store.clock()
     return MemoryLife(
         memory=memory,

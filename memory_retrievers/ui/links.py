@@ -77,7 +77,7 @@ register_url_convertor("ns", NamespaceConvertor())
 
 def path_for(request: Request, name: str, /, **path_params: Any) -> str:
     """The absolute path of the inspector's route ``name`` (inside whatever mount serves this request)."""
-    root = request.scope.get("root_path", "").rstrip("/")
+    root: str = request.scope.get("root_path", "").rstrip("/")
     return root + str(request.app.url_path_for(name, **path_params))
 
 

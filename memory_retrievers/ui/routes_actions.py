@@ -19,7 +19,8 @@ from starlette.responses import RedirectResponse, Response
 
 from ..errors import InvalidInputError, NotFoundError
 from .links import ns_url, path_for
-from .routes_pages import render
+from .reads import get_one
+from .routes_pages import error_page, render
 from .security import check_csrf
 
 if TYPE_CHECKING:
@@ -55,11 +56,11 @@ async def confirm_memory(request: Request) -> Response:
     ns, memory_id, action = (request.path_params[k] for k in ("namespace", "id", "action"))
     _check_action(action, _CONFIRMED_MEMORY)
     store = _store(request)
-    memory = await store.aget(memory_id, namespace=ns)
+    memory = await get_one(store, ns, memory_id)
     revived = None
     if memory.supersedes is not None and memory.superseded_by is None:
         try:
-            revived = await store.aget(memory.supersedes, namespace=ns)
+            revived = await get_one(store, ns, memory.supersedes)
         except NotFoundError:
             revived = None
     ctx = {"action": action, "m": memory, "revived": revived, "word": confirm_word(action, ns, memory_id)}
@@ -85,8 +86,6 @@ async def _form(request: Request) -> FormData | Response:
     """The request's form when its CSRF token is right, else the 403 page."""
     form = await request.form()
     if not check_csrf(request.app.state.csrf_token, form.get("csrf_token")):
-        from .app import error_page
-
         return error_page(request, 403, "Refused", "the form's csrf_token is missing or wrong: reload the page")
     return form
 
@@ -157,7 +156,7 @@ async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) 
     if keep_id in drops:
         raise InvalidInputError(f"drop must not name the kept memory {keep_id!r}")
     for drop_id in drops:
-        keep = await store.aget(keep_id, namespace=ns)  # re-read: the previous fold changed its links/tags
-        await _fold(store, ns, keep, await store.aget(drop_id, namespace=ns))
+        keep = await get_one(store, ns, keep_id)  # re-read: the previous fold changed its links/tags
+        await _fold(store, ns, keep, await get_one(store, ns, drop_id))
     message = f"merged {len(drops)} duplicate(s) into {keep_id}: archived, not deleted"
     return _back(request, ns_url(request, "review", ns), message)

@@ -8,15 +8,16 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from ..errors import InvalidInputError
-from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page, store_version
+from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page
 from .life import memory_life
+from .reads import store_version
 from .scans import run_scan
 from .timeline import bucket_timeline, timeline_svg
 
 if TYPE_CHECKING:
     from ..store import MemoryStore
 
-__all__ = ["int_param", "memory", "namespace", "namespaces", "review"]
+__all__ = ["error_page", "int_param", "memory", "namespace", "namespaces", "review"]
 
 #: Namespace summaries kept per app (each keyed by namespace and store version).
 _SUMMARIES_KEPT = 64
@@ -37,9 +38,27 @@ def int_param(request: Request, name: str, default: int) -> int:
         raise InvalidInputError(f"{name} must be a whole number, got {raw!r}") from None
 
 
+def _flag(request: Request, name: str) -> bool:
+    """A ``1``-or-absent query parameter.
+
+    Raises:
+        InvalidInputError: Any other value (the message names the parameter).
+    """
+    raw = request.query_params.get(name)
+    if raw not in (None, "", "0", "1"):
+        raise InvalidInputError(f"{name} must be 1 or absent, got {raw!r}")
+    return raw == "1"
+
+
 def render(request: Request, template: str, context: dict[str, Any], status: int = 200) -> Response:
     """Render a page with the app's templates."""
-    return request.app.state.templates.TemplateResponse(request, template, context, status_code=status)
+    response: Response = request.app.state.templates.TemplateResponse(request, template, context, status_code=status)
+    return response
+
+
+def error_page(request: Request, status: int, title: str, message: str) -> Response:
+    """An HTML error page (the message is escaped by the template)."""
+    return render(request, "error.html", {"status": status, "title": title, "message": message}, status)
 
 
 def _store(request: Request) -> MemoryStore:
@@ -80,10 +99,18 @@ async def namespace(request: Request) -> Response:
         page=int_param(request, "page", 1),
         kind=request.query_params.get("kind"),
         q=request.query_params.get("q") or None,
+        hidden=_flag(request, "hidden"),
     )
-    timeline = bucket_timeline(summary.created)
+    timeline = bucket_timeline(summary.daily)
     scan = request.app.state.scans.get(ns)
-    ctx = {"summary": summary, "page": page, "timeline": timeline, "timeline_svg": timeline_svg(timeline), "scan": scan}
+    ctx = {
+        "summary": summary,
+        "summary_now": _store(request).clock(),
+        "page": page,
+        "timeline": timeline,
+        "timeline_svg": timeline_svg(timeline),
+        "scan": scan,
+    }
     return render(request, "namespace.html", ctx)
 
 
@@ -98,12 +125,10 @@ async def review(request: Request) -> Response:
     """The duplicate and contradiction queues of a namespace; ``?scan=1`` runs the scans now."""
     ns = request.path_params["namespace"]
     store = _store(request)
-    scan_now = request.query_params.get("scan")
-    if scan_now not in (None, "", "0", "1"):
-        raise InvalidInputError(f"scan must be 1 (run the scans now) or absent, got {scan_now!r}")
+    scan_now = _flag(request, "scan")
     summary = await _summary(request, ns)  # a 404 for an empty namespace
     version = await store_version(store)
-    if scan_now == "1":
+    if scan_now:
         request.app.state.scans.put(await run_scan(store, ns, version))
     scan = request.app.state.scans.get(ns)
     ctx = {"summary": summary, "scan": scan, "current": scan is not None and scan.version == version}

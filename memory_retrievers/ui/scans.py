@@ -10,6 +10,7 @@ namespace with the store version it saw (:class:`ScanCache`).
 
 from __future__ import annotations
 
+import asyncio
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -124,10 +125,9 @@ async def run_scan(store: MemoryStore, namespace: str, version: int) -> ReviewSc
     groups = await _duplicate_groups(store, namespace)
     paraphrases = await review_duplicates(store, namespace)
     knowledge = await aall_memories(store, namespace, filter={"kinds": list(KNOWLEDGE_KINDS)}, newest_first=True)
-    conflicts = tuple(
-        Conflict(knowledge[c.first], knowledge[c.second], c.overlap, c.shared)
-        for c in find_contradictions([m.text for m in knowledge])
-    )
+    # The pure scans run on a thread: the server's event loop keeps answering other pages meanwhile.
+    found = await asyncio.to_thread(find_contradictions, [m.text for m in knowledge])
+    conflicts = tuple(Conflict(knowledge[c.first], knowledge[c.second], c.overlap, c.shared) for c in found)
     return ReviewScan(
         namespace, version, time.time(), time.monotonic() - started, len(knowledge), groups, tuple(paraphrases),
         conflicts,
@@ -148,7 +148,8 @@ async def _duplicate_groups(store: MemoryStore, namespace: str) -> tuple[Duplica
         if len(page) < _EXPORT_PAGE:
             break
     threshold = store.config.near_duplicate_threshold or 0.95
+    groups = await asyncio.to_thread(duplicate_groups, records, threshold)
     return tuple(
         DuplicateGroup(g[0][0]["id"], g[0][0]["text"], tuple((m["id"], m["text"], round(s, 4)) for m, s in g[1:]))
-        for g in duplicate_groups(records, threshold)
+        for g in groups
     )

@@ -114,7 +114,11 @@ class Guard:
         headers = Headers(scope=scope)
         host = _host_name(headers.get("host", ""))
         if host not in self.hosts:
-            return PlainTextResponse(f"400: the Host header {host!r} is not one this inspector serves", 400)
+            return PlainTextResponse(
+                f"400: the Host header {host!r} is not one this inspector serves; if that is how people reach it, "
+                "start it with --allowed-host NAME (allowed_hosts=[...] in Python)",
+                400,
+            )
         if self.token is not None:
             answer = self._token_answer(scope, headers, self.token)
             if answer is not None:

@@ -54,15 +54,33 @@ def serve(
     from ..store import MemoryStore
 
     owned = not isinstance(store_or_uri, MemoryStore)
-    # Long-lived: see what other processes (the command line, the agent) commit meanwhile.
-    store = MemoryStore(store_or_uri, config={"read_consistency_interval": timedelta(0)}) if owned else store_or_uri
-    hosts = [*(allowed_hosts or []), *([] if is_loopback(host) or host in ("0.0.0.0", "::") else [host])]
-    app = create_app(store, read_only=read_only, token=token, allowed_hosts=hosts)  # type: ignore[arg-type]
+    if isinstance(store_or_uri, MemoryStore):
+        store = store_or_uri
+    else:  # long-lived: see what other processes (the command line, the agent) commit meanwhile
+        store = MemoryStore(store_or_uri, config={"read_consistency_interval": timedelta(0)})
+    hosts = [*(allowed_hosts or []), *_own_names(host)]
+    app = create_app(store, read_only=read_only, token=token, allowed_hosts=hosts)
     try:
         asyncio.run(_run(app, host, port, token, on_ready or _announce))
     finally:
         if owned:
-            store.close()  # type: ignore[union-attr]
+            store.close()
+
+
+def _own_names(host: str) -> list[str]:
+    """The names a browser may use for this bind: the host itself, or this machine's for a wildcard bind."""
+    if is_loopback(host):
+        return []
+    if host not in ("0.0.0.0", "::", ""):
+        return [host]
+    import socket
+
+    name = socket.gethostname()
+    try:
+        _, aliases, addresses = socket.gethostbyname_ex(name)
+    except OSError:  # no resolver entry for our own name: the name alone
+        aliases, addresses = [], []
+    return [name, socket.getfqdn(), *aliases, *addresses]
 
 
 def _announce(url: str) -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, timedelta
+from datetime import date, timedelta
 from html import escape
 
 from ..models import MemoryKind
@@ -50,16 +50,16 @@ def _next(start: date, unit: str) -> date:
     return start + timedelta(days=7 if unit == "week" else 1)
 
 
-def bucket_timeline(created: Sequence[tuple[datetime, str]]) -> Timeline:
-    """Group creation times by the finest of day, week or month that needs at most :data:`MAX_BARS` bars."""
-    if not created:
+def bucket_timeline(daily: Sequence[tuple[date, str, int]]) -> Timeline:
+    """Group ``(day, kind, count)`` by the finest of day, week or month that needs at most :data:`MAX_BARS` bars."""
+    if not daily:
         return Timeline("day", [], [])
-    days = [at.date() for at, _ in created]
-    first, last = min(days), max(days)
+    first, last = min(d for d, _, _ in daily), max(d for d, _, _ in daily)
     span = (last - first).days + 1
     unit = "day" if span <= MAX_BARS else "week" if span <= MAX_BARS * 7 else "month"
-    pairs = zip(days, created, strict=True)
-    tally: Counter[tuple[date, str]] = Counter((_period(d, unit), kind) for d, (_, kind) in pairs)
+    tally: Counter[tuple[date, str]] = Counter()
+    for day, kind, count in daily:
+        tally[(_period(day, unit), kind)] += count
     starts: list[date] = []
     current = _period(first, unit)
     while current <= last:

@@ -69,3 +69,11 @@ def test_the_app_mounted_under_a_prefix_links_inside_its_mount(ui_store: MemoryS
         memory_link = next(h.split('"')[0] for h in hrefs if "/m/" in h)
         assert client.get(memory_link).status_code == 200
         assert client.get("/inspector/static/app.js").status_code == 200
+
+
+def test_a_token_visit_under_a_mount_redirects_inside_the_mount(ui_store: MemoryStore) -> None:
+    parent = Starlette(routes=[Mount("/inspector", app=create_app(ui_store, token="s3cret"))])
+    with TestClient(parent, base_url="http://127.0.0.1", follow_redirects=False) as client:
+        first = client.get("/inspector/ns/alice?token=s3cret")
+        assert first.status_code == 303 and first.headers["location"] == "/inspector/ns/alice"
+        assert client.get("/inspector/ns/alice").status_code == 200

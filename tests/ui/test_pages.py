@@ -183,3 +183,45 @@ def test_importing_the_core_does_not_import_the_inspector_or_starlette() -> None
     loaded = set(run.stdout.split())
     assert "memory_retrievers" in loaded
     assert loaded & {"starlette", "uvicorn", "jinja2", "memory_retrievers.ui"} == set()
+
+
+def test_expired_archived_and_pinned_memories_are_counted(
+    store: MemoryStore, client: TestClient, clock: ManualClock
+) -> None:
+    store.add("a note that expires tomorrow", namespace="eve", expires_at=clock() + timedelta(days=1))
+    store.add("an archived fact about boats", namespace="eve", lifecycle="archived")
+    store.add("a pinned fact about sails", namespace="eve", pinned=True)
+    clock.advance(days=2)
+    row = client.get("/?prefix=eve").text.split('data-namespace="eve"')[1].split("</tr>")[0]
+    assert re.findall(r'<td class="num">(\d+)</td>', row)[:2] == ["3", "0"]  # live (expired included), superseded
+    assert row.rstrip().count('<td class="num">1</td>') == 1  # one expired, not yet removed
+    summary = client.get("/ns/eve").text.split('data-testid="namespace-summary"')[1].split("</section>")[0]
+    assert "<dt>pinned</dt><dd>1</dd>" in summary
+    assert "<dt>archived</dt><dd>1 " in summary
+    assert "<dt>expired, not removed</dt><dd>1 " in summary
+
+
+def test_an_unexpected_error_is_a_500_page_without_a_traceback(
+    ui_store: MemoryStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_retrievers.ui import create_app
+
+    async def broken(*args: object, **kwargs: object) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(ui_store, "aget", broken)
+    with TestClient(create_app(ui_store), base_url="http://127.0.0.1", raise_server_exceptions=False) as client:
+        response = client.get("/ns/alice/m/whatever")
+    assert response.status_code == 500
+    assert "RuntimeError: a bug" in response.text and "Traceback" not in response.text
+
+
+def test_hidden_memories_are_listed_on_request(store: MemoryStore, client: TestClient) -> None:
+    old = store.add("Finn lives in Oslo", namespace="finn")
+    new = store.supersede(old.id, "Finn lives in Bergen", namespace="finn")
+    live = client.get("/ns/finn").text
+    assert rows(live, "memory-row", "data-id") == [new.id]
+    everything = client.get("/ns/finn?hidden=1").text
+    assert set(rows(everything, "memory-row", "data-id")) == {old.id, new.id}
+    assert "<td>superseded</td>" in everything and 'name="hidden" value="1" checked' in everything
+    assert client.get("/ns/finn?hidden=yes").status_code == 400

@@ -154,3 +154,18 @@ def test_no_page_or_asset_refers_to_another_host() -> None:
         text = path.read_text()
         assert not re.search(r"https?://", text), f"{path.name} refers to another host"
         assert "<script>" not in text and "style=" not in text, f"{path.name} has inline script or style"
+
+
+def test_a_wildcard_bind_accepts_this_machines_own_names() -> None:
+    import socket
+
+    from memory_retrievers.ui.server import _own_names
+
+    assert _own_names("127.0.0.1") == []
+    assert _own_names("inspector.internal") == ["inspector.internal"]
+    assert socket.gethostname() in _own_names("0.0.0.0")
+
+
+def test_the_host_refusal_says_how_to_allow_a_name(client: TestClient) -> None:
+    response = client.get("/", headers={"host": "evil.example"})
+    assert response.status_code == 400 and "--allowed-host" in response.text

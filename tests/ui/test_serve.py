@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
@@ -38,10 +39,12 @@ def test_the_command_serves_the_inspector_on_a_free_port(tmp_path: Path) -> None
         store.add("Alice's dog is called Rex", namespace="alice")
     env = {**os.environ, "MEMORY_RETRIEVERS_NO_WORKER": "1"}
     args = _cli("ui", "--port", "0", "--store", str(tmp_path / "db"), "--embedder", "hash:32", "--token", "s3cret")
-    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    proc = subprocess.Popen([*args, "--json"], stderr=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env)
     try:
         url = _wait_for_url(proc)
         assert url.startswith("http://127.0.0.1:") and url.endswith("/?token=s3cret")
+        assert proc.stdout is not None
+        assert json.loads(proc.stdout.readline()) == {"url": url, "store": str(tmp_path / "db"), "read_only": False}
         base = url.split("?")[0]
         with urllib.request.urlopen(urllib.request.Request(base, headers={"Authorization": "Bearer s3cret"})) as r:
             page = r.read().decode()
@@ -55,8 +58,9 @@ def test_the_command_serves_the_inspector_on_a_free_port(tmp_path: Path) -> None
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-        assert proc.stderr is not None
-        proc.stderr.close()
+        for stream in (proc.stderr, proc.stdout):
+            assert stream is not None
+            stream.close()
 
 
 def test_the_command_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:
@@ -83,3 +87,16 @@ def test_the_commands_in_the_cli_guide_parse() -> None:
     options = {opt for param in ui.params for opt in getattr(param, "opts", [])}
     for option in re.findall(r"\| `(--[a-z-]+)", section):
         assert option in options, option
+
+
+def test_the_command_says_when_there_is_no_store(tmp_path: Path) -> None:
+    env = {**os.environ, "MEMORY_RETRIEVERS_NO_WORKER": "1"}
+    run = subprocess.run(
+        _cli("ui", "--store", str(tmp_path / "none"), "--embedder", "hash:32"),
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert run.returncode == 3 and "no store at" in run.stderr
+    assert not (tmp_path / "none").exists()  # an inspector never creates a store
