@@ -45,6 +45,7 @@ __all__ = [
     "SectionView",
     "ask_view",
     "compare_view",
+    "diff_of",
 ]
 
 LANGCHAIN_HEADER = "Long-term memory about the user (recalled; may be outdated):"
@@ -239,16 +240,19 @@ async def ask_view(
     at = now or store.clock()
     retriever = MemoryRetriever(store, config=config)
     quiet: dict[str, Any] = {"record_access": False}
-    result = await retriever.arecall(
-        form.query, namespace=namespace, token_budget=form.budget, explain=True, now=at, config=quiet
-    )
-    wide = await retriever.arecall(
-        form.query,
-        namespace=namespace,
-        k=min(1000, len(result.memories) + len(result.cut) + 1),
-        token_budget=None,
-        now=at,
-        config={**quiet, "relevance": _NO_FLOORS, "selection": {"collapse_copies": False}},
+    # Both passes at once: the wide one needs nothing of the real one (at k's maximum it keeps the best 1,000).
+    result, wide = await asyncio.gather(
+        retriever.arecall(
+            form.query, namespace=namespace, token_budget=form.budget, explain=True, now=at, config=quiet
+        ),
+        retriever.arecall(
+            form.query,
+            namespace=namespace,
+            k=_WIDE_K,
+            token_budget=None,
+            now=at,
+            config={**quiet, "relevance": _NO_FLOORS, "selection": {"collapse_copies": False, "mmr": False}},
+        ),
     )
     return AskView(
         query=form.query,
@@ -269,6 +273,7 @@ async def ask_view(
 
 
 # The wide pass cuts nothing below a floor, so every candidate gets its explanation.
+_WIDE_K = 1000  # RecallConfig.k's maximum: more than the channels' candidates
 _NO_FLOORS = {"min_score": 0.0, "abstain_below": 0.0, "relevance_floor": 0.0, "min_relevance": 0.0}
 
 

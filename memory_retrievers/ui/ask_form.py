@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..config import validated
 from ..errors import ConfigError, InvalidInputError
+from ..recall.builtin import default_registry
 from ..recall_config import DEFAULT_TOKEN_BUDGET, Preset, RecallConfig
 
 __all__ = ["CONFIG_CHOICES", "DEFAULT_CONFIG", "AskForm"]
@@ -108,12 +108,14 @@ def _config(field: str, choice: str, overrides_field: str, overrides: str) -> Re
     if choice not in CONFIG_CHOICES:
         raise ConfigError(f"{field}: unknown config {choice[:60]!r}; choose one of {', '.join(CONFIG_CHOICES)}")
     given = _overrides(overrides_field, overrides)
+    base = RecallConfig() if choice == DEFAULT_CONFIG else RecallConfig.preset(choice)
     try:
-        if choice == DEFAULT_CONFIG:
-            return validated(RecallConfig, given, "RecallConfig")  # type: ignore[no-any-return]
-        return RecallConfig.preset(choice, **given)
+        # A section given as a dict changes only the fields it names, as in RecallConfig.preset(name, **overrides).
+        config = base.model_copy(update=given) if given else base
+        default_registry().check_weights(config.weights)  # what MemoryRetriever would refuse, refused here
     except ConfigError as exc:
         raise ConfigError(f"{overrides_field}: {exc}") from None
+    return config
 
 
 def _overrides(field: str, text: str) -> dict[str, Any]:

@@ -46,14 +46,16 @@ class Shown:
     """Each explained memory's and loser's picture, by id."""
     strip: Markup
     """The winners-versus-losers strip chart."""
+    side: str = "only"
+    """Which side of a comparison (``left``/``right``), or ``only``: keeps the page's anchors unique."""
 
 
-def shown(view: AskView) -> Shown:
+def shown(view: AskView, side: str = "only") -> Shown:
     """Draw a view's pictures (on one fused-score scale, so that bars compare across memories)."""
     everyone = (*view.explained, *view.losers)
     scale = max((m.fused_score for m in everyone), default=0.0)
     pictures = {m.id: Markup(explanation_svg(m, fused_scale=scale)) for m in everyone}
-    return Shown(view, pictures, Markup(strip_svg(view.explained, view.losers)))
+    return Shown(view, pictures, Markup(strip_svg(view.explained, view.losers)), side)
 
 
 async def ask_page(request: Request) -> Response:
@@ -87,7 +89,7 @@ async def _result(store: Any, namespace: str, form: AskForm) -> dict[str, Any]:
     """The template's result variables: one side shown, or both compared."""
     if form.right is not None:
         both: CompareView = await compare_view(store, namespace, form)
-        return {"compare": both, "left": shown(both.left), "right": shown(both.right)}
+        return {"compare": both, "left": shown(both.left, "left"), "right": shown(both.right, "right")}
     return {"shown": shown(await ask_view(store, namespace, form))}
 
 

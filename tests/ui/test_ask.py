@@ -202,6 +202,9 @@ async def test_compare_needs_a_second_config(alice: MemoryStore) -> None:
         ({"overrides": "[1, 2]"}, InvalidInputError, "overrides"),
         ({"overrides": '{"k": 0}'}, ConfigError, "overrides"),
         ({"overrides": '{"kk": 5}'}, ConfigError, "overrides"),
+        ({"overrides": '{"name": "x"}'}, ConfigError, "overrides"),
+        ({"overrides": '{"weights": {"telepathy": 1}}'}, ConfigError, "overrides"),
+        ({"config": "support", "overrides": '{"weights": "heavy"}'}, ConfigError, "overrides"),
         ({"compare": "support", "compare_overrides": '{"fusion": {"rrf_k": -1}}'}, ConfigError, "compare_overrides"),
         ({"compare_overrides": '{"k": 3}'}, InvalidInputError, "compare"),
         ({"q": "x" * 101, "overrides": '{"query": {"max_query_chars": 100}}'}, InvalidInputError, "q"),
@@ -221,6 +224,9 @@ def test_the_form_defaults_are_the_adapters_defaults() -> None:
     tuned = AskForm.parse({"q": " hi ", "budget": "1,500", "config": "support", "overrides": '{"k": 3}'})
     assert tuned.query == "hi" and tuned.budget == 1500
     assert tuned.left == RecallConfig.preset("support", k=3)
+    kb = AskForm.parse({"config": "knowledge_base", "overrides": '{"scoring": {"decay_weight": 0.5}}'}).left
+    assert kb == RecallConfig.preset("knowledge_base", scoring={"decay_weight": 0.5})
+    assert kb.scoring.decay == RecallConfig.preset("knowledge_base").scoring.decay  # the section is merged
 
 
 async def test_an_empty_query_is_refused_by_the_view(alice: MemoryStore) -> None:

@@ -244,3 +244,21 @@ def test_an_odd_namespace_round_trips(client: TestClient, alice: MemoryStore) ->
     page = client.get("/ns/team 5/zoë/ask", params={"q": "dark theme"})
     assert page.status_code == 200
     assert "Zoë likes the dark theme" in Tree(page.text).root.testid("block")[0].text
+
+
+def all_nodes(node: Node) -> Iterator[Node]:
+    for child in node.children:
+        yield child
+        yield from all_nodes(child)
+
+
+def test_one_config_against_itself_with_overrides_keeps_the_page_ids_unique(client: TestClient) -> None:
+    params = {"q": QUERY, "compare": "default", "compare_overrides": '{"k": 2}', "budget": "5000"}
+    page = client.get(URL, params=params)
+    assert page.status_code == 200
+    tree = Tree(page.text).root
+    ids = [n.attrs["id"] for n in all_nodes(tree) if "id" in n.attrs]
+    assert len(ids) == len(set(ids))
+    assert len(tree.testid("compare-right")[0].testid("explained-memory")) == 2
+    anchors = {a.attrs["href"][1:] for a in tree.find_all("a") if a.attrs.get("href", "").startswith("#")}
+    assert anchors and anchors <= set(ids)  # every section link lands on its memory
