@@ -102,10 +102,12 @@ def fill_showcase(store: MemoryStore, path: Path, *, conversations: int = 2) -> 
 def inspector(store: MemoryStore, **options: Any) -> Any:
     """``memory_retrievers.ui.create_app(store, **options)``, with the ask page's routes wired in.
 
-    Before the issue's branches are merged the app's routes lack the ask page (its routes live
-    in ``ui.routes_ask``, which the merge adds in front of the app's own): add them the same way.
+    Before the issue's branches are merged the app's routes lack the ask page (its handler lives
+    in ``ui.routes_ask``, which the merge adds in front of the app's own): add it the way the
+    merged app must, with the app's namespace convertor (``{namespace:ns}``, one escaped segment)
+    so that a namespace with a slash, a space or a percent sign reaches the ask page intact.
     """
-    from starlette.routing import NoMatchFound
+    from starlette.routing import NoMatchFound, Route
 
     from memory_retrievers.ui import create_app
 
@@ -115,7 +117,7 @@ def inspector(store: MemoryStore, **options: Any) -> Any:
     except NoMatchFound:
         from memory_retrievers.ui import routes_ask
 
-        app.router.routes[:0] = routes_ask.ROUTES
+        app.router.routes.insert(0, Route("/ns/{namespace:ns}/ask", routes_ask.ask_page, methods=["GET"], name="ask"))
     return app
 
 

@@ -14,6 +14,9 @@ from memory_retrievers import MemoryStore, RecallConfig
 
 PAGE_SIZE = 50
 TOKEN = "browser-test-token-7f3a"
+#: A namespace a URL must escape (a slash, a space, a percent sign, unicode), and its memories.
+ODD = "team/ä 50%"
+ODD_MEMORIES = ["Zoë's team ships on Fridays", "Zoë prefers tea over coffee at 50% strength"]
 
 
 @dataclass

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _steps.py, the tests' shared steps
 
-from _steps import TOKEN, Recorded  # noqa: E402
+from _steps import ODD, ODD_MEMORIES, TOKEN, Recorded  # noqa: E402
 from _ui_browser import CHROMIUM, VIEWPORT, fill_showcase, inspector, launch, locomo_path, served  # noqa: E402
 
 LOCOMO = locomo_path()
@@ -62,9 +62,11 @@ def browser(chromium: Path) -> Iterator[Any]:
 def locomo_store(
     tmp_path_factory: pytest.TempPathFactory, minilm: SentenceTransformerEmbedder
 ) -> Iterator[MemoryStore]:
-    """Two LoCoMo conversations (conv-26, conv-30) and the showcase's knowledge memories, real vectors."""
+    """Two LoCoMo conversations (conv-26, conv-30), the showcase's knowledge memories, and :data:`ODD`."""
     store = MemoryStore(tmp_path_factory.mktemp("browser") / "db", embedder=minilm)
     fill_showcase(store, LOCOMO, conversations=2)
+    for text in ODD_MEMORIES:
+        store.add(text, namespace=ODD, kind="fact")
     yield store
     store.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from _steps import PAGE_SIZE, follow, memory_row_ids, open_memory_row, open_namespace
+from _steps import ODD, ODD_MEMORIES, PAGE_SIZE, ask, follow, memory_row_ids, open_ask, open_memory_row, open_namespace
 from _ui_browser import NEW_FACT, OLD_FACT
 
 from memory_retrievers import MemoryStore
@@ -78,3 +78,21 @@ def test_the_review_page_lists_the_duplicate_pair_and_the_contradiction(page: An
     assert any("pottery class for kids" in group for group in duplicates), duplicates
     contradictions = page.locator("[data-testid=contradiction]").all_inner_texts()
     assert any("hiking in the mountains" in c for c in contradictions), contradictions
+
+
+def test_a_namespace_with_a_slash_a_space_a_percent_and_unicode_round_trips(
+    page: Any, app_url: str, locomo_store: MemoryStore
+) -> None:
+    """Real browsers normalise URLs (percent-escapes, unicode) in ways a test client does not."""
+    open_namespace(page, app_url, ODD)
+    assert ODD in page.locator("h1").inner_text()
+    memory_id = next(m.id for m in locomo_store.list(ODD, limit=10) if m.text == ODD_MEMORIES[1])
+    assert set(memory_row_ids(page)) == {m.id for m in locomo_store.list(ODD, limit=10)}
+    open_memory_row(page, memory_id)
+    assert page.locator("[data-testid=memory-text]").inner_text().strip() == ODD_MEMORIES[1]
+    follow(page, page.locator("button[data-testid=action-pin]"))  # a POST to the encoded path
+    page.locator("[data-testid=flash]").wait_for()
+    assert locomo_store.get(memory_id, namespace=ODD).pinned
+    open_ask(page, app_url, ODD)  # and the ask form's GET keeps the namespace
+    ask(page, "how strong does Zoë like her tea?", budget=200)
+    assert ODD_MEMORIES[1] in page.locator("pre[data-testid=block]").inner_text()
