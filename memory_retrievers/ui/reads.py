@@ -34,7 +34,7 @@ async def get_one(store: MemoryStore, namespace: str, memory_id: str) -> Memory:
     return found if isinstance(found, Memory) else found[0]
 
 
-async def get_many(store: MemoryStore, namespace: str, ids: list[str]) -> list[Memory]:
+async def get_many(store: MemoryStore, namespace: str, ids: list[str], *, include_vector: bool = False) -> list[Memory]:
     """Memories by id, in order (typed: ``aget`` of a list; an empty list reads nothing).
 
     Raises:
@@ -42,7 +42,7 @@ async def get_many(store: MemoryStore, namespace: str, ids: list[str]) -> list[M
     """
     if not ids:
         return []
-    found = await store.aget(ids, namespace=namespace)
+    found = await store.aget(ids, namespace=namespace, include_vector=include_vector)
     return [found] if isinstance(found, Memory) else list(found)
 
 
