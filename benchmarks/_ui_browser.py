@@ -19,11 +19,11 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from _data import DEFAULT_LOCOMO, load_turns
+from _data import DEFAULT_LOCOMO
+from bulk_ray import records_of
 
 from memory_retrievers import MemoryStore
 
@@ -64,18 +64,7 @@ def locomo_path() -> Path:
 def locomo_records(path: Path, conversations: int) -> list[dict[str, Any]]:
     """The first ``conversations`` LoCoMo conversations as chat records, one namespace each."""
     wanted = {c["sample_id"] for c in json.loads(path.read_text())[:conversations]}
-    return [
-        {
-            "text": t.text,
-            "namespace": t.conversation,
-            "kind": "message",
-            "session_id": f"{t.conversation}/{t.session}",
-            "created_at": t.created_at + timedelta(seconds=i),
-            "metadata": {"dia_id": t.dia_id},
-        }
-        for i, t in enumerate(load_turns(path))
-        if t.conversation in wanted
-    ]
+    return [r for r in records_of(path, None) if r["namespace"] in wanted]
 
 
 def questions(path: Path, namespace: str) -> list[str]:

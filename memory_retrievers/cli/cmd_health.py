@@ -22,14 +22,9 @@ __all__ = ["COMMANDS", "duplicate_groups"]
 
 
 def _size(n: int | None) -> str:
-    if n is None:
-        return "n/a (object store)"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    from ..storage.stats import human_bytes  # at call time: the command line starts without pyarrow
+
+    return "n/a (object store)" if n is None else human_bytes(n)
 
 
 def _print_stats(inv: Invocation, /, stats: StoreStats, namespace: str | None) -> None:

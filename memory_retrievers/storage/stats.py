@@ -19,7 +19,7 @@ from ..schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION
 from .backend import Request
 from .table import MemoryTable, is_uri, storage_error
 
-__all__ = ["IndexCoverage", "NamespaceCounts", "StoreStats", "read_stats"]
+__all__ = ["IndexCoverage", "NamespaceCounts", "StoreStats", "human_bytes", "read_stats"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +97,16 @@ class StoreStats:
     def to_dict(self) -> dict[str, Any]:
         """JSON-friendly form."""
         return asdict(self)
+
+
+def human_bytes(n: int) -> str:
+    """A byte count for people: ``512 B``, ``1.5 KB``, ``2.0 GB`` (binary units, GB at most)."""
+    value = float(n)
+    for unit in ("B", "KB", "MB"):
+        if value < 1024:
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return f"{value:.1f} GB"
 
 
 def _folder_size(folder: Path) -> int:

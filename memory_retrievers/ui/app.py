@@ -23,6 +23,7 @@ from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
 from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
+from ..storage.stats import human_bytes
 from . import routes_actions, routes_ask, routes_pages
 from .links import ns_url, path_for
 from .routes_pages import error_page
@@ -94,14 +95,7 @@ def _templates() -> Jinja2Templates:
 
 
 def _human_bytes(n: int | None) -> str:
-    if n is None:
-        return "—"
-    value = float(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if value < 1024 or unit == "GB":
-            return f"{int(value)} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return f"{n} B"
+    return "—" if n is None else human_bytes(n)
 
 
 async def _not_found(request: Request, exc: Exception) -> Response:

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import InvalidInputError
+from ..fusion import Contribution
 from ..results import RecallResult, ScoredMemory
 from ..retriever import MemoryRetriever
 from ..sections import SECTION_TITLES, ContextSection, section_of
@@ -36,7 +37,6 @@ __all__ = [
     "AdapterBlock",
     "AskForm",
     "AskView",
-    "ChannelPart",
     "CompareDiff",
     "CompareView",
     "CutView",
@@ -68,17 +68,6 @@ CUT_REASONS: Mapping[CutReason, str] = {
 
 
 @dataclass(frozen=True, slots=True)
-class ChannelPart:
-    """What one ranked list added to a memory's fused score: ``weight / (rrf_k + rank)``."""
-
-    label: str
-    channel: str
-    rank: int
-    weight: float
-    value: float
-
-
-@dataclass(frozen=True, slots=True)
 class ExplainedMemory:
     """A candidate and every number of its score, ready to display.
 
@@ -98,7 +87,7 @@ class ExplainedMemory:
     rank: int | None
     score: float
     relevance: float
-    channels: tuple[ChannelPart, ...]
+    channels: tuple[Contribution, ...]
     rank_bonus: float
     fused_score: float
     semantic: float | None
@@ -372,7 +361,7 @@ def _explained(m: ScoredMemory, rank: int | None, reason: CutReason | None = Non
         rank=rank,
         score=m.score,
         relevance=m.relevance,
-        channels=tuple(ChannelPart(c.label, c.channel, c.rank, c.weight, c.value) for c in e.channels),
+        channels=tuple(e.channels),
         rank_bonus=e.rank_bonus,
         fused_score=e.fused_score,
         semantic=e.semantic,

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 import pytest
 
-from memory_retrievers.ui.ask import ChannelPart, ExplainedMemory
+from memory_retrievers import Contribution
+from memory_retrievers.ui.ask import ExplainedMemory
 from memory_retrievers.ui.pictures import (
     BONUS_COLOUR,
     CHANNEL_COLOURS,
@@ -35,9 +36,9 @@ def explained(**changes: object) -> ExplainedMemory:
         score=0.42,
         relevance=0.5,
         channels=(
-            ChannelPart("vector", "vector", 4, 2.0, 2.0 / 64),  # 0.03125
-            ChannelPart("bm25", "bm25", 1, 1.0, 1.0 / 61),
-            ChannelPart("context", "context", 2, 2.0, 2.0 / 62),
+            Contribution("vector", "vector", 4, 2.0, 2.0 / 64),  # 0.03125
+            Contribution("bm25", "bm25", 1, 1.0, 1.0 / 61),
+            Contribution("context", "context", 2, 2.0, 2.0 / 62),
         ),
         rank_bonus=0.05,
         fused_score=2.0 / 64 + 1.0 / 61 + 2.0 / 62 + 0.05,
@@ -112,7 +113,7 @@ def test_the_waterfall_goes_from_base_to_final_through_each_multiplier() -> None
 
 
 def test_the_legend_names_each_channel_once_and_the_bonus() -> None:
-    m = explained(channels=(*explained().channels, ChannelPart("vector:rewrite", "vector", 2, 0.5, 0.5 / 62)))
+    m = explained(channels=(*explained().channels, Contribution("vector:rewrite", "vector", 2, 0.5, 0.5 / 62)))
     texts = [t.text for t in parse(explanation_svg(m)).iter(f"{SVG}text")]
     assert texts.count("vector") == 1 and "rank bonus" in texts and "bm25" in texts
 
@@ -121,7 +122,7 @@ def test_hostile_text_is_escaped() -> None:
     m = explained(
         id='"><script>x</script>',
         text=HOSTILE,
-        channels=(ChannelPart(HOSTILE, HOSTILE, 1, 1.0, 0.1),),
+        channels=(Contribution(HOSTILE, HOSTILE, 1, 1.0, 0.1),),
         multipliers=((HOSTILE, 1.5),),
     )
     for svg in (explanation_svg(m), strip_svg([m], [replace(m, rank=None)])):
@@ -137,7 +138,7 @@ def test_hostile_text_is_escaped() -> None:
         {"channels": (), "rank_bonus": 0.0, "fused_score": 0.0, "base_score": 0.0, "final_score": 0.0},
         {"rank_bonus": -0.1, "base_score": -0.5, "final_score": -0.25, "multipliers": (("decay", 0.5),)},
         {"semantic": None, "multipliers": (), "score": float("nan"), "final_score": float("inf")},
-        {"channels": (ChannelPart("vector", "vector", 1, 0.0, 0.0),), "multipliers": (("decay", 0.0),)},
+        {"channels": (Contribution("vector", "vector", 1, 0.0, 0.0),), "multipliers": (("decay", 0.0),)},
     ],
 )
 def test_zero_negative_and_missing_values_draw(changes: dict[str, object]) -> None:
