@@ -48,8 +48,11 @@ def chromium() -> Path:
     return CHROMIUM
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser(chromium: Path) -> Iterator[Any]:
+    # Per module, not per session: while Playwright's sync API is started, its event loop counts as
+    # running in the main thread, and every later async test of the session (pytest-asyncio) fails
+    # with "Cannot run the event loop while another loop is running".
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as playwright:
