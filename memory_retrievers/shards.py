@@ -25,6 +25,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
 from . import _loop, _store_lifecycle
+from ._call_checks import Checker, check_batch_size, check_progress, checker
 from ._shard_admin import ShardedAdmin
 from ._shard_calls import check_cloud, check_shards, namespace_at, table_identity
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
@@ -60,11 +61,20 @@ def _sync(method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Call
 def _routed(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], position: int | None = None
 ) -> Callable[Concatenate[ShardedMemoryStore, P], Coroutine[Any, Any, R]]:
-    """``method`` run on the shard of the namespace the call names (``position``: its index in ``*args``)."""
+    """``method`` run on the shard of the namespace the call names (``position``: its index in ``*args``).
+
+    A shard not open yet opens only once the arguments passed the method's own checks: opening
+    creates the shard's table, and a refused call must leave nothing behind.
+    """
+    check = checker(method)
 
     @functools.wraps(method)
     async def routed(self: ShardedMemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        shard = await self.ashard_for(namespace_at(args, kwargs, position, method.__name__))
+        index = self.shard_index(namespace_at(args, kwargs, position, method.__name__))
+        shard = self._open_shard(index)
+        if shard is None:
+            args, kwargs = check(self, args, kwargs)  # type: ignore[assignment]
+            shard = await self.ashard(index)
         return await method(shard, *args, **kwargs)
 
     return routed
@@ -122,7 +132,10 @@ class ShardedMemoryStore(MemoryStore):
                     f"store {self._embedder.name!r}; open the shards with the same embedder"
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
-        self._queries = VectorMaker(self._embedder, int(self._embedder.dimension), self._config.embed_batch_size)
+        # Query embedding needs no shard; ``_vectors`` also checks a caller's vectors before one opens.
+        self._vectors = self._queries = VectorMaker(
+            self._embedder, int(self._embedder.dimension), self._config.embed_batch_size
+        )
         shared = {s.table_name for s in opened}
         self._table_name = check_table_name(
             table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
@@ -280,12 +293,21 @@ class ShardedMemoryStore(MemoryStore):
         with self._lock:
             return [self._stores[i] for i in sorted(self._stores)]
 
-    def _sync_shard_for(self, namespace: str) -> MemoryStore:
-        """The shard of ``namespace`` for a sync call (opened through the private loop when needed)."""
-        index = self.shard_index(namespace)
+    def _open_shard(self, index: int) -> MemoryStore | None:
+        """Shard ``index``'s store if it is open, else None (no I/O)."""
         with self._lock:
-            store = self._stores.get(index)
-        return store if store is not None else self.shard(index)
+            return self._stores.get(index)
+
+    def _sync_shard_for(
+        self, check: Checker, namespace: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> MemoryStore:
+        """The shard of ``namespace`` for a sync call; one not open yet opens once ``check`` passed the arguments."""
+        index = self.shard_index(namespace)
+        store = self._open_shard(index)
+        if store is None:
+            check(self, args, kwargs)
+            store = self.shard(index)
+        return store
 
     @functools.cached_property
     def admin(self) -> StoreAdmin:
@@ -339,11 +361,14 @@ class ShardedMemoryStore(MemoryStore):
 
     def add_later(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> PendingWrite:
         """Queue one memory on its namespace's shard (see :meth:`MemoryStore.add_later`)."""
-        return self._sync_shard_for(namespace).add_later(text, namespace=namespace, dedup=dedup, **fields)
+        shard = self._sync_shard_for(_ADD_LATER, namespace, (text,), {"namespace": namespace, "dedup": dedup, **fields})
+        return shard.add_later(text, namespace=namespace, dedup=dedup, **fields)
 
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Count an access of each id on its namespace's shard (see :meth:`MemoryStore.record_access`)."""
-        self._sync_shard_for(namespace).record_access(ids, namespace=namespace, at=at)
+        self._sync_shard_for(_RECORD_ACCESS, namespace, (ids,), {"namespace": namespace, "at": at}).record_access(
+            ids, namespace=namespace, at=at
+        )
 
     def _forget_ticket(self, namespace: str) -> Ticket:
         # The barrier needs no table: a shard still opening gives its ticket at once (this may run on
@@ -365,6 +390,9 @@ class ShardedMemoryStore(MemoryStore):
         Every record is validated before anything is written, as :meth:`MemoryStore.add_many`.
         """
         self._ensure_open()
+        check_batch_size(batch_size if batch_size is not None else self._config.write_batch_size)
+        check_progress(progress)
+        self._check_dedup(dedup)
         if isinstance(records, (str, bytes, Mapping)):
             raise InvalidInputError("records must be a list of dicts; for one memory use add()")
         records = builtins.list(records)
@@ -420,6 +448,9 @@ class ShardedMemoryStore(MemoryStore):
     entity_search = _sync(aentity_search)
     recency_search = _sync(arecency_search)
 
+
+_ADD_LATER = checker(MemoryStore.add_later)
+_RECORD_ACCESS = checker(MemoryStore.record_access)
 
 # The deprecated admin aliases (``store.optimize()``...) reach the shards through ``store.admin`` too.
 for _name in ("optimize", "purge", "expire", "stats", "export", "restore", "flush_access"):
