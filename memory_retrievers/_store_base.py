@@ -27,6 +27,7 @@ from .storage.connect import CacheSizes, cloud_access
 from .storage.context_fill import ContextFiller
 from .storage.duplicates import DuplicateFinder
 from .storage.edits import Editor
+from .storage.location import TableLocation
 from .storage.maintenance import Maintainer
 from .storage.queue import WriteQueue
 from .storage.search import Searcher
@@ -198,6 +199,14 @@ class StoreBase:
     def clock(self) -> Callable[[], datetime]:
         """The store's clock (timestamps of writes, and the default ``now`` of recall)."""
         return self._clock
+
+    def table_locations(self) -> builtins.list[TableLocation]:
+        """Where the store's table lives and how to reach it: what another process needs to open it again.
+
+        One entry (a :class:`~memory_retrievers.ShardedMemoryStore` gives one per shard). The API key
+        and storage option values never appear in an entry's repr.
+        """
+        return [self._table.location()]
 
     def __repr__(self) -> str:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder.name!r})"
