@@ -39,6 +39,7 @@ from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
 from .storage.connect import CloudAccess
+from .storage.location import TableLocation
 from .storage.vectors import VectorMaker
 from .store import MemoryStore, _moved
 from .validation import validate_record
@@ -194,6 +195,23 @@ class ShardedMemoryStore(MemoryStore):
     def locations(self) -> tuple[str, ...]:
         """Each shard's location, in shard order."""
         return self._locations
+
+    def table_locations(self) -> builtins.list[TableLocation]:
+        """Each shard's table, where it lives and how to reach it, in shard order (no shard is opened).
+
+        An open store given as a shard reports its own settings; the others, the sharded store's
+        storage options and, for a ``db://`` shard, its Cloud settings. The API key and storage
+        option values never appear in an entry's repr.
+        """
+        with self._lock:
+            given = dict(self._stores)
+        cloud = CloudAccess(**self._cloud) if self._cloud else None
+        return [
+            given[i].table_locations()[0]
+            if i in given
+            else TableLocation(where, table, self._storage_options, cloud if where.startswith("db://") else None)
+            for i, (where, table) in enumerate(zip(self._locations, self._tables, strict=True))
+        ]
 
     @property
     def open_shards(self) -> builtins.list[int]:
