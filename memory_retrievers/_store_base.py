@@ -131,6 +131,7 @@ class StoreBase:
         self._wire(cfg)
         # Which account's database a db:// URI names (a digest, never the key): see handles.register.
         self._cloud_id = cloud.identity() if cloud is not None else None
+        self._reach = (storage_options, cloud)  # for table_locations(): how another process reaches the table
         self._closed = False
         self._embedder_loaded = False
         self._pid = os.getpid()  # a forked child must not use this store (see _check_process)
@@ -206,7 +207,7 @@ class StoreBase:
         One entry (a :class:`~memory_retrievers.ShardedMemoryStore` gives one per shard). The API key
         and storage option values never appear in an entry's repr.
         """
-        return [self._table.location()]
+        return [TableLocation(self._table.uri, self._table.table_name, *self._reach)]
 
     def __repr__(self) -> str:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder.name!r})"

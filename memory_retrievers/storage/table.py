@@ -24,7 +24,6 @@ from .caller import CallerTable
 from .connect import CacheSizes, CloudAccess, is_uri
 from .events import CommitAction, CommitEvent, CommitListener, notify
 from .keys import KEY, ensure_primary_key, key_not_null, whole_rows
-from .location import TableLocation
 from .migrations import add_missing_columns, check_schema, storage_error
 from .opening import connect_table, make_folder, open_caller, within
 from .remote import RemoteTable
@@ -88,10 +87,6 @@ class MemoryTable:
     def where(self) -> str:
         """Names the table in messages."""
         return f"table {self.table_name!r} at {self.uri!r}"
-
-    def location(self) -> TableLocation:
-        """Where this table lives and how to reach it (see :class:`.location.TableLocation`)."""
-        return TableLocation(self.uri, self.table_name, self._storage_options, self._cloud)
 
     @property
     def handle(self) -> Any:
