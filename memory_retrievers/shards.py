@@ -70,6 +70,7 @@ def _routed(
     @functools.wraps(method)
     async def routed(self: ShardedMemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
         index = self.shard_index(namespace_at(args, kwargs, position, method.__name__))
+        self._ensure_open()  # a closed (or forked-from) sharded store refuses even where its shard would not
         shard = self._open_shard(index)
         if shard is None:
             args, kwargs = check(self, args, kwargs)  # type: ignore[assignment]

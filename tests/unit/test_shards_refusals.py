@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from memory_retrievers import DimensionMismatchError, HashEmbedder, InvalidInputError, ShardedMemoryStore
+from memory_retrievers import DimensionMismatchError, HashEmbedder, InvalidInputError, ShardedMemoryStore, StorageError
 from memory_retrievers._call_checks import checker
 from memory_retrievers._shard_admin import ShardedAdmin
 
@@ -213,3 +213,16 @@ def test_a_valid_call_still_opens_its_shard_and_an_open_shard_refuses_alike(tmp_
             store.list("alice", limit=-1)  # now the open shard's own check
         with pytest.raises(InvalidInputError, match="kind"):
             store.add_later("x", namespace="alice", kind="nope")
+
+
+def test_a_closed_sharded_store_refuses_routed_calls_with_their_shard_open_or_not(tmp_path: Path) -> None:
+    store = ShardedMemoryStore([tmp_path / f"shard-{i}" for i in range(3)], embedder=EMBEDDER)
+    store.add("Alice likes tea", namespace="alice")
+    store.close()
+    other = next(ns for ns in ("bob", "carol", "dave", "erin") if store.shard_index(ns) != store.shard_index("alice"))
+    for namespace in ("alice", other):
+        with pytest.raises(StorageError, match="closed"):
+            asyncio.run(store.ahas_entities(namespace))
+        with pytest.raises(StorageError, match="closed"):
+            store.count(namespace)
+    assert store.open_shards == [store.shard_index("alice")]
