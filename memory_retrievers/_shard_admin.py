@@ -11,8 +11,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar
+from typing import Any, Concatenate, ParamSpec, Protocol, TypeVar, cast
 
+from ._call_checks import checker
 from ._twins import sync_twin
 from .admin import StoreAdmin
 from .errors import InvalidInputError
@@ -34,6 +35,7 @@ class _Sharded(Protocol):
     def shard_index(self, namespace: str) -> int: ...
     async def ashard(self, index: int) -> MemoryStore: ...
     async def ashard_for(self, namespace: str) -> MemoryStore: ...
+    def _open_shard(self, index: int) -> MemoryStore | None: ...
     async def _every_shard(self) -> builtins.list[MemoryStore]: ...
     def _opened(self) -> builtins.list[MemoryStore]: ...
     def _ensure_open(self) -> None: ...
@@ -182,7 +184,14 @@ class ShardedAdmin(StoreAdmin):
         self, namespace: str, *, limit: int | None = None, offset: int = 0, include_vectors: bool = True
     ) -> builtins.list[dict[str, Any]]:
         """Export one namespace from its shard (see :meth:`StoreAdmin.export`)."""
-        shard = await self._sharded.ashard_for(namespace)
+        index = self._sharded.shard_index(namespace)
+        if self._sharded._open_shard(index) is None:  # bad paging must not create the shard
+            _EXPORT(
+                cast(MemoryStore, self._sharded),
+                (namespace,),
+                {"limit": limit, "offset": offset, "include_vectors": include_vectors},
+            )
+        shard = await self._sharded.ashard(index)
         return await shard.admin.aexport(namespace, limit=limit, offset=offset, include_vectors=include_vectors)
 
     async def arestore(self, records: Iterable[Mapping[str, Any]], *, namespace: str | None = None) -> RestoreResult:
@@ -223,3 +232,6 @@ class ShardedAdmin(StoreAdmin):
     export = _sync(aexport)
     restore = _sync(arestore)
     stats = _sync(astats)
+
+
+_EXPORT = checker(StoreAdmin.aexport)

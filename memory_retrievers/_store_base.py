@@ -27,6 +27,7 @@ from .storage.connect import CacheSizes, cloud_access
 from .storage.context_fill import ContextFiller
 from .storage.duplicates import DuplicateFinder
 from .storage.edits import Editor
+from .storage.location import TableLocation
 from .storage.maintenance import Maintainer
 from .storage.queue import WriteQueue
 from .storage.search import Searcher
@@ -130,6 +131,7 @@ class StoreBase:
         self._wire(cfg)
         # Which account's database a db:// URI names (a digest, never the key): see handles.register.
         self._cloud_id = cloud.identity() if cloud is not None else None
+        self._reach = (storage_options, cloud)  # for table_locations(): how another process reaches the table
         self._closed = False
         self._embedder_loaded = False
         self._pid = os.getpid()  # a forked child must not use this store (see _check_process)
@@ -198,6 +200,14 @@ class StoreBase:
     def clock(self) -> Callable[[], datetime]:
         """The store's clock (timestamps of writes, and the default ``now`` of recall)."""
         return self._clock
+
+    def table_locations(self) -> builtins.list[TableLocation]:
+        """Where the store's table lives and how to reach it: what another process needs to open it again.
+
+        One entry (a :class:`~memory_retrievers.ShardedMemoryStore` gives one per shard). The API key
+        and storage option values never appear in an entry's repr.
+        """
+        return [TableLocation(self._table.uri, self._table.table_name, *self._reach)]
 
     def __repr__(self) -> str:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder.name!r})"

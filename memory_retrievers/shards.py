@@ -14,30 +14,30 @@ Moving to another number of shards: :func:`memory_retrievers.reshard`.
 
 from __future__ import annotations
 
-import asyncio
 import builtins
 import functools
 import os
-import threading
 from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
-from . import _loop, _store_lifecycle
+from . import _loop
+from ._call_checks import Checker, check_batch_size, check_progress, checker
 from ._shard_admin import ShardedAdmin
 from ._shard_calls import check_cloud, check_shards, namespace_at, table_identity
+from ._shard_opening import ShardOpener
 from ._store_base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from ._store_reads import ReadAPI
 from ._store_writes import WriteAPI
 from ._twins import sync_twin
 from .config import StoreConfig, validated
 from .embeddings import Embedder
-from .errors import ConfigError, InvalidInputError, MemoryRetrieversError, StorageError
+from .errors import ConfigError, InvalidInputError
 from .models import AddedMemory
 from .pending import PendingWrite
 from .shard_routing import shard_of
 from .storage.connect import CloudAccess
+from .storage.location import TableLocation
 from .storage.vectors import VectorMaker
 from .store import MemoryStore, _moved
 from .validation import validate_record
@@ -60,11 +60,21 @@ def _sync(method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]]) -> Call
 def _routed(
     method: Callable[Concatenate[Any, P], Coroutine[Any, Any, R]], position: int | None = None
 ) -> Callable[Concatenate[ShardedMemoryStore, P], Coroutine[Any, Any, R]]:
-    """``method`` run on the shard of the namespace the call names (``position``: its index in ``*args``)."""
+    """``method`` run on the shard of the namespace the call names (``position``: its index in ``*args``).
+
+    A shard not open yet opens only once the arguments passed the method's own checks: opening
+    creates the shard's table, and a refused call must leave nothing behind.
+    """
+    check = checker(method)
 
     @functools.wraps(method)
     async def routed(self: ShardedMemoryStore, /, *args: P.args, **kwargs: P.kwargs) -> R:
-        shard = await self.ashard_for(namespace_at(args, kwargs, position, method.__name__))
+        index = self.shard_index(namespace_at(args, kwargs, position, method.__name__))
+        self._ensure_open()  # a closed (or forked-from) sharded store refuses even where its shard would not
+        shard = self._open_shard(index)
+        if shard is None:
+            args, kwargs = check(self, args, kwargs)  # type: ignore[assignment]
+            shard = await self.ashard(index)
         return await method(shard, *args, **kwargs)
 
     return routed
@@ -122,7 +132,10 @@ class ShardedMemoryStore(MemoryStore):
                     f"store {self._embedder.name!r}; open the shards with the same embedder"
                 )
         self._clock = clock or (first.clock if first is not None else _now_utc)
-        self._queries = VectorMaker(self._embedder, int(self._embedder.dimension), self._config.embed_batch_size)
+        # Query embedding needs no shard; ``_vectors`` also checks a caller's vectors before one opens.
+        self._vectors = self._queries = VectorMaker(
+            self._embedder, int(self._embedder.dimension), self._config.embed_batch_size
+        )
         shared = {s.table_name for s in opened}
         self._table_name = check_table_name(
             table_name if table_name is not None else shared.pop() if len(shared) == 1 else DEFAULT_TABLE
@@ -134,10 +147,7 @@ class ShardedMemoryStore(MemoryStore):
         self._tables = tuple(s.table_name if isinstance(s, MemoryStore) else self._table_name for s in given)
         if len({table_identity(*shard) for shard in zip(self._locations, self._tables, strict=True)}) < len(given):
             raise ConfigError(f"shards must be distinct tables; {list(self._locations)} names one twice")
-        self._stores: dict[int, MemoryStore] = {i: s for i, s in enumerate(given) if isinstance(s, MemoryStore)}
-        self._opening: dict[int, Future[MemoryStore]] = {}
-        self._making: dict[int, MemoryStore] = {}  # constructed, being opened
-        self._lock = threading.Lock()
+        self._shards = ShardOpener(self._construct, {i: s for i, s in enumerate(given) if isinstance(s, MemoryStore)})
         self._closed = False
         self._pid = os.getpid()  # each shard is tracked by the lifecycle itself (fork, exit) once opened
 
@@ -182,11 +192,26 @@ class ShardedMemoryStore(MemoryStore):
         """Each shard's location, in shard order."""
         return self._locations
 
+    def table_locations(self) -> builtins.list[TableLocation]:
+        """Each shard's table, where it lives and how to reach it, in shard order (no shard is opened).
+
+        An open store given as a shard reports its own settings; the others, the sharded store's
+        storage options and, for a ``db://`` shard, its Cloud settings. The API key and storage
+        option values never appear in an entry's repr.
+        """
+        given = self._shards.opened()
+        cloud = CloudAccess(**self._cloud) if self._cloud else None
+        return [
+            given[i].table_locations()[0]
+            if i in given
+            else TableLocation(where, table, self._storage_options, cloud if where.startswith("db://") else None)
+            for i, (where, table) in enumerate(zip(self._locations, self._tables, strict=True))
+        ]
+
     @property
     def open_shards(self) -> builtins.list[int]:
         """The shards opened so far (by a call on one of their namespaces, or an admin call on all)."""
-        with self._lock:
-            return sorted(self._stores)
+        return sorted(self._shards.opened())
 
     def __repr__(self) -> str:
         shards, name = len(self._locations), self._embedder.name
@@ -209,83 +234,50 @@ class ShardedMemoryStore(MemoryStore):
         """
         self._ensure_open()
         self._check_int(index, "index", 0, len(self._locations) - 1)
-        while True:
-            self._made(index)
-            with self._lock:
-                store, future = self._stores.get(index), self._opening.get(index)
-            if store is not None:
-                return store
-            if future is not None:
-                break  # else another caller just dropped a failed opening: start a new one
-        try:
-            # Shielded: the opening is shared, and a caller cancelled meanwhile (its timeout) must not
-            # cancel it for the others (wrap_future passes a cancellation on to the shared future).
-            return await asyncio.shield(asyncio.wrap_future(future))
-        except BaseException:
-            with self._lock:
-                if self._opening.get(index) is future and future.done():
-                    del self._opening[index], self._making[index]  # a failed open is retried by the next call
-            raise
+        return await self._shards.open(index)
 
     def shard(self, index: int) -> MemoryStore:
         """Sync twin of :meth:`ashard`."""
-        with self._lock:
-            store = self._stores.get(index)
+        store = self._shards.get(index)
         return store if store is not None else _loop.run_sync(self.ashard(index))
 
     async def ashard_for(self, namespace: str) -> MemoryStore:
         """The store of the shard that holds ``namespace``, opened now if needed."""
         return await self.ashard(self.shard_index(namespace))
 
-    def _made(self, index: int) -> MemoryStore:
-        """Shard ``index``'s store, constructed (no I/O) and its opening started if it is not open yet.
-
-        The opening runs on the private loop whoever asks first, so callers on any loop (and sync
-        callers) share one opening and one store object (its write queue and forget barrier).
-        """
-        with self._lock:
-            store = self._stores.get(index) or self._making.get(index)
-            if store is None:
-                store = self._making[index] = MemoryStore(
-                    self._locations[index],
-                    table_name=self._tables[index],
-                    embedder=self._embedder,
-                    config=self._config,
-                    clock=self._clock,
-                    storage_options=self._storage_options,
-                    **(self._cloud if self._locations[index].startswith("db://") else {}),
-                    _open=False,
-                )
-                self._opening[index] = _loop.submit(self._finish_opening(index, store))
-            return store
-
-    async def _finish_opening(self, index: int, store: MemoryStore) -> MemoryStore:
-        await store._table.open()
-        with self._lock:
-            closed = self._closed
-            if not closed:
-                _store_lifecycle.register(store)
-                self._stores[index] = store
-            self._opening.pop(index, None)
-            self._making.pop(index, None)
-        if closed:  # close() ran meanwhile: this shard must not stay open (nor take writes) behind it
-            await store.aclose()
-            raise StorageError("this ShardedMemoryStore is closed; open a new one")
-        return store
+    def _construct(self, index: int) -> MemoryStore:
+        """Shard ``index``'s store, constructed without I/O (the :class:`ShardOpener` opens it)."""
+        return MemoryStore(
+            self._locations[index],
+            table_name=self._tables[index],
+            embedder=self._embedder,
+            config=self._config,
+            clock=self._clock,
+            storage_options=self._storage_options,
+            **(self._cloud if self._locations[index].startswith("db://") else {}),
+            _open=False,
+        )
 
     async def _every_shard(self) -> builtins.list[MemoryStore]:
         return [await self.ashard(i) for i in range(len(self._locations))]
 
     def _opened(self) -> builtins.list[MemoryStore]:
-        with self._lock:
-            return [self._stores[i] for i in sorted(self._stores)]
+        return builtins.list(self._shards.opened().values())
 
-    def _sync_shard_for(self, namespace: str) -> MemoryStore:
-        """The shard of ``namespace`` for a sync call (opened through the private loop when needed)."""
+    def _open_shard(self, index: int) -> MemoryStore | None:
+        """Shard ``index``'s store if it is open, else None (no I/O)."""
+        return self._shards.get(index)
+
+    def _sync_shard_for(
+        self, check: Checker, namespace: str, args: tuple[Any, ...], kwargs: dict[str, Any]
+    ) -> MemoryStore:
+        """The shard of ``namespace`` for a sync call; one not open yet opens once ``check`` passed the arguments."""
         index = self.shard_index(namespace)
-        with self._lock:
-            store = self._stores.get(index)
-        return store if store is not None else self.shard(index)
+        store = self._open_shard(index)
+        if store is None:
+            check(self, args, kwargs)
+            store = self.shard(index)
+        return store
 
     @functools.cached_property
     def admin(self) -> StoreAdmin:
@@ -296,21 +288,8 @@ class ShardedMemoryStore(MemoryStore):
         """Close every open shard (each writes its pending access statistics and queued writes)."""
         if self._closed or self._forked():
             return
-        with self._lock:
-            self._closed = True  # an opening that finishes from now on closes its shard itself
-            opening = [asyncio.wrap_future(future) for future in self._opening.values()]
-        if opening:
-            await asyncio.wait(opening)  # their outcome is their callers' to report: here, only that they ended
-            for ended in opening:
-                _ = ended.cancelled() or ended.exception()  # seen here: never logged as "never retrieved"
-        errors = []
-        for store in self._opened():
-            try:
-                await store.aclose()
-            except MemoryRetrieversError as exc:  # the other shards still close
-                errors.append(exc)
-        if errors:
-            raise errors[0]
+        self._closed = True
+        await self._shards.aclose()
 
     async def aflush(self) -> None:
         """Wait for every open shard's queued writes and background maintenance."""
@@ -339,16 +318,19 @@ class ShardedMemoryStore(MemoryStore):
 
     def add_later(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> PendingWrite:
         """Queue one memory on its namespace's shard (see :meth:`MemoryStore.add_later`)."""
-        return self._sync_shard_for(namespace).add_later(text, namespace=namespace, dedup=dedup, **fields)
+        shard = self._sync_shard_for(_ADD_LATER, namespace, (text,), {"namespace": namespace, "dedup": dedup, **fields})
+        return shard.add_later(text, namespace=namespace, dedup=dedup, **fields)
 
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Count an access of each id on its namespace's shard (see :meth:`MemoryStore.record_access`)."""
-        self._sync_shard_for(namespace).record_access(ids, namespace=namespace, at=at)
+        self._sync_shard_for(_RECORD_ACCESS, namespace, (ids,), {"namespace": namespace, "at": at}).record_access(
+            ids, namespace=namespace, at=at
+        )
 
     def _forget_ticket(self, namespace: str) -> Ticket:
         # The barrier needs no table: a shard still opening gives its ticket at once (this may run on
         # the private loop, which cannot wait for an opening it runs).
-        return self._made(self.shard_index(namespace))._forget_ticket(namespace)
+        return self._shards.made(self.shard_index(namespace))._forget_ticket(namespace)
 
     # ------------------------------------------------------------------ across namespaces
     async def aadd_many(
@@ -365,6 +347,9 @@ class ShardedMemoryStore(MemoryStore):
         Every record is validated before anything is written, as :meth:`MemoryStore.add_many`.
         """
         self._ensure_open()
+        check_batch_size(batch_size if batch_size is not None else self._config.write_batch_size)
+        check_progress(progress)
+        self._check_dedup(dedup)
         if isinstance(records, (str, bytes, Mapping)):
             raise InvalidInputError("records must be a list of dicts; for one memory use add()")
         records = builtins.list(records)
@@ -420,6 +405,9 @@ class ShardedMemoryStore(MemoryStore):
     entity_search = _sync(aentity_search)
     recency_search = _sync(arecency_search)
 
+
+_ADD_LATER = checker(MemoryStore.add_later)
+_RECORD_ACCESS = checker(MemoryStore.record_access)
 
 # The deprecated admin aliases (``store.optimize()``...) reach the shards through ``store.admin`` too.
 for _name in ("optimize", "purge", "expire", "stats", "export", "restore", "flush_access"):

@@ -33,26 +33,18 @@ def table_openers(store: MemoryStore, storage_options: Mapping[str, str] | None)
         (the :class:`~memory_retrievers.storage.connect.CloudAccess` of a ``db://`` table, whose
         repr masks the API key, or ``None``).
     """
-    from ..shards import ShardedMemoryStore
-    from ..storage.connect import CloudAccess
-
     check_storage_options(storage_options)
     common = {
         "config": store.config.model_dump(),
         "storage_options": dict(storage_options) if storage_options else None,
     }
-    if isinstance(store, ShardedMemoryStore):
-        # Each shard's own table name: an open store given as a shard may use another than the
-        # sharded store's (``ShardedMemoryStore`` keeps them, without a public accessor).
-        tables = store._tables
-        cloud = CloudAccess(**store._cloud) if store._cloud else None
-        return [
-            {"uri": _absolute(u), "table_name": t, "cloud": cloud if u.startswith("db://") else None, **common}
-            for u, t in zip(store.locations, tables, strict=True)
-        ]
-    # A db:// store's key, region and host: a task reopening it without them is refused by LanceDB.
-    own = store._table._cloud
-    return [{"uri": _absolute(store.uri), "table_name": store.table_name, "cloud": own, **common}]
+    # Each table's own name (an open store given as a shard may use another than the sharded
+    # store's) and, for a db:// table, its key, region and host: a task reopening it without them
+    # is refused by LanceDB.
+    return [
+        {"uri": _absolute(where.uri), "table_name": where.table_name, "cloud": where.cloud, **common}
+        for where in store.table_locations()
+    ]
 
 
 def check_storage_options(storage_options: Mapping[str, str] | None) -> None:

@@ -16,6 +16,7 @@ import pytest
 from memory_retrievers import HashEmbedder, MemoryStore
 from memory_retrievers.bulk import backfill, clustering, jobs
 from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.storage.location import TableLocation
 
 
 def _no_ray(*_: Any, **__: Any) -> Any:
@@ -71,8 +72,10 @@ def test_cluster_refuses_a_factory_that_is_not_callable_before_ray(store: Memory
 
 
 def _at(uri: str) -> Any:
-    table = SimpleNamespace(_cloud=None)
-    return SimpleNamespace(uri=uri, table_name="memories", config=SimpleNamespace(model_dump=dict), _table=table)
+    where = TableLocation(uri, "memories")
+    return SimpleNamespace(
+        uri=uri, table_name="memories", config=SimpleNamespace(model_dump=dict), table_locations=lambda: [where]
+    )
 
 
 @pytest.mark.parametrize(
