@@ -24,7 +24,20 @@ Scenarios:
 - ``tenants``: many namespaces of equal size; recall in random namespaces while a writer thread
   adds turns to other namespaces (each turn to the store and to the plain app).
 - ``needles``: one LoCoMo conversation hidden in a large namespace of other memories; evidence
-  recall@10 of its questions against the same conversation alone.
+  recall@10 of its questions against the same conversation alone. The conversation's turns carry
+  their LoCoMo dates (2023). ``--needles-dates`` says how the haystack is dated:
+
+  - ``spread`` (the default): each filler memory gets a date drawn uniformly (seeded) from the
+    conversation's own span, and the questions are asked a day after its last session, as
+    ``locomo_recall.py`` asks them. Needle and hay are then equally old, so the hidden figure
+    measures the haystack, not its age.
+  - ``now``: the figures before this option. The filler is dated when written and questions are
+    asked at the wall clock, so every needle is years older than every piece of hay: recency
+    decay scales each needle's score by about 0.81 against the hay's 1.0, a handicap only a
+    store with decay pays (LanceDB's hybrid query has none). Kept to compare with old results.
+
+  ``--needles-dates spread,now`` runs both (each loads its own haystack) and reports the second
+  under ``needles["variants"]`` beside the first; the top-level figures are the first variant's.
 
 Memories: LoCoMo dialogue, made into as many distinct memories as a size needs (:class:`Haystack`:
 each turn alone, then each turn joined with a different partner turn on every later pass). Up to
@@ -55,7 +68,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -595,19 +608,46 @@ def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Hayst
 
 
 def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
+    """The ``needles`` scenario for each of ``--needles-dates``' variants (the first one on top)."""
+    variants = [v.strip() for v in args.needles_dates.split(",")]
+    results = {v: needles_dated(size, turns, model, hay, args, v) for v in variants}
+    out = dict(results[variants[0]])
+    if len(variants) > 1:
+        out["variants"] = results
+    print(json.dumps(out))
+    return out
+
+
+def filler_dates(count: int, needles: Sequence[Turn], dates: str) -> list[datetime | None]:
+    """The filler's ``created_at``: drawn from the needles' span (``spread``) or at write time (``now``)."""
+    if dates == "now":
+        return [None] * count
+    first, last = min(t.created_at for t in needles), max(t.created_at for t in needles)
+    rng = random.Random(29)
+    return [first + (last - first) * rng.random() for _ in range(count)]
+
+
+def needles_dated(
+    size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, hay: Haystack, args: Any, dates: str
+) -> dict:
     conversation = turns[0].conversation
     mine = [t for t in turns if t.conversation == conversation]
     others = hay.without(conversation)
     asked = [(q, ev) for conv, q, ev, _ in load_questions(args.data) if conv == conversation]
     embedder = PooledEmbedder(model, others)  # needles have no (#g) number: embedded for real
-    out: dict[str, Any] = {"conversation": conversation, "questions": len(asked), "needles": len(mine)}
+    # Asked a day after the conversation ends (as locomo_recall.py asks), or at the wall clock.
+    now = None if dates == "now" else max(t.created_at for t in mine) + timedelta(days=1)
+    out: dict[str, Any] = {"conversation": conversation, "questions": len(asked), "needles": len(mine), "dates": dates}
     for label, hidden_in in (("alone", 0), ("hidden", size)):
         with tempfile.TemporaryDirectory() as folder:
             store = MemoryStore(Path(folder) / "db", embedder=embedder, config=bulk_config(args))
-            texts = others.texts(hidden_in)
+            texts, created = others.texts(hidden_in), filler_dates(hidden_in, mine, dates)
             for start in range(0, hidden_in, 20_000):
+                batch = zip(texts[start : start + 20_000], created[start : start + 20_000], strict=True)
                 store.add_many(
-                    [{"text": t, "kind": "message"} for t in texts[start : start + 20_000]], namespace="u", dedup=False
+                    [{"text": t, "kind": "message", **({"created_at": c} if c else {})} for t, c in batch],
+                    namespace="u",
+                    dedup=False,
                 )
             added = store.add_many(
                 [
@@ -618,29 +658,11 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
                 dedup=False,
             )
             dia = {m.id: t.dia_id for m, t in zip(added, mine, strict=True)}
-            log(f"needles: {label}, {hidden_in + len(mine)} rows loaded")
+            log(f"needles ({dates}): {label}, {hidden_in + len(mine)} rows loaded")
             store.admin.optimize()
-            log(f"needles: {label}, optimized")
-            retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
-            recalls, lat, rss = [], [], []
-            for q, evidence in asked:
-                started = time.perf_counter()
-                got = [dia.get(m.id) for m in retriever.recall(q, k=K, token_budget=None).memories]
-                lat.append((time.perf_counter() - started) * 1000)
-                recalls.append(len(set(got) & evidence) / len(evidence))
-                rss.append(rss_now_mb())
-            # LanceDB's hybrid query on the same table, after ours (its handle's caches would
-            # count in our RSS otherwise): how much the haystack costs a plain hybrid search.
-            refs = References(store, model)
-            plain = [len({dia.get(i) for i in refs.hybrid("u", q)} & evidence) / len(evidence) for q, evidence in asked]
-            out[label] = {
-                "memories": hidden_in + len(mine),
-                "recall@10": round(float(np.mean(recalls)), 3),
-                "p50_ms": pct(lat, 0.5),
-                "lancedb_hybrid_recall@10": round(float(np.mean(plain)), 3),
-                "rss_during_recall_mb": round(max(rss), 1),
-                "disk_mb": disk_mb(Path(folder) / "db"),
-            }
+            out[label] = needles_recall(store, model, dia, asked, now)
+            out[label]["memories"] = hidden_in + len(mine)
+            out[label]["disk_mb"] = disk_mb(Path(folder) / "db")
             store.close()
     out["difference"] = round(out["hidden"]["recall@10"] - out["alone"]["recall@10"], 3)
     out["lancedb_hybrid_difference"] = round(
@@ -648,8 +670,35 @@ def needles(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder
     )
     out["peak_rss_mb"] = peak_rss_mb()
     out["version_retention_s"] = args.version_retention_s
-    print(json.dumps(out))
     return out
+
+
+def needles_recall(
+    store: MemoryStore,
+    model: SentenceTransformerEmbedder,
+    dia: dict[str, str],
+    asked: Sequence[tuple[str, set[str]]],
+    now: datetime | None,
+) -> dict[str, Any]:
+    """Evidence recall@10 of ours and of LanceDB's hybrid query on one loaded store."""
+    retriever = MemoryRetriever(store, namespace="u", config={"record_access": False})
+    recalls, lat, rss = [], [], []
+    for q, evidence in asked:
+        started = time.perf_counter()
+        got = [dia.get(m.id) for m in retriever.recall(q, k=K, token_budget=None, now=now).memories]
+        lat.append((time.perf_counter() - started) * 1000)
+        recalls.append(len(set(got) & evidence) / len(evidence))
+        rss.append(rss_now_mb())
+    # LanceDB's hybrid query on the same table, after ours (its handle's caches would
+    # count in our RSS otherwise): how much the haystack costs a plain hybrid search.
+    refs = References(store, model)
+    plain = [len({dia.get(i) for i in refs.hybrid("u", q)} & evidence) / len(evidence) for q, evidence in asked]
+    return {
+        "recall@10": round(float(np.mean(recalls)), 3),
+        "p50_ms": pct(lat, 0.5),
+        "lancedb_hybrid_recall@10": round(float(np.mean(plain)), 3),
+        "rss_during_recall_mb": round(max(rss), 1),
+    }
 
 
 def plot(report: dict[str, Any], path: Path) -> None:
@@ -703,6 +752,12 @@ def main() -> None:
     ap.add_argument("--sizes", default="600,5000,20000,100000", help="chat: namespace sizes")
     ap.add_argument("--tenants", default="1000x1000", help="tenants: NAMESPACESxMEMORIES")
     ap.add_argument("--needles", type=int, default=1_000_000, help="needles: memories the conversation hides in")
+    ap.add_argument(
+        "--needles-dates",
+        default="spread",
+        help="needles: how the filler is dated, 'spread' over the conversation's span or 'now' (the old "
+        "variant); 'spread,now' runs both",
+    )
     ap.add_argument("--real-up-to", type=int, default=5000, help="embed memories for real up to this namespace size")
     ap.add_argument("--rounds", type=int, default=40)
     ap.add_argument(
@@ -724,6 +779,9 @@ def main() -> None:
     ap.add_argument("--plot", type=Path, nargs="?", const=PLOT, help=f"write the latency plot (default {PLOT})")
     ap.add_argument("--plot-only", action="store_true", help="plot the existing --out file without measuring")
     args = ap.parse_args()
+    unknown = set(args.needles_dates.split(",")) - {"spread", "now"}
+    if unknown:
+        ap.error(f"--needles-dates takes 'spread', 'now' or both comma-separated, not {sorted(unknown)}")
     if args.plot_only:
         plot(json.loads(args.out.read_text()), args.plot or PLOT)
         return

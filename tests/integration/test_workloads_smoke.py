@@ -52,5 +52,7 @@ def test_the_quick_workload_run_reports_every_scenario(tmp_path: Path) -> None:
     assert 0 < tenants["plain_lancedb_p50_ms"] <= tenants["plain_lancedb_p95_ms"]
     needles = report["needles"]
     assert needles["hidden"]["memories"] == 1000 + needles["needles"]
+    # By default the hay is dated over the conversation's own span (--needles-dates spread).
+    assert needles["dates"] == "spread"
     # Hidden among 1,000 others, the conversation's evidence is still found: a real recall figure.
     assert needles["alone"]["recall@10"] > 0.5 and needles["hidden"]["recall@10"] > 0.5
