@@ -9,10 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
 import logging
 import random
-import sys
 import threading
 import time
 import warnings
@@ -29,10 +27,11 @@ from ..models import FtsField
 from .access import AccessLog
 from .backend import IndexKind
 from .cluster import Clusterer, ClusterResult
+from .index_child import build_in_child
 from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
-__all__ = ["FTS_COLUMNS", "Maintainer", "retry_conflicts"]
+__all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child", "retry_conflicts"]
 
 logger = logging.getLogger(__name__)
 
@@ -58,58 +57,6 @@ _LOCK_POLL_S = 0.01
 # Fewest rows an ANN index is built on (StoreConfig.ann_index_min_rows's own floor): IVF
 # partitions need rows to train on.
 _ANN_MIN_ROWS = 256
-
-
-# The vector index is built by a child process. Lance runs CPU-bound work (an index build's
-# partitions, an append's encoding) on one shared pool of max(1, cores - 2) threads, first come
-# first served (lance-core utils/tokio.rs): on a 2-core machine one thread, so a write queued behind
-# a running HNSW build waited for all of it. Measured here (20k rows, 384 dimensions, load ~17):
-# a one-memory add took 93.9 s instead of ~50 ms. A child process has its own pool, and the OS
-# shares the cores between the two processes, so writes keep their pace.
-_BUILD_SCRIPT = """
-import asyncio, json, sys
-import lancedb
-from memory_retrievers.storage.backend import index_config
-
-async def main(spec):
-    db = await lancedb.connect_async(spec["uri"], storage_options=spec["storage_options"])
-    table = await db.open_table(spec["table"])
-    await table.create_index(spec["column"], config=index_config(spec["kind"], spec["column"]), replace=True)
-
-asyncio.run(main(json.loads(sys.stdin.read())))
-"""
-
-
-async def build_in_child(
-    uri: str, table: str, storage_options: dict[str, str] | None, column: str, kind: IndexKind
-) -> None:
-    """Build index ``kind`` on ``column`` of a table in a child Python process, and wait for it.
-
-    The spec goes through stdin, never the command line: storage options can hold credentials.
-
-    Raises:
-        RuntimeError: The child failed; the message carries the end of its stderr (a LanceDB
-            "retryable commit conflict" included, which :func:`retry_conflicts` retries).
-    """
-    spec = {"uri": uri, "table": table, "storage_options": storage_options, "column": column, "kind": kind}
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        _BUILD_SCRIPT,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    try:
-        _, err = await child.communicate(json.dumps(spec).encode())
-    except BaseException:  # cancelled (the store closes): never leave the child building unseen
-        if child.returncode is None:
-            child.kill()
-            await child.wait()
-        raise
-    if child.returncode != 0:
-        tail = err.decode(errors="replace").strip()[-2000:]
-        raise RuntimeError(f"the process building the {column} index exited with {child.returncode}: {tail}")
 
 
 async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *, defer_ok: bool = False) -> Any:
@@ -290,14 +237,9 @@ class Maintainer:
         await self._table.refresh_indexes()
 
     async def _build_vector_index(self) -> None:
-        """Build the ANN index, in a child process for a table this store opened itself.
-
-        See ``_BUILD_SCRIPT`` for why. A caller's connection or a LanceDB Cloud table is indexed
-        through the handle.
-        """
+        """Build the ANN index, in a child process (see ``index_child.py``) when one can reopen the table."""
         table = self._table
-        # The child opens the table as this store did: by its URI and storage options. A caller's
-        # connection or a LanceDB Cloud table cannot be reopened there (Cloud builds server-side).
+        # A caller's connection or a Cloud table cannot be reopened by URI in a child (Cloud builds server-side).
         opened_by_uri = table._caller is None and table._cloud is None
         if not self._config.index_in_child_process or not opened_by_uri:
             await table.backend.create_index("vector", "HnswSq")
