@@ -27,10 +27,11 @@ from ..models import FtsField
 from .access import AccessLog
 from .backend import IndexKind
 from .cluster import Clusterer, ClusterResult
+from .index_child import build_in_child
 from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
-__all__ = ["FTS_COLUMNS", "Maintainer", "retry_conflicts"]
+__all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child", "retry_conflicts"]
 
 logger = logging.getLogger(__name__)
 
@@ -232,8 +233,19 @@ class Maintainer:
                 await backend.create_index(column, kind)
         wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
         if wanted and not any(k.endswith(":vector") for k in indexed):
-            await backend.create_index("vector", "HnswSq")
+            await self._build_vector_index()
         await self._table.refresh_indexes()
+
+    async def _build_vector_index(self) -> None:
+        """Build the ANN index, in a child process (see ``index_child.py``) when one can reopen the table."""
+        table = self._table
+        # A caller's connection or a Cloud table cannot be reopened by URI in a child (Cloud builds server-side).
+        opened_by_uri = table._caller is None and table._cloud is None
+        if not self._config.index_in_child_process or not opened_by_uri:
+            await table.backend.create_index("vector", "HnswSq")
+            return
+        await build_in_child(table.uri, table.table_name, table._storage_options, "vector", "HnswSq")
+        await table.refresh()  # move to the version the child committed, whose index the next line lists
 
     async def _flush_access(self) -> int:
         if self._queue is None:
