@@ -8,7 +8,16 @@ import sys
 
 from .backend import IndexKind
 
-__all__ = ["build_in_child"]
+__all__ = ["ChildUnavailable", "build_in_child"]
+
+#: The child's exit status when it cannot import LanceDB or this package (an embedded or frozen
+#: interpreter, a ``sys.executable`` that is not the parent's Python).
+_NO_IMPORT = 86
+
+
+class ChildUnavailable(RuntimeError):
+    """No child process could build the index here (none starts, or it cannot import the libraries)."""
+
 
 # The vector index is built by a child process. Lance runs CPU-bound work (an index build's
 # partitions, an append's encoding) on one shared pool of max(1, cores - 2) threads, first come
@@ -18,15 +27,21 @@ __all__ = ["build_in_child"]
 # shares the cores between the two processes, so writes keep their pace.
 _BUILD_SCRIPT = """
 import asyncio, json, sys
-import lancedb
-from memory_retrievers.storage.backend import index_config
+spec = json.loads(sys.stdin.read())
+sys.path[:0] = spec["path"]  # the parent's imports, also those it added at run time
+try:
+    import lancedb
+    from memory_retrievers.storage.backend import index_config
+except ImportError as exc:
+    print(exc, file=sys.stderr)
+    sys.exit(spec["no_import"])
 
-async def main(spec):
+async def main():
     db = await lancedb.connect_async(spec["uri"], storage_options=spec["storage_options"])
     table = await db.open_table(spec["table"])
     await table.create_index(spec["column"], config=index_config(spec["kind"], spec["column"]), replace=True)
 
-asyncio.run(main(json.loads(sys.stdin.read())))
+asyncio.run(main())
 """
 
 
@@ -38,18 +53,32 @@ async def build_in_child(
     The spec goes through stdin, never the command line: storage options can hold credentials.
 
     Raises:
+        ChildUnavailable: No child could run here (the caller builds in-process instead).
         RuntimeError: The child failed; the message carries the end of its stderr (a LanceDB
             "retryable commit conflict" included, which :func:`retry_conflicts` retries).
     """
-    spec = {"uri": uri, "table": table, "storage_options": storage_options, "column": column, "kind": kind}
-    child = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        _BUILD_SCRIPT,
-        stdin=asyncio.subprocess.PIPE,
-        stdout=asyncio.subprocess.DEVNULL,
-        stderr=asyncio.subprocess.PIPE,
-    )
+    spec = {
+        "uri": uri,
+        "table": table,
+        "storage_options": storage_options,
+        "column": column,
+        "kind": kind,
+        "path": [p for p in sys.path if p],
+        "no_import": _NO_IMPORT,
+    }
+    if not sys.executable:
+        raise ChildUnavailable("this interpreter has no sys.executable to start a child process with")
+    try:
+        child = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            _BUILD_SCRIPT,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.DEVNULL,
+            stderr=asyncio.subprocess.PIPE,
+        )
+    except OSError as exc:
+        raise ChildUnavailable(f"a child process could not be started ({exc})") from exc
     try:
         _, err = await child.communicate(json.dumps(spec).encode())
     except BaseException:  # cancelled (the store closes): never leave the child building unseen
@@ -57,6 +86,8 @@ async def build_in_child(
             child.kill()
             await child.wait()
         raise
+    tail = err.decode(errors="replace").strip()[-2000:]
+    if child.returncode == _NO_IMPORT:
+        raise ChildUnavailable(f"the child process could not import LanceDB or memory_retrievers: {tail}")
     if child.returncode != 0:
-        tail = err.decode(errors="replace").strip()[-2000:]
         raise RuntimeError(f"the process building the {column} index exited with {child.returncode}: {tail}")

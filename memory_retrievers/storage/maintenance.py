@@ -27,7 +27,7 @@ from ..models import FtsField
 from .access import AccessLog
 from .backend import IndexKind
 from .cluster import Clusterer, ClusterResult
-from .index_child import build_in_child
+from .index_child import ChildUnavailable, build_in_child
 from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
@@ -241,11 +241,13 @@ class Maintainer:
         table = self._table
         # A caller's connection or a Cloud table cannot be reopened by URI in a child (Cloud builds server-side).
         opened_by_uri = table._caller is None and table._cloud is None
-        if not self._config.index_in_child_process or not opened_by_uri:
-            await table.backend.create_index("vector", "HnswSq")
-            return
-        await build_in_child(table.uri, table.table_name, table._storage_options, "vector", "HnswSq")
-        await table.refresh()  # move to the version the child committed, whose index the next line lists
+        try:
+            if self._config.index_in_child_process and opened_by_uri:
+                await build_in_child(table.uri, table.table_name, table._storage_options, "vector", "HnswSq")
+                return await table.refresh()  # to the version the child committed (its index is listed next)
+        except ChildUnavailable as exc:  # a frozen or embedded interpreter: slower writes beat no index
+            logger.warning("building the vector index in this process: %s", exc)
+        await table.backend.create_index("vector", "HnswSq")
 
     async def _flush_access(self) -> int:
         if self._queue is None:

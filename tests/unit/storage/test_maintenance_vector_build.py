@@ -19,7 +19,7 @@ import pytest
 
 from memory_retrievers import StoreConfig
 from memory_retrievers.errors import StorageError
-from memory_retrievers.storage import maintenance
+from memory_retrievers.storage import index_child, maintenance
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer, build_in_child, retry_conflicts
 from memory_retrievers.storage.table import MemoryTable
@@ -82,6 +82,42 @@ async def test_a_failed_child_raises_a_storage_error_with_its_stderr(tmp_path: P
     message = str(caught.value)
     assert "build indexes" in message and "exited with 1" in message
     assert "memories" in message  # LanceDB's own error from the child: the table was not found
+
+
+async def test_no_child_possible_builds_in_process(
+    table: MemoryTable, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A frozen or embedded interpreter (no usable sys.executable): the index is still built, here.
+    monkeypatch.setattr(sys, "executable", "")
+    maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
+    await table.add(rows("u", _TEXTS[200:]))
+    with caplog.at_level("WARNING", logger=maintenance.__name__):
+        await maintainer.optimize(wait=True)
+    assert any(key.endswith(":vector") for key in table.indexed)
+    assert "building the vector index in this process" in caplog.text
+
+
+async def test_a_child_that_cannot_import_the_libraries_is_unavailable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A sys.executable that is not this Python (cannot import lancedb) is told apart from a failed build.
+    fake = tmp_path / "python"
+    fake.write_text(f'#!/bin/sh\nexec {sys.executable} -I -S "$@"\n')
+    fake.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(fake))
+    monkeypatch.setattr(sys, "path", [])  # and nothing of ours on the path handed to the child
+    with pytest.raises(index_child.ChildUnavailable, match="could not import"):
+        await build_in_child(str(tmp_path / "db"), "memories", None, "vector", "HnswSq")
+
+
+async def test_the_child_gets_the_paths_this_process_added(table: MemoryTable, monkeypatch: pytest.MonkeyPatch) -> None:
+    # An application that put its packages on sys.path at run time (not in PYTHONPATH) still builds.
+    monkeypatch.setenv("PYTHONPATH", "")
+    monkeypatch.setattr(sys, "path", [*sys.path])  # restored after the test
+    await table.add(rows("u", _TEXTS))
+    await build_in_child(table.uri, table.table_name, None, "vector", "HnswSq")
+    await table.refresh()
+    assert any(key.endswith(":vector") for key in await table.refresh_indexes())
 
 
 # Run in a child with LANCE_CPU_THREADS=1: the 2-core case (one compute thread) on any machine.
