@@ -509,14 +509,8 @@ def bulk_config(args: Any) -> dict[str, Any]:
     A bulk load compacts again and again, and each compaction's old files stay for
     ``version_retention`` (an hour by default): 14 GB at 100,000 memories, more than this
     machine's disk at 1,000,000.
-
-    No ``storage_timeout`` while loading: once the table passes ``ann_index_min_rows`` the store
-    builds its HNSW index in the background, and an append made while that build ran waited
-    over the default 120 s (Lance runs its CPU work on one thread on a 2-core machine) (measured on
-    2026-11-26, 1,000 x 1,000 tenants: ``StorageError`` at 104,608 rows). The figures here are
-    recall under writes after the load, not the load itself.
     """
-    return {"version_retention": timedelta(seconds=args.version_retention_s), "storage_timeout": None}
+    return {"version_retention": timedelta(seconds=args.version_retention_s)}
 
 
 def tenants(count: int, per: int, model: SentenceTransformerEmbedder, hay: Haystack, args: Any) -> dict:
