@@ -21,6 +21,7 @@ When more than half of the namespace changed, a full reload is cheaper and is do
 
 from __future__ import annotations
 
+import asyncio
 import time
 import zlib
 from collections.abc import Callable
@@ -83,6 +84,8 @@ class ViewCache:
         self.refreshes = 0
         # Namespaces found over max_rows -> monotonic time they were counted (bounded, oldest out).
         self._outgrown: dict[str, float] = {}
+        # Namespace -> the result of a get() under way (see current()).
+        self._getting: dict[str, asyncio.Future[NamespaceView | None]] = {}
         table.subscribe(self._on_commit)
 
     def cached(self, namespace: str) -> NamespaceView | None:
@@ -135,6 +138,36 @@ class ViewCache:
         """The namespace's view, loaded when missing or stale; ``None`` when disabled or too large."""
         if self._max_rows == 0:
             return None
+        done: asyncio.Future[NamespaceView | None] = asyncio.get_running_loop().create_future()
+        self._getting[namespace] = done
+        view: NamespaceView | None = None
+        try:
+            view = await self._get(namespace)
+        finally:
+            done.set_result(view)  # a failed or cancelled get gives None: the caller asks the table
+            if self._getting.get(namespace) is done:
+                del self._getting[namespace]
+        return view
+
+    async def current(self, namespace: str) -> NamespaceView | None:
+        """A view to answer a cue (who speaks) from, without loading one; ``None``: ask the table.
+
+        A recall starts getting its namespace's view and reads the speakers while that runs: this
+        waits for that get (so a cold namespace is read once, not once for the view and once for
+        the speakers), or brings a held view up to date (this store's own writes patched in), and
+        leaves a namespace with no view to the table.
+        """
+        if self._max_rows == 0:
+            return None
+        await asyncio.sleep(0)  # a get started just before this call (the recall's source) registers
+        pending = self._getting.get(namespace)
+        if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+            return await asyncio.shield(pending)
+        if namespace in self._views:
+            return await self.get(namespace)
+        return None
+
+    async def _get(self, namespace: str) -> NamespaceView | None:
         counted = self._outgrown.get(namespace)
         if counted is not None and time.monotonic() - counted < _OUTGROWN_RECHECK_S:
             return None
