@@ -231,14 +231,21 @@ class ViewCache:
         """The namespace read whole into a new view (held unless a write of ours raced the read)."""
         self._forget_pending(namespace)
         epoch = self._epochs[_bucket(namespace)]
-        if await self._table.count_namespace(namespace) > self._max_rows:
+        everything = build_where(namespace, MemoryFilter(include_superseded=True))
+        # A namespace not known to be large is read at once, at most one row past the limit: no
+        # count first (one LanceDB query less on every tenant's first recall). One found too large
+        # before is counted on its recheck, not read again.
+        known_large = namespace in self._outgrown
+        table = None
+        if not known_large or await self._table.count_namespace(namespace) <= self._max_rows:
+            limit = self._max_rows + 1
+            table = await self._table.rows(everything, VIEW_COLUMNS, limit=limit, action="load a namespace view")
+        if table is None or table.num_rows > self._max_rows:
             bounded_put(self._outgrown, namespace, time.monotonic(), _OUTGROWN_HELD)
             if self._on_outgrown is not None:
                 self._on_outgrown(namespace)
             return None
         self._outgrown.pop(namespace, None)
-        everything = build_where(namespace, MemoryFilter(include_superseded=True))
-        table = await self._table.rows(everything, VIEW_COLUMNS, action="load a namespace view")
         self.reloads += 1
         view = NamespaceView.from_table(namespace, current, table)
         if self._epochs[_bucket(namespace)] == epoch:  # no write of ours raced the load

@@ -180,31 +180,49 @@ async def test_large_namespaces_get_no_view_and_views_stay_bounded(table: Memory
     assert views.cached("ns5") is not None
 
 
-async def test_a_namespace_over_the_limit_is_counted_once_per_recheck_interval(
+async def test_a_namespace_over_the_limit_is_read_once_then_counted_once_per_recheck_interval(
     table: MemoryTable, monkeypatch: Any
 ) -> None:
     from memory_retrievers.storage import views as views_module
 
     outgrown: list[str] = []
     views = ViewCache(table, max_rows=3, on_outgrown=outgrown.append)
-    await table.add(rows("big", [f"row {i}" for i in range(4)]))
+    await table.add(rows("big", [f"row {i}" for i in range(5)]))
     counts: list[str] = []
-    original = table.count_namespace
+    loads: list[int | None] = []
+    original, original_rows = table.count_namespace, table.rows
 
     async def counted(namespace: str) -> int:
         counts.append(namespace)
         return await original(namespace)
 
+    async def read(where: str, columns: Any, **kwargs: Any) -> Any:
+        if kwargs.get("action") == "load a namespace view":
+            loads.append(kwargs.get("limit"))
+        return await original_rows(where, columns, **kwargs)
+
     monkeypatch.setattr(table, "count_namespace", counted)
+    monkeypatch.setattr(table, "rows", read)
     for _ in range(5):
         assert await views.get("big") is None
-    assert counts == ["big"] and outgrown == ["big"]  # one count, not one per recall
-    # Shrunk below the limit, once the interval has passed: it gets its view.
-    first = (await table.rows("namespace = 'big'", ["id"], limit=1)).column("id").to_pylist()
-    await table.delete("big", first)
+    # Read once (never more than one row past the limit), no count, not once per recall.
+    assert loads == [4] and counts == [] and outgrown == ["big"]
+    # Past the interval a namespace known to be large is counted, not read again.
     monkeypatch.setattr(views_module, "_OUTGROWN_RECHECK_S", 0.0)
+    assert await views.get("big") is None
+    assert loads == [4] and counts == ["big"] and outgrown == ["big", "big"]
+    # Shrunk below the limit: it gets its view.
+    first = (await original_rows("namespace = 'big'", ["id"], limit=2)).column("id").to_pylist()
+    await table.delete("big", first)
     view = await views.get("big")
-    assert view is not None and len(view) == 3 and counts == ["big", "big"]
+    assert view is not None and len(view) == 3 and counts == ["big", "big"] and loads == [4, 4]
+
+
+async def test_a_namespace_exactly_at_the_limit_gets_a_whole_view(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=3)
+    await table.add(rows("u", ["a", "b", "c"]))
+    view = await views.get("u")
+    assert view is not None and sorted(r["text"] for r in view.rows) == ["a", "b", "c"]
 
 
 async def test_views_disabled_with_zero_rows(table: MemoryTable) -> None:
