@@ -198,7 +198,7 @@ class ViewCache:
             # Ids touched by a commit that lands during this read are noted again, and re-read next time.
             patched = await self._patch(view, touched, current)
         elif known:
-            for change, rows in known:
+            for change, rows in _combined(known):
                 view = view.patched(change, rows, current)
             patched = self._keep(view)
         if patched is not None:
@@ -286,6 +286,29 @@ class ViewCache:
 def _bucket(namespace: str) -> int:
     # crc32, not hash(): deterministic across runs (hash() of a str is salted per process).
     return zlib.crc32(namespace.encode()) % _EPOCH_BUCKETS
+
+
+def _combined(known: list[tuple[set[str], pa.Table | None]]) -> list[tuple[set[str], pa.Table | None]]:
+    """Known changes applied in order, as one change when their rows can be joined.
+
+    A chat turn's ``add`` commits twice (the turn, then the context of the turns before it), and
+    each patch copies the view's id index: one patch per recall instead of one per commit. A
+    later change's ids remove an earlier change's rows of those ids, as applying both in turn does.
+    """
+    if len(known) < 2:
+        return known
+    schemas = {rows.schema for _, rows in known if rows is not None}
+    if len(schemas) > 1:
+        return known  # rows that cannot be concatenated: one patch each
+    gone: set[str] = set()
+    parts: list[pa.Table] = []
+    for ids, rows in known:
+        gone |= ids
+        dropped = pa.array(sorted(ids), pa.string())
+        parts = [part.filter(pc.invert(pc.is_in(part.column("id"), value_set=dropped))) for part in parts]
+        if rows is not None and rows.num_rows:
+            parts.append(rows)
+    return [(gone, pa.concat_tables(parts) if parts else None)]
 
 
 def _known_change(event: CommitEvent, namespace: str, ids: set[str]) -> tuple[set[str], pa.Table | None] | None:

@@ -310,3 +310,44 @@ async def test_memories_are_read_right_across_the_chunks_own_appends_add(table: 
     assert texts == [view.row(i)["text"] for i in order]
     assert texts[0] == "zeta" and texts[2] == "delta" and set(texts) == {r["text"] for r in view.rows}
     assert [m.id for m in view.memories(order)] == [view.ids[i] for i in order]
+
+
+async def test_known_changes_patched_in_one_pass_equal_patching_them_in_turn(table: MemoryTable) -> None:
+    from memory_retrievers.storage.views import _combined
+
+    first = rows("u", ["alpha", "beta"])
+    ids = first.column("id").to_pylist()
+    fresh = rows("u", ["alpha again"])
+    at = fresh.schema.get_field_index("id")
+    rewritten = fresh.set_column(at, fresh.schema.field(at), first.column("id").slice(0, 1))
+    later = rows("u", ["gamma"])
+    known = [(set(ids), first), ({ids[0]}, rewritten), (set(later.column("id").to_pylist()), later)]
+    ((gone, joined),) = _combined(known)
+    assert gone == set(ids) | set(later.column("id").to_pylist())
+    assert joined is not None and joined.column("text").to_pylist() == ["beta", "alpha again", "gamma"]
+    # A delete after them removes their rows too, and the ids stay gone.
+    ((gone, joined),) = _combined([*known, ({ids[1]}, None)])
+    assert joined is not None and joined.column("text").to_pylist() == ["alpha again", "gamma"]
+    assert ids[1] in gone
+
+
+async def test_a_chat_turns_two_commits_patch_the_view_once(table: MemoryTable, monkeypatch: Any) -> None:
+    from memory_retrievers.storage.view import NamespaceView
+
+    views = ViewCache(table, max_rows=100)
+    await table.add(rows("u", ["alpha", "beta"]))
+    assert await views.get("u") is not None
+    first = rows("u", ["gamma"])
+    await table.add(first)
+    await table.add(rows("u", ["delta"]))
+    patches: list[int] = []
+    original = NamespaceView.patched
+
+    def counted(self: NamespaceView, touched: set[str], fresh: Any, version: int) -> NamespaceView:
+        patches.append(len(touched))
+        return original(self, touched, fresh, version)
+
+    monkeypatch.setattr(NamespaceView, "patched", counted)
+    view = await views.get("u")
+    assert view is not None and patches == [2]
+    assert sorted(r["text"] for r in view.rows) == ["alpha", "beta", "delta", "gamma"]
