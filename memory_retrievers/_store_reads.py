@@ -188,11 +188,17 @@ class ReadAPI(StoreBase):
     async def aspeakers(self, namespace: str, *, max_age_s: float = 60.0) -> frozenset[str]:
         """Who speaks in the namespace's chat: the ``Name`` of its ``"Name: text"`` message memories.
 
-        Cached per namespace (recall reads it for the speaker cue): a speaker written through this
-        store joins at once, other processes' within ``max_age_s`` seconds.
+        Read from the namespace's view when this store holds or is loading one (recall reads this
+        while its view loads: no query of its own), else cached per namespace. A speaker written
+        through this store joins at once; other processes' as soon as the view sees their commits
+        (see ``read_consistency_interval``), or without a view within ``max_age_s`` seconds.
         """
         self._ensure_open()
-        return await self._searcher.speakers(self._ns(namespace), max_age_s=max_age_s)
+        ns = self._ns(namespace)
+        view = await self._views.current(ns)
+        if view is not None:
+            return view.speakers
+        return await self._searcher.speakers(ns, max_age_s=max_age_s)
 
     async def arecall_source(
         self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None

@@ -98,12 +98,12 @@ class ViewSource:
         return tuple(i for i, m in zip(held, memories, strict=True) if matches(m, self._filter))
 
     async def has_entities(self) -> bool:
-        """Asked of the store's cache (cheap), as the table source does."""
-        return await self._searcher.has_entities(self.namespace)
+        """From the view's rows (no query; the table source asks the store's cache)."""
+        return self._view.has_entities
 
     async def speakers(self) -> frozenset[str]:
-        """Asked of the store's cache, as the table source does."""
-        return await self._searcher.speakers(self.namespace)
+        """From the view's rows (no query; the table source asks the store's cache)."""
+        return self._view.speakers
 
     def memory(self, id_: str) -> Memory:
         """The view's memory (built once per view)."""

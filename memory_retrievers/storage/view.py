@@ -16,8 +16,10 @@ import pyarrow.compute as pc
 
 from ..dates import DateSpan
 from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
-from ..models import Memory
+from ..models import Memory, MemoryKind
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
+from ..speakers import speaker_of
+from .view_cues import VectorBuffer, joined_speakers, speakers_in, tagged
 
 __all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 
@@ -60,7 +62,7 @@ class NamespaceView:
         # One chunk per column: a row is then sliced out in constant time (a query result comes in
         # many batches, and slicing walks them).
         self.table = table.combine_chunks()
-        self._buffer = _VectorBuffer(vectors)
+        self._buffer = VectorBuffer(vectors)
         self.vectors = vectors
         self.ids: list[str] = table.column("id").to_pylist()
         self.index = {row_id: i for i, row_id in enumerate(self.ids)}
@@ -76,6 +78,27 @@ class NamespaceView:
         self._memories: dict[str, Memory] = {}
         self._has_context: np.ndarray | None = None
         self._entity_index: dict[str, list[int]] | None = None
+        self._speakers: frozenset[str] | None = None
+        self._tagged: bool | None = None
+
+    @property
+    def speakers(self) -> frozenset[str]:
+        """Who speaks in the namespace's chat (see :mod:`.view_cues`), built on first use, kept by patches."""
+        if self._speakers is None:
+            self._speakers = speakers_in(self.table, self.present)
+        return self._speakers
+
+    @property
+    def has_entities(self) -> bool:
+        """Whether any memory had entities (see :mod:`.view_cues`), built on first use, kept by patches."""
+        if self._tagged is None:
+            self._tagged = tagged(self.table.filter(pa.array(self.present)))
+        return self._tagged
+
+    def _cues_to(self, view: NamespaceView, rows: pa.Table) -> None:
+        """Give ``view`` (this view plus ``rows``) this view's cues, joined by those of ``rows``."""
+        view._speakers = None if self._speakers is None else joined_speakers(self._speakers, _speakers_of(rows))
+        view._tagged = None if self._tagged is None else self._tagged or tagged(rows)
 
     @property
     def has_context(self) -> np.ndarray:
@@ -129,6 +152,7 @@ class NamespaceView:
         view._has_context = (
             None if self._has_context is None else np.concatenate([self._has_context, context_present(rows)])
         )
+        self._cues_to(view, rows)
         return view
 
     @classmethod
@@ -161,6 +185,7 @@ class NamespaceView:
         view = NamespaceView(self.namespace, version, table, vectors)
         # Memories already built stay valid for the rows not touched.
         view._memories = {k: m for k, m in self._memories.items() if k not in touched}
+        self._cues_to(view, fresh_rows)
         return view
 
     def changed_since(self, signature: pa.Table) -> set[str]:
@@ -311,38 +336,10 @@ def context_present(table: pa.Table) -> np.ndarray:
     return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
 
 
-class _VectorBuffer:
-    """A vector matrix with spare rows at the end, shared by a view and the views appended to it.
-
-    Appending writes into the spare rows and hands out a longer slice; the older views keep their
-    shorter slice, which those rows are not part of. Only the view that ends at the buffer's
-    current length may append in place (patches run on one thread, one at a time); any other
-    gets a fresh copy.
-    """
-
-    def __init__(self, vectors: np.ndarray) -> None:
-        self.array = vectors
-        self.length = len(vectors)
-
-    def extended(self, vectors: np.ndarray, rows: np.ndarray) -> np.ndarray:
-        """``vectors`` (a view's matrix) followed by ``rows``, in place when ``vectors`` ends the buffer."""
-        if not len(rows):
-            return vectors
-        length = len(vectors)
-        end = length + len(rows)
-        ends_here = length == self.length and (vectors is self.array or vectors.base is self.array)
-        if ends_here and end <= len(self.array):
-            self.array[length:end] = rows
-            self.length = end
-            return self.array[:end]
-        # Grow by a quarter (at least 256 rows): a copy every few thousand appends, and at most
-        # 25% more memory than the rows held.
-        capacity = max(end + 256, int(end * 1.25))
-        grown = np.empty((capacity, rows.shape[1]), dtype=rows.dtype)
-        grown[:length] = vectors
-        grown[length:end] = rows
-        self.array, self.length = grown, end
-        return grown[:end]
+def _speakers_of(rows: pa.Table) -> list[str | None]:
+    """Speakers of the messages among ``rows`` (every one: they were just written)."""
+    message = pc.equal(rows.column("kind"), MemoryKind.MESSAGE.value).fill_null(False)
+    return [speaker_of(t or "") for t in pc.filter(rows.column("text"), message).to_pylist()]
 
 
 def _archived(table: pa.Table) -> np.ndarray:

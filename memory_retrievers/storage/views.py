@@ -21,6 +21,7 @@ When more than half of the namespace changed, a full reload is cheaper and is do
 
 from __future__ import annotations
 
+import asyncio
 import time
 import zlib
 from collections.abc import Callable
@@ -83,6 +84,8 @@ class ViewCache:
         self.refreshes = 0
         # Namespaces found over max_rows -> monotonic time they were counted (bounded, oldest out).
         self._outgrown: dict[str, float] = {}
+        # Namespace -> the result of a get() under way (see current()).
+        self._getting: dict[str, asyncio.Future[NamespaceView | None]] = {}
         table.subscribe(self._on_commit)
 
     def cached(self, namespace: str) -> NamespaceView | None:
@@ -135,6 +138,36 @@ class ViewCache:
         """The namespace's view, loaded when missing or stale; ``None`` when disabled or too large."""
         if self._max_rows == 0:
             return None
+        done: asyncio.Future[NamespaceView | None] = asyncio.get_running_loop().create_future()
+        self._getting[namespace] = done
+        view: NamespaceView | None = None
+        try:
+            view = await self._get(namespace)
+        finally:
+            done.set_result(view)  # a failed or cancelled get gives None: the caller asks the table
+            if self._getting.get(namespace) is done:
+                del self._getting[namespace]
+        return view
+
+    async def current(self, namespace: str) -> NamespaceView | None:
+        """A view to answer a cue (who speaks) from, without loading one; ``None``: ask the table.
+
+        A recall starts getting its namespace's view and reads the speakers while that runs: this
+        waits for that get (so a cold namespace is read once, not once for the view and once for
+        the speakers), or brings a held view up to date (this store's own writes patched in), and
+        leaves a namespace with no view to the table.
+        """
+        if self._max_rows == 0:
+            return None
+        await asyncio.sleep(0)  # a get started just before this call (the recall's source) registers
+        pending = self._getting.get(namespace)
+        if pending is not None and pending.get_loop() is asyncio.get_running_loop():
+            return await asyncio.shield(pending)
+        if namespace in self._views:
+            return await self.get(namespace)
+        return None
+
+    async def _get(self, namespace: str) -> NamespaceView | None:
         counted = self._outgrown.get(namespace)
         if counted is not None and time.monotonic() - counted < _OUTGROWN_RECHECK_S:
             return None
@@ -165,7 +198,7 @@ class ViewCache:
             # Ids touched by a commit that lands during this read are noted again, and re-read next time.
             patched = await self._patch(view, touched, current)
         elif known:
-            for change, rows in known:
+            for change, rows in _combined(known):
                 view = view.patched(change, rows, current)
             patched = self._keep(view)
         if patched is not None:
@@ -198,14 +231,21 @@ class ViewCache:
         """The namespace read whole into a new view (held unless a write of ours raced the read)."""
         self._forget_pending(namespace)
         epoch = self._epochs[_bucket(namespace)]
-        if await self._table.count_namespace(namespace) > self._max_rows:
+        everything = build_where(namespace, MemoryFilter(include_superseded=True))
+        # A namespace not known to be large is read at once, at most one row past the limit: no
+        # count first (one LanceDB query less on every tenant's first recall). One found too large
+        # before is counted on its recheck, not read again.
+        known_large = namespace in self._outgrown
+        table = None
+        if not known_large or await self._table.count_namespace(namespace) <= self._max_rows:
+            limit = self._max_rows + 1
+            table = await self._table.rows(everything, VIEW_COLUMNS, limit=limit, action="load a namespace view")
+        if table is None or table.num_rows > self._max_rows:
             bounded_put(self._outgrown, namespace, time.monotonic(), _OUTGROWN_HELD)
             if self._on_outgrown is not None:
                 self._on_outgrown(namespace)
             return None
         self._outgrown.pop(namespace, None)
-        everything = build_where(namespace, MemoryFilter(include_superseded=True))
-        table = await self._table.rows(everything, VIEW_COLUMNS, action="load a namespace view")
         self.reloads += 1
         view = NamespaceView.from_table(namespace, current, table)
         if self._epochs[_bucket(namespace)] == epoch:  # no write of ours raced the load
@@ -246,6 +286,29 @@ class ViewCache:
 def _bucket(namespace: str) -> int:
     # crc32, not hash(): deterministic across runs (hash() of a str is salted per process).
     return zlib.crc32(namespace.encode()) % _EPOCH_BUCKETS
+
+
+def _combined(known: list[tuple[set[str], pa.Table | None]]) -> list[tuple[set[str], pa.Table | None]]:
+    """Known changes applied in order, as one change when their rows can be joined.
+
+    A chat turn's ``add`` commits twice (the turn, then the context of the turns before it), and
+    each patch copies the view's id index: one patch per recall instead of one per commit. A
+    later change's ids remove an earlier change's rows of those ids, as applying both in turn does.
+    """
+    if len(known) < 2:
+        return known
+    schemas = {rows.schema for _, rows in known if rows is not None}
+    if len(schemas) > 1:
+        return known  # rows that cannot be concatenated: one patch each
+    gone: set[str] = set()
+    parts: list[pa.Table] = []
+    for ids, rows in known:
+        gone |= ids
+        dropped = pa.array(sorted(ids), pa.string())
+        parts = [part.filter(pc.invert(pc.is_in(part.column("id"), value_set=dropped))) for part in parts]
+        if rows is not None and rows.num_rows:
+            parts.append(rows)
+    return [(gone, pa.concat_tables(parts) if parts else None)]
 
 
 def _known_change(event: CommitEvent, namespace: str, ids: set[str]) -> tuple[set[str], pa.Table | None] | None:

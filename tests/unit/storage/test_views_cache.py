@@ -180,31 +180,49 @@ async def test_large_namespaces_get_no_view_and_views_stay_bounded(table: Memory
     assert views.cached("ns5") is not None
 
 
-async def test_a_namespace_over_the_limit_is_counted_once_per_recheck_interval(
+async def test_a_namespace_over_the_limit_is_read_once_then_counted_once_per_recheck_interval(
     table: MemoryTable, monkeypatch: Any
 ) -> None:
     from memory_retrievers.storage import views as views_module
 
     outgrown: list[str] = []
     views = ViewCache(table, max_rows=3, on_outgrown=outgrown.append)
-    await table.add(rows("big", [f"row {i}" for i in range(4)]))
+    await table.add(rows("big", [f"row {i}" for i in range(5)]))
     counts: list[str] = []
-    original = table.count_namespace
+    loads: list[int | None] = []
+    original, original_rows = table.count_namespace, table.rows
 
     async def counted(namespace: str) -> int:
         counts.append(namespace)
         return await original(namespace)
 
+    async def read(where: str, columns: Any, **kwargs: Any) -> Any:
+        if kwargs.get("action") == "load a namespace view":
+            loads.append(kwargs.get("limit"))
+        return await original_rows(where, columns, **kwargs)
+
     monkeypatch.setattr(table, "count_namespace", counted)
+    monkeypatch.setattr(table, "rows", read)
     for _ in range(5):
         assert await views.get("big") is None
-    assert counts == ["big"] and outgrown == ["big"]  # one count, not one per recall
-    # Shrunk below the limit, once the interval has passed: it gets its view.
-    first = (await table.rows("namespace = 'big'", ["id"], limit=1)).column("id").to_pylist()
-    await table.delete("big", first)
+    # Read once (never more than one row past the limit), no count, not once per recall.
+    assert loads == [4] and counts == [] and outgrown == ["big"]
+    # Past the interval a namespace known to be large is counted, not read again.
     monkeypatch.setattr(views_module, "_OUTGROWN_RECHECK_S", 0.0)
+    assert await views.get("big") is None
+    assert loads == [4] and counts == ["big"] and outgrown == ["big", "big"]
+    # Shrunk below the limit: it gets its view.
+    first = (await original_rows("namespace = 'big'", ["id"], limit=2)).column("id").to_pylist()
+    await table.delete("big", first)
     view = await views.get("big")
-    assert view is not None and len(view) == 3 and counts == ["big", "big"]
+    assert view is not None and len(view) == 3 and counts == ["big", "big"] and loads == [4, 4]
+
+
+async def test_a_namespace_exactly_at_the_limit_gets_a_whole_view(table: MemoryTable) -> None:
+    views = ViewCache(table, max_rows=3)
+    await table.add(rows("u", ["a", "b", "c"]))
+    view = await views.get("u")
+    assert view is not None and sorted(r["text"] for r in view.rows) == ["a", "b", "c"]
 
 
 async def test_views_disabled_with_zero_rows(table: MemoryTable) -> None:
@@ -292,3 +310,44 @@ async def test_memories_are_read_right_across_the_chunks_own_appends_add(table: 
     assert texts == [view.row(i)["text"] for i in order]
     assert texts[0] == "zeta" and texts[2] == "delta" and set(texts) == {r["text"] for r in view.rows}
     assert [m.id for m in view.memories(order)] == [view.ids[i] for i in order]
+
+
+async def test_known_changes_patched_in_one_pass_equal_patching_them_in_turn(table: MemoryTable) -> None:
+    from memory_retrievers.storage.views import _combined
+
+    first = rows("u", ["alpha", "beta"])
+    ids = first.column("id").to_pylist()
+    fresh = rows("u", ["alpha again"])
+    at = fresh.schema.get_field_index("id")
+    rewritten = fresh.set_column(at, fresh.schema.field(at), first.column("id").slice(0, 1))
+    later = rows("u", ["gamma"])
+    known = [(set(ids), first), ({ids[0]}, rewritten), (set(later.column("id").to_pylist()), later)]
+    ((gone, joined),) = _combined(known)
+    assert gone == set(ids) | set(later.column("id").to_pylist())
+    assert joined is not None and joined.column("text").to_pylist() == ["beta", "alpha again", "gamma"]
+    # A delete after them removes their rows too, and the ids stay gone.
+    ((gone, joined),) = _combined([*known, ({ids[1]}, None)])
+    assert joined is not None and joined.column("text").to_pylist() == ["alpha again", "gamma"]
+    assert ids[1] in gone
+
+
+async def test_a_chat_turns_two_commits_patch_the_view_once(table: MemoryTable, monkeypatch: Any) -> None:
+    from memory_retrievers.storage.view import NamespaceView
+
+    views = ViewCache(table, max_rows=100)
+    await table.add(rows("u", ["alpha", "beta"]))
+    assert await views.get("u") is not None
+    first = rows("u", ["gamma"])
+    await table.add(first)
+    await table.add(rows("u", ["delta"]))
+    patches: list[int] = []
+    original = NamespaceView.patched
+
+    def counted(self: NamespaceView, touched: set[str], fresh: Any, version: int) -> NamespaceView:
+        patches.append(len(touched))
+        return original(self, touched, fresh, version)
+
+    monkeypatch.setattr(NamespaceView, "patched", counted)
+    view = await views.get("u")
+    assert view is not None and patches == [2]
+    assert sorted(r["text"] for r in view.rows) == ["alpha", "beta", "delta", "gamma"]
