@@ -16,9 +16,9 @@ import pytest
 _PASS = """
 import json, resource, sys
 from memory_retrievers import HashEmbedder, MemoryStore
-rows, path = int(sys.argv[1]), sys.argv[2]
+rows, path, chunk = int(sys.argv[1]), sys.argv[2], int(sys.argv[3])
 config = {"optimize_after_rows": 10**9, "optimize_after_commits": 10**9, "cluster_min_run_rows": 1000,
-          "cluster_max_runs": 1, "cluster_chunk_rows": 2000}
+          "cluster_max_runs": 1, "cluster_chunk_rows": chunk}
 with MemoryStore(path, embedder=HashEmbedder(384), config=config) as store:
     for start in range(0, rows, 2000):
         store.add_many([{"text": f"user{i % 20} said thing {i} about topic{i % 37}", "namespace": f"user{i % 20}"}
@@ -30,9 +30,9 @@ print(json.dumps({"grown_kb": grown, "moved": result.moved, "runs_after": result
 """
 
 
-def _pass(rows: int, path: Path) -> dict[str, int]:
+def _pass(rows: int, path: Path, chunk_rows: int) -> dict[str, int]:
     done = subprocess.run(
-        [sys.executable, "-c", _PASS, str(rows), str(path)],
+        [sys.executable, "-c", _PASS, str(rows), str(path), str(chunk_rows)],
         capture_output=True,
         text=True,
         timeout=900,
@@ -44,12 +44,11 @@ def _pass(rows: int, path: Path) -> dict[str, int]:
 
 
 @pytest.mark.long
-def test_a_full_pass_peak_memory_grows_far_less_than_the_rows(tmp_path: Path) -> None:
-    small, large = _pass(5_000, tmp_path / "small"), _pass(40_000, tmp_path / "large")
-    assert (small["moved"], small["runs_after"]) == (5_000, 1)
-    assert (large["moved"], large["runs_after"]) == (40_000, 1)
-    # 8x the rows. Holding every moved row (the pass before chunking) grew the peak by ~7.8 KB a row
-    # (+685 MB at 50k rows, +1,075 MB at 100k): 40k rows would add ~270 MB over 5k's, a ratio
-    # of ~1.8 here. A chunk at a time adds what the layout and LanceDB's key join hold (well
-    # under 1 KB a row).
-    assert large["grown_kb"] < 1.35 * small["grown_kb"], (small, large)
+def test_a_full_pass_in_chunks_peaks_far_below_one_holding_every_row(tmp_path: Path) -> None:
+    chunked = _pass(40_000, tmp_path / "chunked", chunk_rows=2_000)
+    whole = _pass(40_000, tmp_path / "whole", chunk_rows=10**6)  # one chunk: how every pass ran before
+    assert (chunked["moved"], chunked["runs_after"]) == (whole["moved"], whole["runs_after"]) == (40_000, 1)
+    # Measured on the loaded 2-core machine: +182 MB in chunks of 2,000 vs +543 MB whole (0.34).
+    # Across sizes the chunked pass grew +70 MB at 5,000 rows and +182 MB at 40,000 (LanceDB's
+    # key join and the layout still grow with the table), so this compares the two at one size.
+    assert chunked["grown_kb"] < 0.5 * whole["grown_kb"], (chunked, whole)
