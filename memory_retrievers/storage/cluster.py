@@ -36,6 +36,8 @@ the order would show in every result.
 
 from __future__ import annotations
 
+import asyncio
+import random
 import time
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -44,7 +46,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from ..errors import StorageError
 from .backend import Merge, Request
+from .events import CommitEvent
 from .table import MemoryTable
 
 __all__ = ["ClusterResult", "Clusterer", "SAME_ROW", "find_runs"]
@@ -68,6 +72,11 @@ _ORDER = [("namespace", "ascending"), ("created_at", "ascending"), ("id", "ascen
 _LAYOUT = ["namespace", "created_at", "id", "_rowaddr"]
 _MAX_STRETCHES = 64  # address ranges in one filter; more and the pass scans the table instead
 _READ = "read the rows to cluster"
+#: Lance's messages for a commit that other writers kept preempting. Lance retries a merge itself,
+#: but within one 30 s budget; a pass of many chunks beside a steady writer was seen exhausting it
+#: (10-row chunks, a writer committing continuously, a loaded 2-core machine).
+_CONTENDED = ("too many concurrent writers", "retryable commit conflict")
+_CHUNK_ATTEMPTS = 6
 
 
 @dataclass(frozen=True)
@@ -165,10 +174,32 @@ class Clusterer:
         moved = read = 0
         for start in range(0, len(in_order), self._chunk_rows):
             data = await self._read_chunk(layout, in_order[start : start + self._chunk_rows], address_rank)
-            event = await self._table.rewrite(data, merge=_MOVE)
+            event = await self._move(data)
             moved, read = moved + int(event.updated or 0), read + data.num_rows
         after = len(find_runs(await self._layout(), span_rows=self._min_run_rows))
         return ClusterResult(moved, read - moved, len(runs), after, merged, time.perf_counter() - started)
+
+    async def _move(self, data: pa.Table) -> CommitEvent:
+        """Commit one chunk, sent again while other writers keep preempting its commit.
+
+        Sending the same rows again is safe: the merge updates only rows still exactly as read, so
+        a row changed or deleted meanwhile is skipped, and a failed commit changed nothing. Retrying
+        the chunk keeps the chunks committed before it (retrying the whole pass would read the
+        layout again and redo the work, and fail as often).
+
+        Raises:
+            StorageError: The commit failed for another reason, or stayed preempted every attempt.
+        """
+        for attempt in range(_CHUNK_ATTEMPTS):
+            try:
+                return await self._table.rewrite(data, merge=_MOVE)
+            except StorageError as exc:
+                contended = any(text in str(exc).lower() for text in _CONTENDED)
+                if not contended or attempt == _CHUNK_ATTEMPTS - 1:
+                    raise
+            # Jittered, growing pauses (50 ms .. ~1.6 s): let the writer's burst pass.
+            await asyncio.sleep(min(1.6, 0.05 * 2**attempt) * (0.5 + random.random()))
+        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _layout(self) -> pa.Table:
         await self._table.refresh()
