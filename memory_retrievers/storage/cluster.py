@@ -19,7 +19,9 @@ a row) is held whole. The rows to move are sorted by key there, then read whole 
 and committed ``chunk_rows`` at a time, in key order: each commit appends one fragment that goes on
 from the one before, so the chunks of a pass read back as one run and the next pass moves nothing.
 One merge fed a streamed source instead was measured holding most of it anyway (LanceDB 0.40:
-~0.7 KB a row of 384-d vectors, ~0.37 KB at 32-d), so a pass is several commits.
+~0.7 KB a row of 384-d vectors, ~0.37 KB at 32-d), so a pass is several commits. Each of them
+races the other writers: a chunk whose commit they keep preempting past Lance's own retries is sent
+again (a few times, with pauses), keeping the chunks committed before it.
 
 Never losing a concurrent write: each commit is one merge by key that updates only (never
 inserts), and only rows still exactly as read (``stamp``, ``revision``, ``updated_at``,

@@ -92,7 +92,7 @@ def _write_steadily(path: Path, stop: threading.Event, log: dict[str, Any]) -> N
 
 @pytest.mark.parametrize(
     ("rounds", "passes"),
-    [(3, 3), pytest.param(6, 6, marks=pytest.mark.long)],  # long: the size the failure was seen at
+    [(2, 2), pytest.param(6, 6, marks=pytest.mark.long)],  # long: the size the failure was seen at
 )
 def test_small_chunk_passes_beside_a_writer_lose_and_revive_nothing(tmp_path: Path, rounds: int, passes: int) -> None:
     path = tmp_path / "db"
