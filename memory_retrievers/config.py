@@ -99,6 +99,11 @@ class StoreConfig(CheckedModel):
     """...and once more runs than this would be left, every row is rewritten as one run (a cold
     read of a namespace costs a few requests per run holding it)."""
 
+    cluster_chunk_rows: int = Field(default=100_000, ge=1)
+    """A clustering pass reads, holds and commits at most this many rows at a time (at least
+    ``cluster_min_run_rows``), so its memory is bounded whatever the table's size; each commit
+    scans the table's keys once, so fewer, larger chunks are faster on object storage."""
+
     cluster_on_optimize: bool = False
     """Run a clustering pass at the start of every ``optimize()`` (the automatic one included).
     Off by default: what it saves is object-store requests of cold reads (a 1,000-memory tenant in

@@ -273,7 +273,12 @@ class Maintainer:
 
     def _clusterer(self) -> Clusterer:
         config = self._config
-        return Clusterer(self._table, min_run_rows=config.cluster_min_run_rows, max_runs=config.cluster_max_runs)
+        return Clusterer(
+            self._table,
+            min_run_rows=config.cluster_min_run_rows,
+            max_runs=config.cluster_max_runs,
+            chunk_rows=config.cluster_chunk_rows,
+        )
 
     async def cluster(self) -> ClusterResult:
         """One clustering pass (see ``cluster.py``), never beside another maintenance run of this store."""

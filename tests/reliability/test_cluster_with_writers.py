@@ -23,7 +23,7 @@ QUIET = {"optimize_after_rows": 10**9, "optimize_after_commits": 10**9, "cluster
 CLUSTER = (
     "import sys; from memory_retrievers import HashEmbedder, MemoryStore; "
     "s = MemoryStore(sys.argv[1], embedder=HashEmbedder(32), config={'cluster_min_run_rows': 50, "
-    "'optimize_after_rows': 10**9, 'optimize_after_commits': 10**9}); "
+    "'optimize_after_rows': 10**9, 'optimize_after_commits': 10**9, 'cluster_chunk_rows': int(sys.argv[3])}); "
     "[print(s.admin.cluster().to_dict(), flush=True) for _ in range(int(sys.argv[2]))]; s.close()"
 )
 
@@ -42,7 +42,12 @@ def seed(store: MemoryStore, rounds: int) -> list[str]:
     return ids
 
 
-def test_cluster_in_another_process_loses_no_write_of_this_one(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    "chunk_rows",
+    # 100k: each pass one commit; 50: each pass dozens of commits racing the writer (long tier)
+    [100_000, pytest.param(50, marks=pytest.mark.long)],
+)
+def test_cluster_in_another_process_loses_no_write_of_this_one(tmp_path: Path, chunk_rows: int) -> None:
     path = tmp_path / "db"
     app = MemoryStore(path, embedder=HashEmbedder(32), config=QUIET)
     seeded = seed(app, 20)
@@ -68,7 +73,10 @@ def test_cluster_in_another_process_loses_no_write_of_this_one(tmp_path: Path) -
     writer.start()
     try:
         run = subprocess.run(
-            [sys.executable, "-c", CLUSTER, str(path), "4"], capture_output=True, text=True, timeout=600
+            [sys.executable, "-c", CLUSTER, str(path), "4", str(chunk_rows)],
+            capture_output=True,
+            text=True,
+            timeout=600,
         )
         assert run.returncode == 0, run.stderr[-2000:]
     finally:
@@ -96,7 +104,7 @@ def test_a_pass_killed_at_any_moment_leaves_every_row_once(tmp_path: Path) -> No
         expected = set(seed(store, 40))
     kills = 0
     for delay in (0.8, 1.2, 1.6, 2.0, 2.5, 3.0):
-        proc = subprocess.Popen([sys.executable, "-c", CLUSTER, str(path), "1"], stdout=subprocess.DEVNULL)
+        proc = subprocess.Popen([sys.executable, "-c", CLUSTER, str(path), "1", "100000"], stdout=subprocess.DEVNULL)
         time.sleep(delay)
         if proc.poll() is None:
             proc.kill()
