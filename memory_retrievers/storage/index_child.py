@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import sys
+from typing import TYPE_CHECKING
 
 from .backend import IndexKind
 
-__all__ = ["ChildUnavailable", "build_in_child"]
+if TYPE_CHECKING:
+    from .table import MemoryTable
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["ChildUnavailable", "build_in_child", "build_vector_index"]
 
 #: The child's exit status when it cannot import LanceDB or this package (an embedded or frozen
 #: interpreter, a ``sys.executable`` that is not the parent's Python).
@@ -91,3 +98,18 @@ async def build_in_child(
         raise ChildUnavailable(f"the child process could not import LanceDB or memory_retrievers: {tail}")
     if child.returncode != 0:
         raise RuntimeError(f"the process building the {column} index exited with {child.returncode}: {tail}")
+
+
+async def build_vector_index(table: MemoryTable, *, in_child: bool) -> None:
+    """Build ``table``'s ANN index: in a child process when ``in_child`` and one can reopen the table.
+
+    A caller's connection or a Cloud table cannot be reopened by URI in a child (Cloud builds
+    server-side); an interpreter that cannot start a usable child builds in-process, with a warning.
+    """
+    try:
+        if in_child and table._caller is None and table._cloud is None:
+            await build_in_child(table.uri, table.table_name, table._storage_options, "vector", "HnswSq")
+            return await table.refresh()  # to the version the child committed (its index is listed next)
+    except ChildUnavailable as exc:  # a frozen or embedded interpreter: slower writes beat no index
+        logger.warning("building the vector index in this process: %s", exc)
+    await table.backend.create_index("vector", "HnswSq")

@@ -27,7 +27,7 @@ from ..models import FtsField
 from .access import AccessLog
 from .backend import IndexKind
 from .cluster import Clusterer, ClusterResult
-from .index_child import ChildUnavailable, build_in_child
+from .index_child import build_in_child, build_vector_index
 from .queue import WriteQueue
 from .table import CommitEvent, MemoryTable, is_uri, storage_error
 
@@ -233,21 +233,8 @@ class Maintainer:
                 await backend.create_index(column, kind)
         wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
         if wanted and not any(k.endswith(":vector") for k in indexed):
-            await self._build_vector_index()
+            await build_vector_index(self._table, in_child=self._config.index_in_child_process)
         await self._table.refresh_indexes()
-
-    async def _build_vector_index(self) -> None:
-        """Build the ANN index, in a child process (see ``index_child.py``) when one can reopen the table."""
-        table = self._table
-        # A caller's connection or a Cloud table cannot be reopened by URI in a child (Cloud builds server-side).
-        opened_by_uri = table._caller is None and table._cloud is None
-        try:
-            if self._config.index_in_child_process and opened_by_uri:
-                await build_in_child(table.uri, table.table_name, table._storage_options, "vector", "HnswSq")
-                return await table.refresh()  # to the version the child committed (its index is listed next)
-        except ChildUnavailable as exc:  # a frozen or embedded interpreter: slower writes beat no index
-            logger.warning("building the vector index in this process: %s", exc)
-        await table.backend.create_index("vector", "HnswSq")
 
     async def _flush_access(self) -> int:
         if self._queue is None:

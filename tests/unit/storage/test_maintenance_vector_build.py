@@ -19,7 +19,7 @@ import pytest
 
 from memory_retrievers import StoreConfig
 from memory_retrievers.errors import StorageError
-from memory_retrievers.storage import index_child, maintenance
+from memory_retrievers.storage import index_child
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer, build_in_child, retry_conflicts
 from memory_retrievers.storage.table import MemoryTable
@@ -38,7 +38,7 @@ def child_builds(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
         seen.append((column, kind))
         await build_in_child(uri, table, options, column, kind)
 
-    monkeypatch.setattr(maintenance, "build_in_child", spy)
+    monkeypatch.setattr(index_child, "build_in_child", spy)
     return seen
 
 
@@ -91,7 +91,7 @@ async def test_no_child_possible_builds_in_process(
     monkeypatch.setattr(sys, "executable", "")
     maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
     await table.add(rows("u", _TEXTS[200:]))
-    with caplog.at_level("WARNING", logger=maintenance.__name__):
+    with caplog.at_level("WARNING", logger=index_child.__name__):
         await maintainer.optimize(wait=True)
     assert any(key.endswith(":vector") for key in table.indexed)
     assert "building the vector index in this process" in caplog.text
