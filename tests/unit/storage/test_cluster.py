@@ -179,6 +179,28 @@ def test_rows_changed_during_the_pass_keep_their_change_and_deleted_ones_stay_de
     assert len(layout(store)) == total - 1 - len(ids[forgotten])
 
 
+def write_steadily(path: Path, stop: threading.Event, log: dict[str, Any]) -> None:
+    """Add, update and delete until told to stop (and at least 30 times), noting what was acknowledged."""
+    expect: dict[str, dict[str, str]] = log["expect"]
+    with open_store(path) as other:  # its own handle and queue: a real concurrent writer
+        try:
+            i = 0
+            while not stop.is_set() or i < 30:
+                ns = NAMESPACES[i % len(NAMESPACES)]
+                added = other.add(f"{ns} writer fact {i}", namespace=ns, dedup=False)
+                expect.setdefault(ns, {})[added.id] = added.text
+                if i % 3 == 1:
+                    expect[ns][added.id] = other.update(added.id, namespace=ns, text=f"{ns} updated fact {i}").text
+                if i % 5 == 2:
+                    victim = next(iter(expect[ns]))
+                    other.delete(victim, namespace=ns)
+                    log["gone"].append((ns, victim))
+                    del expect[ns][victim]
+                i += 1
+        except BaseException as exc:  # reported by the test, which cannot see this thread's errors
+            log["errors"].append(exc)
+
+
 def test_concurrent_writer_thread_loses_nothing(tmp_path: Path) -> None:
     path = tmp_path / "db"
     with open_store(path, cluster_min_run_rows=10, cluster_max_runs=1) as store:
@@ -187,28 +209,9 @@ def test_concurrent_writer_thread_loses_nothing(tmp_path: Path) -> None:
         expect: dict[str, dict[str, str]] = {}  # namespace -> id -> text
         gone: list[tuple[str, str]] = []
         errors: list[BaseException] = []
+        log: dict[str, Any] = {"expect": expect, "gone": gone, "errors": errors}
 
-        def writer() -> None:
-            with open_store(path) as other:  # its own handle and queue: a real concurrent writer
-                try:
-                    i = 0
-                    while not stop.is_set() or i < 30:
-                        ns = NAMESPACES[i % len(NAMESPACES)]
-                        added = other.add(f"{ns} writer fact {i}", namespace=ns, dedup=False)
-                        expect.setdefault(ns, {})[added.id] = added.text
-                        if i % 3 == 1:
-                            other.update(added.id, namespace=ns, text=f"{ns} updated fact {i}")
-                            expect[ns][added.id] = f"{ns} updated fact {i}"
-                        if i % 5 == 2:
-                            victim = next(iter(expect[ns]))
-                            other.delete(victim, namespace=ns)
-                            gone.append((ns, victim))
-                            del expect[ns][victim]
-                        i += 1
-                except BaseException as exc:
-                    errors.append(exc)
-
-        thread = threading.Thread(target=writer)
+        thread = threading.Thread(target=write_steadily, args=(path, stop, log))
         thread.start()
         passes = [store.admin.cluster() for _ in range(6)]
         stop.set()

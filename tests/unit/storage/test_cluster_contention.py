@@ -19,7 +19,7 @@ import pytest
 from memory_retrievers import NotFoundError, StorageError
 from memory_retrievers.storage.table import MemoryTable
 
-from .test_cluster import NAMESPACES, layout, open_store, write_round_robin
+from .test_cluster import layout, open_store, write_round_robin, write_steadily
 
 #: The message LanceDB 0.40 (lance 13) raised in the failing run, as the table layer wraps it.
 PREEMPTED = (
@@ -68,28 +68,6 @@ def test_a_chunk_failing_otherwise_is_not_retried(tmp_path: Path, monkeypatch: p
         assert len(layout(store)) == 108 and len(store.get(ids["user03"], namespace="user03")) == 18
 
 
-def _write_steadily(path: Path, stop: threading.Event, log: dict[str, Any]) -> None:
-    """Add, update and delete until told to stop (and at least 30 times), noting what was acknowledged."""
-    expect: dict[str, dict[str, str]] = log["expect"]
-    with open_store(path) as other:  # its own handle and queue: a real concurrent writer
-        try:
-            i = 0
-            while not stop.is_set() or i < 30:
-                ns = NAMESPACES[i % len(NAMESPACES)]
-                added = other.add(f"{ns} writer fact {i}", namespace=ns, dedup=False)
-                expect.setdefault(ns, {})[added.id] = added.text
-                if i % 3 == 1:
-                    expect[ns][added.id] = other.update(added.id, namespace=ns, text=f"{ns} updated fact {i}").text
-                if i % 5 == 2:
-                    victim = next(iter(expect[ns]))
-                    other.delete(victim, namespace=ns)
-                    log["gone"].append((ns, victim))
-                    del expect[ns][victim]
-                i += 1
-        except BaseException as exc:  # reported by the test, which cannot see this thread's errors
-            log["errors"].append(exc)
-
-
 @pytest.mark.parametrize(
     ("rounds", "passes"),
     [(2, 2), pytest.param(6, 6, marks=pytest.mark.long)],  # long: the size the failure was seen at
@@ -100,7 +78,7 @@ def test_small_chunk_passes_beside_a_writer_lose_and_revive_nothing(tmp_path: Pa
         seeded = write_round_robin(store, rounds=rounds, tag="seed")
         stop = threading.Event()
         log: dict[str, Any] = {"expect": {}, "gone": [], "errors": []}
-        thread = threading.Thread(target=_write_steadily, args=(path, stop, log))
+        thread = threading.Thread(target=write_steadily, args=(path, stop, log))
         thread.start()
         try:
             results = [store.admin.cluster() for _ in range(passes)]
