@@ -12,7 +12,7 @@ the class is built: a new routed method cannot skip them silently.
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ._store_base import MAX_PAGE, MAX_QUERY_K
@@ -131,6 +131,9 @@ def _entities(store: StoreBase, a: dict[str, Any]) -> None:
     entities = a["entities"]
     if isinstance(entities, str):
         raise InvalidInputError(f"entities must be a list of str; wrap it: [{entities!r}]")
+    if not isinstance(entities, Iterable):
+        raise InvalidInputError(f"entities must be a list of str, got {type(entities).__name__}")
+    a["entities"] = entities = list(entities)  # a generator checked here would reach the shard empty
     for entity in entities:
         check_key(entity, field="entity", max_chars=store.config.max_key_chars)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import timedelta
@@ -69,6 +70,7 @@ class MemoryTable:
         cloud: CloudAccess | None = None,
     ) -> None:
         self.uri = uri
+        self.reopen_uri = uri if is_uri(uri) else os.path.abspath(uri)  # for a child process: cwds change
         self._caller, self._cloud = caller, cloud
         self._timeout_s = timeout.total_seconds() if timeout is not None else None
         self.table_name = table_name

@@ -205,6 +205,20 @@ def test_the_checks_leave_a_one_shot_iterator_of_records_for_the_call(tmp_path: 
         assert texts == ["Alice flies to Oslo", "Alice likes tea"]
 
 
+def test_the_checks_leave_a_generator_of_entities_for_the_call(tmp_path: Path) -> None:
+    shards = [tmp_path / f"shard-{i}" for i in range(2)]
+    with ShardedMemoryStore(shards, embedder=EMBEDDER) as store:
+        met = store.add("Alice met Bob", namespace="alice", entities=["bob"])
+    with ShardedMemoryStore(shards, embedder=EMBEDDER) as store:  # the shard not open yet: checked first
+        assert store.open_shards == []
+        found = store.entity_search((e for e in ["bob"]), namespace="alice")
+        assert [hit.id for hit in found] == [met.id]
+    with ShardedMemoryStore(shards, embedder=EMBEDDER) as store:
+        with pytest.raises(InvalidInputError, match="entities"):
+            store.entity_search(42, namespace="alice")  # type: ignore[arg-type]
+        assert store.open_shards == []
+
+
 def test_a_valid_call_still_opens_its_shard_and_an_open_shard_refuses_alike(tmp_path: Path) -> None:
     with ShardedMemoryStore([tmp_path / f"shard-{i}" for i in range(3)], embedder=EMBEDDER) as store:
         assert store.list("alice", limit=5) == []

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,7 @@ from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer, build_in_child, retry_conflicts
 from memory_retrievers.storage.table import MemoryTable
 
-from .conftest import EMBEDDER, rows
+from .conftest import EMBEDDER, new_table, rows
 
 _TEXTS = [f"memory number {i} about topic {i % 7}" for i in range(300)]
 
@@ -118,6 +120,104 @@ async def test_the_child_gets_the_paths_this_process_added(table: MemoryTable, m
     await build_in_child(table.uri, table.table_name, None, "vector", "HnswSq")
     await table.refresh()
     assert any(key.endswith(":vector") for key in await table.refresh_indexes())
+
+
+async def test_python_files_in_the_working_directory_never_run_in_the_child(
+    table: MemoryTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # ``python -c`` puts the cwd first on sys.path: a json.py there must not be imported.
+    cwd = tmp_path / "cwd"
+    cwd.mkdir()
+    marker = tmp_path / "ran"
+    for name in ("json", "asyncio", "threading", "lancedb"):
+        (cwd / f"{name}.py").write_text(f"open({str(marker)!r}, 'w').close()\nraise SystemExit(3)\n")
+    monkeypatch.chdir(cwd)
+    await table.add(rows("u", _TEXTS))
+    await build_in_child(table.reopen_uri, table.table_name, None, "vector", "HnswSq")
+    assert not marker.exists()
+    await table.refresh()
+    assert any(key.endswith(":vector") for key in await table.refresh_indexes())
+
+
+async def test_a_relative_store_path_is_reopened_where_it_was_after_a_chdir(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    child_builds: list[tuple[str, str]],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    table = new_table(Path("relative-db"))
+    await table.open()
+    maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # a server that changes directory after opening its store
+    await table.add(rows("u", _TEXTS[200:]))
+    with caplog.at_level("WARNING", logger=index_child.__name__):
+        await maintainer.optimize(wait=True)
+    assert child_builds == [("vector", "HnswSq")] and "in this process" not in caplog.text
+    assert any(key.endswith(":vector") for key in table.indexed)
+    assert not (elsewhere / "relative-db").exists()
+
+
+async def test_a_frozen_application_builds_in_process(
+    table: MemoryTable, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Its sys.executable is the application itself: never started with -c.
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
+    await table.add(rows("u", _TEXTS[200:]))
+    with caplog.at_level("WARNING", logger=index_child.__name__):
+        await maintainer.optimize(wait=True)
+    assert any(key.endswith(":vector") for key in table.indexed)
+    assert "building the vector index in this process" in caplog.text
+
+
+async def test_an_executable_that_exits_cleanly_without_building_is_not_taken_for_a_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    app = tmp_path / "app"
+    app.write_text("#!/bin/sh\necho 'the application started'\nexit 0\n")
+    app.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(app))
+    with pytest.raises(index_child.ChildUnavailable, match="did not run the index build"):
+        await build_in_child(str(tmp_path / "db"), "memories", None, "vector", "HnswSq")
+
+
+async def test_a_build_reported_by_the_child_counts_even_if_its_exit_status_is_lost(
+    table: MemoryTable, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A daemon that ignores SIGCHLD: the kernel reaps the child and asyncio reads status 255.
+    previous = signal.signal(signal.SIGCHLD, signal.SIG_IGN)
+    try:
+        await table.add(rows("u", _TEXTS))
+        await build_in_child(table.reopen_uri, table.table_name, None, "vector", "HnswSq")
+    finally:
+        signal.signal(signal.SIGCHLD, previous)
+    await table.refresh()
+    assert any(key.endswith(":vector") for key in await table.refresh_indexes())
+
+
+def test_the_child_stops_when_its_parent_is_gone(tmp_path: Path) -> None:
+    # A lancedb that takes a minute to import stands in for a long build; closing the child's
+    # stdin is what the parent's death does.
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "lancedb.py").write_text("import time\ntime.sleep(60)\n")
+    spec = {"uri": "x", "table": "t", "storage_options": None, "column": "vector", "kind": "HnswSq"}
+    spec |= {"path": [str(slow)], "no_import": 86, "built": "built"}
+    child = subprocess.Popen([sys.executable, "-c", index_child._BUILD_SCRIPT], stdin=subprocess.PIPE)
+    try:
+        assert child.stdin is not None
+        child.stdin.write(json.dumps(spec).encode() + b"\n")
+        child.stdin.flush()
+        time.sleep(1.0)
+        assert child.poll() is None  # building (importing the slow lancedb)
+        child.stdin.close()
+        assert child.wait(timeout=20) == 1  # gone long before the minute is up
+    finally:
+        if child.poll() is None:
+            child.kill()
 
 
 # Run in a child with LANCE_CPU_THREADS=1: the 2-core case (one compute thread) on any machine.
