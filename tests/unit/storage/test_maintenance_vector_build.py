@@ -86,11 +86,19 @@ async def test_a_failed_child_raises_a_storage_error_with_its_stderr(tmp_path: P
     assert "memories" in message  # LanceDB's own error from the child: the table was not found
 
 
+@pytest.mark.parametrize(
+    ("attribute", "value"),
+    # No usable sys.executable; a frozen application, whose executable is the application itself.
+    [("executable", ""), ("frozen", True)],
+)
 async def test_no_child_possible_builds_in_process(
-    table: MemoryTable, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+    table: MemoryTable,
+    monkeypatch: pytest.MonkeyPatch,
+    caplog: pytest.LogCaptureFixture,
+    attribute: str,
+    value: object,
 ) -> None:
-    # A frozen or embedded interpreter (no usable sys.executable): the index is still built, here.
-    monkeypatch.setattr(sys, "executable", "")
+    monkeypatch.setattr(sys, attribute, value, raising=False)  # the index is still built, here
     maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
     await table.add(rows("u", _TEXTS[200:]))
     with caplog.at_level("WARNING", logger=index_child.__name__):
@@ -158,19 +166,6 @@ async def test_a_relative_store_path_is_reopened_where_it_was_after_a_chdir(
     assert child_builds == [("vector", "HnswSq")] and "in this process" not in caplog.text
     assert any(key.endswith(":vector") for key in table.indexed)
     assert not (elsewhere / "relative-db").exists()
-
-
-async def test_a_frozen_application_builds_in_process(
-    table: MemoryTable, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Its sys.executable is the application itself: never started with -c.
-    monkeypatch.setattr(sys, "frozen", True, raising=False)
-    maintainer = await _fill(table, StoreConfig(ann_index_min_rows=256))
-    await table.add(rows("u", _TEXTS[200:]))
-    with caplog.at_level("WARNING", logger=index_child.__name__):
-        await maintainer.optimize(wait=True)
-    assert any(key.endswith(":vector") for key in table.indexed)
-    assert "building the vector index in this process" in caplog.text
 
 
 async def test_an_executable_that_exits_cleanly_without_building_is_not_taken_for_a_build(
