@@ -27,7 +27,7 @@ from .bounded import bounded_put
 from .maintenance import FTS_COLUMNS
 from .table import CommitEvent, MemoryTable
 
-__all__ = ["ENTITY_CACHE_NAMESPACES", "SPEAKER_SAMPLE", "Searcher", "hits"]
+__all__ = ["ENTITY_CACHE_NAMESPACES", "SPEAKER_SAMPLE", "Searcher", "hits", "joined_speakers"]
 
 #: Namespaces whose "has any entity-tagged memory" answer, and whose speakers, are cached (about
 #: 200 bytes each, plus the speakers' names).
@@ -267,9 +267,13 @@ class _Speakers:
 
     def add(self, names: Iterable[str | None]) -> None:
         """Add speakers, at most :data:`MAX_SPEAKERS` in all."""
-        new = [n for n in dict.fromkeys(names) if n is not None and n not in self.names]
-        if new:
-            self.names = self.names | frozenset(new[: max(0, MAX_SPEAKERS - len(self.names))])
+        self.names = joined_speakers(self.names, names)
+
+
+def joined_speakers(known: frozenset[str], names: Iterable[str | None]) -> frozenset[str]:
+    """``known`` plus ``names`` (``None`` skipped), at most :data:`MAX_SPEAKERS` in all."""
+    new = [n for n in dict.fromkeys(names) if n is not None and n not in known]
+    return known | frozenset(new[: max(0, MAX_SPEAKERS - len(known))]) if new else known
 
 
 def _bounded_put(cache: dict[str, Any], namespace: str, entry: Any) -> None:

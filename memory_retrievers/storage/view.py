@@ -16,10 +16,9 @@ import pyarrow.compute as pc
 
 from ..dates import DateSpan
 from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
-from ..models import Memory, MemoryKind
+from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
-from ..speakers import speaker_of
-from .view_cues import VectorBuffer, joined_speakers, speakers_in, tagged
+from .view_cues import VectorBuffer, joined_speakers, message_speakers, speakers_in, tagged
 
 __all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 
@@ -97,7 +96,7 @@ class NamespaceView:
 
     def _cues_to(self, view: NamespaceView, rows: pa.Table) -> None:
         """Give ``view`` (this view plus ``rows``) this view's cues, joined by those of ``rows``."""
-        view._speakers = None if self._speakers is None else joined_speakers(self._speakers, _speakers_of(rows))
+        view._speakers = None if self._speakers is None else joined_speakers(self._speakers, message_speakers(rows))
         view._tagged = None if self._tagged is None else self._tagged or tagged(rows)
 
     @property
@@ -334,12 +333,6 @@ def context_present(table: pa.Table) -> np.ndarray:
     context = table.column("context")
     present = pc.and_(pc.is_valid(context), pc.not_equal(context, "")).fill_null(False)
     return np.asarray(present.to_numpy(zero_copy_only=False), dtype=bool)
-
-
-def _speakers_of(rows: pa.Table) -> list[str | None]:
-    """Speakers of the messages among ``rows`` (every one: they were just written)."""
-    message = pc.equal(rows.column("kind"), MemoryKind.MESSAGE.value).fill_null(False)
-    return [speaker_of(t or "") for t in pc.filter(rows.column("text"), message).to_pylist()]
 
 
 def _archived(table: pa.Table) -> np.ndarray:

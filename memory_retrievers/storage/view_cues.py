@@ -12,17 +12,15 @@ any memory had some.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from ..models import MemoryKind
 from ..speakers import speaker_of
-from .search import MAX_SPEAKERS, SPEAKER_SAMPLE
+from .search import SPEAKER_SAMPLE, joined_speakers
 
-__all__ = ["VectorBuffer", "joined_speakers", "speakers_in", "tagged"]
+__all__ = ["VectorBuffer", "joined_speakers", "message_speakers", "speakers_in", "tagged"]
 
 
 def speakers_in(table: pa.Table, rows: np.ndarray | None = None) -> frozenset[str]:
@@ -32,8 +30,7 @@ def speakers_in(table: pa.Table, rows: np.ndarray | None = None) -> frozenset[st
         table: View rows (``kind``, ``text``, ``updated_at``).
         rows: Which rows count (a view's ``present``); every row when ``None``.
     """
-    message = pc.equal(table.column("kind"), MemoryKind.MESSAGE.value).fill_null(False)
-    keep = np.asarray(message.to_numpy(zero_copy_only=False), dtype=bool)
+    keep = np.asarray(_messages(table).to_numpy(zero_copy_only=False), dtype=bool)
     if rows is not None:
         keep &= rows
     candidates = np.flatnonzero(keep)
@@ -45,10 +42,14 @@ def speakers_in(table: pa.Table, rows: np.ndarray | None = None) -> frozenset[st
     return joined_speakers(frozenset(), (speaker_of(t or "") for t in texts))
 
 
-def joined_speakers(known: frozenset[str], names: Iterable[str | None]) -> frozenset[str]:
-    """``known`` plus ``names`` (``None`` skipped), at most :data:`MAX_SPEAKERS` in all (as the searcher's cache)."""
-    new = [n for n in dict.fromkeys(names) if n is not None and n not in known]
-    return known | frozenset(new[: max(0, MAX_SPEAKERS - len(known))]) if new else known
+def message_speakers(rows: pa.Table) -> list[str | None]:
+    """Speakers of every message among ``rows`` (just written: no sample to take)."""
+    texts = pc.filter(rows.column("text"), _messages(rows)).to_pylist()
+    return [speaker_of(t or "") for t in texts]
+
+
+def _messages(table: pa.Table) -> pa.ChunkedArray:
+    return pc.equal(table.column("kind"), MemoryKind.MESSAGE.value).fill_null(False)
 
 
 def tagged(table: pa.Table) -> bool:
