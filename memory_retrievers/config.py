@@ -102,12 +102,13 @@ class StoreConfig(CheckedModel):
     cluster_chunk_rows: int = Field(default=100_000, ge=1)
     """A clustering pass reads, holds and commits at most this many rows at a time (at least
     ``cluster_min_run_rows``), so its memory is bounded whatever the table's size; each commit
-    scans the table's keys once, so fewer, larger chunks are faster on object storage."""
+    scans the table's keys once, so fewer, larger chunks are faster on object storage. A table no
+    bigger than this is read by one scan when a pass moves most of it (the fewest requests)."""
 
     cluster_on_optimize: bool = False
     """Run a clustering pass at the start of every ``optimize()`` (the automatic one included).
     Off by default: what it saves is object-store requests of cold reads (a 1,000-memory tenant in
-    a 100k-row table on S3: 1,066-1,168 requests before, 45-132 after; docs/OBJECT_STORAGE.md),
+    a 100k-row table on S3: 1,048-1,140 requests before, 24-81 after; docs/OBJECT_STORAGE.md),
     while each pass rewrites the rows it moves, and they leave every index until the same
     optimize folds them back in (with a vector index, that re-indexes the moved rows). Turn it on
     for tables on object storage serving many namespaces."""
