@@ -211,11 +211,12 @@ class Clusterer:
         """The stored rows at positions ``chunk`` of the layout (whole, vector included), in key order.
 
         A table no bigger than a chunk is scanned whole when the chunk is most of it or scattered
-        through it: a scan reads each column in large requests (100k rows on loopback S3: 111
-        requests, where one row-address range over them all took 758, Lance reading it in small
-        batches). Otherwise rows neighbouring in the table are read as one row-address range (a few
-        requests, where reading by id fetches one file region per row: measured 101,269 requests
-        for 100k rows on S3), and a chunk scattered over more stretches by its addresses. Rows
+        through it: a scan reads each column in large requests (a pass over 100k rows on loopback
+        S3: 111-140 requests scanning, 758 reading one row-address range over every row, which
+        Lance reads in small batches). Otherwise rows neighbouring in the table are read as one
+        row-address range (a few requests, where reading by id fetches one file region per row:
+        measured 101,269 requests for 100k rows on S3), and a chunk scattered over more stretches
+        by its addresses. Rows
         changed or deleted since the layout was read are no longer at those addresses: not moved.
         """
         addresses = layout.column("_rowaddr").take(pa.array(chunk))
