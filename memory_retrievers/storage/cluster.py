@@ -216,18 +216,18 @@ class Clusterer:
         Lance reads in small batches). Otherwise rows neighbouring in the table are read as one
         row-address range (a few requests, where reading by id fetches one file region per row:
         measured 101,269 requests for 100k rows on S3), and a chunk scattered over more stretches
-        by its addresses. Rows
-        changed or deleted since the layout was read are no longer at those addresses: not moved.
+        by its addresses. Rows changed or deleted since the layout was read are no longer at those
+        addresses: not moved.
         """
         addresses = layout.column("_rowaddr").take(pa.array(chunk))
-        ranks = np.sort(address_rank[chunk])
-        scattered = int(np.count_nonzero(np.diff(ranks) != 1)) >= _MAX_STRETCHES
+        gaps = np.diff(np.sort(address_rank[chunk])) != 1  # where a stretch of neighbours ends
+        scattered = int(np.count_nonzero(gaps)) >= _MAX_STRETCHES
         where: str | None
         if layout.num_rows <= self._chunk_rows and (scattered or 2 * len(chunk) >= layout.num_rows):
             where = None  # the whole table holds no more than a chunk: within the memory bound
         elif not scattered:
             by_rank = pc.sort_indices(addresses).to_numpy()
-            bounds = np.flatnonzero(np.diff(ranks) != 1) + 1
+            bounds = np.flatnonzero(gaps) + 1
             ends = [(int(s[0]), int(s[-1])) for s in np.split(addresses.to_numpy()[by_rank], bounds)]
             where = " OR ".join(f"(_rowaddr >= {lo} AND _rowaddr <= {hi})" for lo, hi in ends)
         else:

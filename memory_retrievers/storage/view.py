@@ -18,7 +18,8 @@ from ..dates import DateSpan
 from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
 from ..models import Memory
 from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
-from .view_cues import VectorBuffer, joined_speakers, message_speakers, speakers_in, tagged
+from .search import joined_speakers
+from .view_cues import VectorBuffer, message_speakers, speakers_in, tagged
 
 __all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 

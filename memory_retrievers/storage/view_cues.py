@@ -20,7 +20,7 @@ from ..models import MemoryKind
 from ..speakers import speaker_of
 from .search import SPEAKER_SAMPLE, joined_speakers
 
-__all__ = ["VectorBuffer", "joined_speakers", "message_speakers", "speakers_in", "tagged"]
+__all__ = ["VectorBuffer", "message_speakers", "speakers_in", "tagged"]
 
 
 def speakers_in(table: pa.Table, rows: np.ndarray | None = None) -> frozenset[str]:

@@ -401,7 +401,7 @@ def test_a_table_within_one_chunk_is_scanned_when_the_pass_moves_most_of_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # On object storage a scan reads each column in large requests: at 100k rows on loopback S3
-    # one row-address range over every row took 758 requests, the scan 111.
+    # a pass reading one row-address range over every row took 758 requests, scanning 111-140.
     with open_store(tmp_path / "db", cluster_min_run_rows=40) as store:
         reads = _reads(store, monkeypatch)
         write_round_robin(store, rounds=8, tag="a")  # 144 rows: within the default chunk
