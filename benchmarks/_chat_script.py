@@ -29,8 +29,8 @@ from typing import Any
 
 from relevance import OFF_TOPIC
 
-from memory_retrievers.lines import asks, body_of, line_key
-from memory_retrievers.query import keywords
+from memory_retrievers.text.lines import asks, body_of, line_key
+from memory_retrievers.text.query import keywords
 
 PLEASANTRIES = (
     "thanks, that's helpful!",

@@ -27,7 +27,7 @@ question, tokens, and for off-topic questions (general knowledge, LoCoMo categor
 block is empty; latency per question and per replayed turn, and the per-turn overhead of the
 middleware and the memory block against the same agent without memory.
 
-``--fit`` also fits the calibrated score (``memory_retrievers.calibration``) on the ``core`` and
+``--fit`` also fits the calibrated score (``memory_retrievers.recall.calibration``) on the ``core`` and
 ``core-clean`` candidates, reports leave-one-conversation-out reliability and the floor, and
 prints the constants to ship.
 
@@ -69,7 +69,7 @@ from _chat_script import (
 from _data import DEFAULT_LOCOMO
 
 from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.calibration import FEATURES, Calibration, fit_calibration
+from memory_retrievers.recall.calibration import FEATURES, Calibration, fit_calibration
 from memory_retrievers.tokens import default_counter
 
 # LanceDB logs a deprecation warning per hybrid query (a Rust log line, not a Python warning).

@@ -34,7 +34,7 @@ from memory_retrievers import (
     RecallConfig,
     RoutingMode,
 )
-from memory_retrievers.query import QueryFeatures
+from memory_retrievers.text.query import QueryFeatures
 
 CODE = re.compile(r"\b[A-Z]{1,3}-?\d{3,5}\b")
 

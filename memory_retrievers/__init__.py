@@ -13,10 +13,9 @@ from typing import TYPE_CHECKING, Any
 # The names below are imported on first use (PEP 562), not here: the storage layer pulls in
 # LanceDB, whose import takes seconds, and the command line's client must start in milliseconds.
 if TYPE_CHECKING:
-    from .admin import StoreAdmin
-    from .config import StoreConfig
-    from .embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransformerEmbedder
-    from .errors import (
+    from memory_retrievers.config import StoreConfig
+    from memory_retrievers.embeddings import DEFAULT_MODEL, Embedder, HashEmbedder, SentenceTransformerEmbedder
+    from memory_retrievers.errors import (
         ConfigError,
         DimensionMismatchError,
         EmbedderMismatchError,
@@ -31,26 +30,21 @@ if TYPE_CHECKING:
         SchemaMismatchError,
         StorageError,
     )
-    from .filters import MemoryFilter
-    from .fusion import Contribution, RankedList, weighted_rrf
-    from .llm import LLM, CallableLLM
-    from .models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
-    from .pending import PendingWrite
-    from .per_process import PerProcess
-    from .recall.activation import SpreadingActivation
-    from .recall.channel import Channel, ChannelFailedWarning, ChannelInput, ChannelQuery, Need
-    from .recall.registry import ChannelRegistry
-    from .recall_config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
-    from .rerank import CrossEncoderReranker, Reranker
-    from .resharding import ReshardResult, reshard
-    from .results import CutCandidate, Explanation, RecallResult, ScoredMemory
-    from .retriever import LLMFallbackWarning, MemoryRetriever
-    from .scoring import DecayKind, ScoringConfig
-    from .sections import ContextSection
-    from .selection import CutReason
-    from .shard_routing import shard_of
-    from .shards import ShardedMemoryStore
-    from .stage_config import (
+    from memory_retrievers.filters import MemoryFilter
+    from memory_retrievers.llm import LLM, CallableLLM
+    from memory_retrievers.models import AddedMemory, DedupPolicy, FtsField, Hit, Memory, MemoryKind, WriteAction
+    from memory_retrievers.recall.activation import SpreadingActivation
+    from memory_retrievers.recall.channel import Channel, ChannelFailedWarning, ChannelInput, ChannelQuery, Need
+    from memory_retrievers.recall.config import ChannelWeights, Preset, RecallConfig, RoutingMode, SupersededPolicy
+    from memory_retrievers.recall.fusion import Contribution, RankedList, weighted_rrf
+    from memory_retrievers.recall.registry import ChannelRegistry
+    from memory_retrievers.recall.rerank import CrossEncoderReranker, Reranker
+    from memory_retrievers.recall.results import CutCandidate, Explanation, RecallResult, ScoredMemory
+    from memory_retrievers.recall.retriever import LLMFallbackWarning, MemoryRetriever
+    from memory_retrievers.recall.scoring import DecayKind, ScoringConfig
+    from memory_retrievers.recall.sections import ContextSection
+    from memory_retrievers.recall.selection import CutReason
+    from memory_retrievers.recall.stage_config import (
         ChannelsConfig,
         FusionConfig,
         QueryConfig,
@@ -59,8 +53,14 @@ if TYPE_CHECKING:
         RerankConfig,
         SelectionConfig,
     )
-    from .store import MemoryStore, default_store_path
-    from .tokens import EstimateCounter, TiktokenCounter, TokenCounter
+    from memory_retrievers.shards.resharding import ReshardResult, reshard
+    from memory_retrievers.shards.routing import shard_of
+    from memory_retrievers.shards.sharded_store import ShardedMemoryStore
+    from memory_retrievers.store.admin import StoreAdmin
+    from memory_retrievers.store.memory_store import MemoryStore, default_store_path
+    from memory_retrievers.store.pending import PendingWrite
+    from memory_retrievers.store.per_process import PerProcess
+    from memory_retrievers.tokens import EstimateCounter, TiktokenCounter, TokenCounter
 
 _EXPORTS: dict[str, str] = {
     "StoreConfig": ".config",
@@ -82,9 +82,9 @@ _EXPORTS: dict[str, str] = {
     "SchemaMismatchError": ".errors",
     "StorageError": ".errors",
     "MemoryFilter": ".filters",
-    "Contribution": ".fusion",
-    "RankedList": ".fusion",
-    "weighted_rrf": ".fusion",
+    "Contribution": ".recall.fusion",
+    "RankedList": ".recall.fusion",
+    "weighted_rrf": ".recall.fusion",
     "LLM": ".llm",
     "CallableLLM": ".llm",
     "AddedMemory": ".models",
@@ -94,12 +94,12 @@ _EXPORTS: dict[str, str] = {
     "Memory": ".models",
     "MemoryKind": ".models",
     "WriteAction": ".models",
-    "PendingWrite": ".pending",
-    "PerProcess": ".per_process",
-    "ReshardResult": ".resharding",
-    "ShardedMemoryStore": ".shards",
-    "reshard": ".resharding",
-    "shard_of": ".shard_routing",
+    "PendingWrite": ".store.pending",
+    "PerProcess": ".store.per_process",
+    "ReshardResult": ".shards.resharding",
+    "ShardedMemoryStore": ".shards.sharded_store",
+    "reshard": ".shards.resharding",
+    "shard_of": ".shards.routing",
     "SpreadingActivation": ".recall.activation",
     "Channel": ".recall.channel",
     "ChannelInput": ".recall.channel",
@@ -107,33 +107,33 @@ _EXPORTS: dict[str, str] = {
     "Need": ".recall.channel",
     "ChannelFailedWarning": ".recall.channel",
     "ChannelRegistry": ".recall.registry",
-    "ChannelWeights": ".recall_config",
-    "Preset": ".recall_config",
-    "RecallConfig": ".recall_config",
-    "RoutingMode": ".recall_config",
-    "SupersededPolicy": ".recall_config",
-    "ChannelsConfig": ".stage_config",
-    "FusionConfig": ".stage_config",
-    "QueryConfig": ".stage_config",
-    "QueryExpansionConfig": ".stage_config",
-    "RelevanceConfig": ".stage_config",
-    "RerankConfig": ".stage_config",
-    "ScoringConfig": ".scoring",
-    "SelectionConfig": ".stage_config",
-    "CrossEncoderReranker": ".rerank",
-    "Reranker": ".rerank",
-    "CutCandidate": ".results",
-    "Explanation": ".results",
-    "RecallResult": ".results",
-    "ScoredMemory": ".results",
-    "LLMFallbackWarning": ".retriever",
-    "MemoryRetriever": ".retriever",
-    "DecayKind": ".scoring",
-    "ContextSection": ".sections",
-    "CutReason": ".selection",
-    "MemoryStore": ".store",
-    "StoreAdmin": ".admin",
-    "default_store_path": ".store",
+    "ChannelWeights": ".recall.config",
+    "Preset": ".recall.config",
+    "RecallConfig": ".recall.config",
+    "RoutingMode": ".recall.config",
+    "SupersededPolicy": ".recall.config",
+    "ChannelsConfig": ".recall.stage_config",
+    "FusionConfig": ".recall.stage_config",
+    "QueryConfig": ".recall.stage_config",
+    "QueryExpansionConfig": ".recall.stage_config",
+    "RelevanceConfig": ".recall.stage_config",
+    "RerankConfig": ".recall.stage_config",
+    "ScoringConfig": ".recall.scoring",
+    "SelectionConfig": ".recall.stage_config",
+    "CrossEncoderReranker": ".recall.rerank",
+    "Reranker": ".recall.rerank",
+    "CutCandidate": ".recall.results",
+    "Explanation": ".recall.results",
+    "RecallResult": ".recall.results",
+    "ScoredMemory": ".recall.results",
+    "LLMFallbackWarning": ".recall.retriever",
+    "MemoryRetriever": ".recall.retriever",
+    "DecayKind": ".recall.scoring",
+    "ContextSection": ".recall.sections",
+    "CutReason": ".recall.selection",
+    "MemoryStore": ".store.memory_store",
+    "StoreAdmin": ".store.admin",
+    "default_store_path": ".store.memory_store",
     "EstimateCounter": ".tokens",
     "TiktokenCounter": ".tokens",
     "TokenCounter": ".tokens",

@@ -9,8 +9,8 @@ from typing import Any, ClassVar, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from .errors import ConfigError, MemoryRetrieversError
-from .models import DedupPolicy, MemoryKind
+from memory_retrievers.errors import ConfigError, MemoryRetrieversError
+from memory_retrievers.models import DedupPolicy, MemoryKind
 
 __all__ = ["CheckedModel", "StoreConfig", "reject_bools", "validated"]
 

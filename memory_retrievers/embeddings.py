@@ -17,9 +17,9 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from . import _fork
-from .errors import ConfigError, DimensionMismatchError, EmbeddingError
-from .plugins import pool as plugin_pool
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers.errors import ConfigError, DimensionMismatchError, EmbeddingError
+from memory_retrievers.runtime.plugins import pool as plugin_pool
 
 __all__ = [
     "DEFAULT_MODEL",

@@ -20,14 +20,14 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import ConfigDict, PrivateAttr, StrictBool, field_validator
 
-from .config import CheckedModel, validated
-from .dates import DateSpan
-from .errors import FilterError, InvalidInputError, MemoryRetrieversError
-from .models import MemoryKind
-from .validation import check_key, to_utc
+from memory_retrievers.config import CheckedModel, validated
+from memory_retrievers.errors import FilterError, InvalidInputError, MemoryRetrieversError
+from memory_retrievers.models import MemoryKind
+from memory_retrievers.text.dates import DateSpan
+from memory_retrievers.validation import check_key, to_utc
 
 if TYPE_CHECKING:
-    from .models import Memory
+    from memory_retrievers.models import Memory
 
 __all__ = [
     "MemoryFilter",

@@ -11,8 +11,8 @@ import re
 from collections.abc import Awaitable, Callable
 from typing import Any, Protocol, runtime_checkable
 
-from .errors import ConfigError
-from .plugins import pool as plugin_pool
+from memory_retrievers.errors import ConfigError
+from memory_retrievers.runtime.plugins import pool as plugin_pool
 
 __all__ = ["LLM", "CallableLLM", "as_llm", "expansion_prompt", "hyde_prompt", "parse_rewrites"]
 
@@ -50,7 +50,7 @@ class CallableLLM:
     def complete(self, prompt: str) -> str:
         """Call the function (async functions run to completion on a private loop)."""
         if self._is_async:
-            from ._loop import run_sync
+            from memory_retrievers.runtime.loop import run_sync
 
             return str(run_sync(self._fn(prompt)))  # type: ignore[arg-type]
         return str(self._fn(prompt))
@@ -59,7 +59,7 @@ class CallableLLM:
         """Await the function, or run a sync one on the library's LLM threads.
 
         A sync call that never returns keeps its thread, not one the rest of the process needs:
-        see :mod:`memory_retrievers.plugins`.
+        see :mod:`memory_retrievers.runtime.plugins`.
         """
         if self._is_async:
             return str(await self._fn(prompt))  # type: ignore[misc]

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-from .errors import ConfigError
+from memory_retrievers.errors import ConfigError
 
 __all__ = ["ManualClock"]
 

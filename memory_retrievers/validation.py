@@ -15,10 +15,10 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
-from .config import StoreConfig
-from .errors import InvalidInputError
-from .fields import WRITABLE_FIELDS
-from .models import MemoryKind
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.models import MemoryKind
+from memory_retrievers.storage.fields import WRITABLE_FIELDS
 
 __all__ = [
     "LIFECYCLE_TIERS",

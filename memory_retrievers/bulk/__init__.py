@@ -11,11 +11,11 @@ run it on a cluster. See docs/how-to/bulk-jobs.md.
 
 from __future__ import annotations
 
-from .backfill import BackfillReport, NamespaceBackfill, backfill_formation
-from .batching import ImportReport
-from .clustering import ClusterReport, TableCluster, cluster_tables
-from .engine import factory_for
-from .jobs import import_records, reembed
+from memory_retrievers.bulk.backfill import BackfillReport, NamespaceBackfill, backfill_formation
+from memory_retrievers.bulk.batching import ImportReport
+from memory_retrievers.bulk.clustering import ClusterReport, TableCluster, cluster_tables
+from memory_retrievers.bulk.engine import factory_for
+from memory_retrievers.bulk.jobs import import_records, reembed
 
 __all__ = [
     "BackfillReport",

@@ -16,14 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError, MemoryRetrieversError
-from ..validation import check_namespace
-from .batching import check_factory, check_positive, sessions_in_order
-from .engine import EmbedderFactory, factory_for, require_ray
-from .tables import open_table, table_openers
+from memory_retrievers.bulk.batching import check_factory, check_positive, sessions_in_order
+from memory_retrievers.bulk.engine import EmbedderFactory, factory_for, require_ray
+from memory_retrievers.bulk.tables import open_table, table_openers
+from memory_retrievers.errors import InvalidInputError, MemoryRetrieversError
+from memory_retrievers.validation import check_namespace
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["BackfillReport", "NamespaceBackfill", "backfill_formation"]
 
@@ -150,7 +150,7 @@ def _chosen(store: MemoryStore, namespaces: Sequence[str] | None) -> list[str]:
 
 def _check_formation_config(formation_config: Mapping[str, Any] | None) -> None:
     """Build the formation config once here, so a bad field fails before Ray starts, not in every task."""
-    from ..formation import FormationConfig
+    from memory_retrievers.formation import FormationConfig
 
     if formation_config is None:
         return
@@ -189,7 +189,7 @@ def _form_namespace(
     namespace: str,
 ) -> NamespaceBackfill:
     """One Ray task: open the store, read the namespace's turns, form session after session."""
-    from ..formation import Decision, MemoryFormer
+    from memory_retrievers.formation import Decision, MemoryFormer
 
     with open_table(opener, factory()) as store:
         turns = _turns(store, namespace)

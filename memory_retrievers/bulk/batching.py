@@ -17,8 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ..schema import row_to_memory
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.storage.schema import row_to_memory
 
 __all__ = [
     "ImportReport",

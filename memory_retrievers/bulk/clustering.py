@@ -2,8 +2,8 @@
 
 One Ray task per table (each shard of a :class:`~memory_retrievers.ShardedMemoryStore`, or the one
 table of a :class:`~memory_retrievers.MemoryStore`) opens that table itself and runs one
-:meth:`~memory_retrievers.admin.StoreAdmin.cluster` pass on it, then optionally
-:meth:`~memory_retrievers.admin.StoreAdmin.optimize`. Tables never share a row or a commit
+:meth:`~memory_retrievers.store.admin.StoreAdmin.cluster` pass on it, then optionally
+:meth:`~memory_retrievers.store.admin.StoreAdmin.optimize`. Tables never share a row or a commit
 sequence, so the tasks never meet; within a table the pass is what ``store.admin.cluster()`` does
 (conditional commits: writers of that table lose nothing). A table that fails is reported with its
 error, and the other tables' results are kept.
@@ -16,14 +16,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError, MemoryRetrieversError, StorageError
-from ..storage.cluster import ClusterResult
-from .batching import check_factory, check_positive
-from .engine import EmbedderFactory, factory_for, require_ray
-from .tables import open_table, table_openers
+from memory_retrievers.bulk.batching import check_factory, check_positive
+from memory_retrievers.bulk.engine import EmbedderFactory, factory_for, require_ray
+from memory_retrievers.bulk.tables import open_table, table_openers
+from memory_retrievers.errors import InvalidInputError, MemoryRetrieversError, StorageError
+from memory_retrievers.storage.cluster import ClusterResult
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["ClusterReport", "TableCluster", "cluster_tables"]
 
@@ -108,7 +108,7 @@ def cluster_tables(
     """Lay out every table of ``store`` by namespace (one clustering pass each), tables in parallel on Ray.
 
     Each table gets a Ray task that opens it and runs ``admin.cluster()`` (see
-    :meth:`~memory_retrievers.admin.StoreAdmin.acluster`: incremental, searchable throughout,
+    :meth:`~memory_retrievers.store.admin.StoreAdmin.acluster`: incremental, searchable throughout,
     nothing lost to concurrent writers), then ``admin.optimize()`` when ``optimize`` is set, which
     folds the moved rows back into the indexes. A task holds its table's rows being rewritten in
     memory (every row when runs are merged): size the Ray workers for the largest shard.

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, HashEmbedder, SentenceTransformerEmbedder, check_vectors
-from ..errors import ConfigError, EmbedderMismatchError, EmbeddingError
-from ..storage.vectors import unit
-from .batching import text_blocks
+from memory_retrievers.bulk.batching import text_blocks
+from memory_retrievers.embeddings import Embedder, HashEmbedder, SentenceTransformerEmbedder, check_vectors
+from memory_retrievers.errors import ConfigError, EmbedderMismatchError, EmbeddingError
+from memory_retrievers.storage.vectors import unit
 
 __all__ = [
     "EmbedBatch",

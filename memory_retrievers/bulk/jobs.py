@@ -17,16 +17,23 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
-from ..fields import SCALAR_COLUMNS
-from ..filters import sql_in
-from ..validation import check_namespace
-from .batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
-from .engine import EmbedBatch, EmbedderFactory, checked_factory, embedded_in_order, model_of, require_ray
-from .tables import check_storage_options, table_openers
+from memory_retrievers.bulk.batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
+from memory_retrievers.bulk.engine import (
+    EmbedBatch,
+    EmbedderFactory,
+    checked_factory,
+    embedded_in_order,
+    model_of,
+    require_ray,
+)
+from memory_retrievers.bulk.tables import check_storage_options, table_openers
+from memory_retrievers.errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
+from memory_retrievers.filters import sql_in
+from memory_retrievers.storage.fields import SCALAR_COLUMNS
+from memory_retrievers.validation import check_namespace
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["import_records", "reembed"]
 
@@ -172,7 +179,7 @@ def _checked(
     if isinstance(records, (str, bytes, Mapping)):
         raise InvalidInputError("records must be a list of dicts; for one memory use store.add()")
     items = [dict(r) if isinstance(r, Mapping) else r for r in records]
-    from ..validation import validate_record
+    from memory_retrievers.validation import validate_record
 
     for i, raw in enumerate(items):
         try:
@@ -315,7 +322,7 @@ def _tables(store: MemoryStore) -> set[tuple[str, str]]:
     ``s3://b/mem/`` is the table at ``s3://b/mem``, a symlinked folder its target: copying a table
     onto itself must be refused however spelled (the shards' own rule, ``table_identity``).
     """
-    from .._shard_calls import table_identity
+    from memory_retrievers.shards.calls import table_identity
 
     return {table_identity(o["uri"], o["table_name"]) for o in table_openers(store, None)}
 
@@ -330,7 +337,7 @@ def _read_one(location: str, table: str, where: str | None, storage_options: Map
     try:
         from lance_ray.datasource import LanceDatasource
     except ImportError:
-        from ..errors import ConfigError
+        from memory_retrievers.errors import ConfigError
 
         raise ConfigError('reembed reads tables with lance-ray: pip install "memory-retrievers[ray]"') from None
     ray = require_ray()

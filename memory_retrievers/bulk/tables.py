@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import InvalidInputError
+from memory_retrievers.errors import InvalidInputError
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["check_storage_options", "open_table", "table_openers"]
 
@@ -71,7 +71,7 @@ def _absolute(location: str) -> str:
 
 def open_table(opener: Mapping[str, Any], embedder: Any) -> MemoryStore:
     """The store one of :func:`table_openers`' entries describes, opened with ``embedder`` (in a Ray task)."""
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
     return MemoryStore(
         opener["uri"],

@@ -14,6 +14,6 @@ def main() -> None:
     """Console entry point of ``memory-retrievers`` (and ``python -m memory_retrievers``)."""
     import sys
 
-    from .client import main as run
+    from memory_retrievers.cli.client import main as run
 
     sys.exit(run())

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 
 import click
 
-from . import exits
-from .runtime import Invocation, WrongStoreError, std_streams_to
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.runtime import Invocation, WrongStoreError, std_streams_to
 
 __all__ = ["cli", "run"]
 
@@ -45,12 +45,21 @@ def cli() -> None:
 
 
 def _register() -> None:
-    from . import cmd_bulk, cmd_eval, cmd_health, cmd_memories, cmd_recall, cmd_serve, cmd_transfer, cmd_ui
+    from memory_retrievers.cli import (
+        cmd_bulk,
+        cmd_eval,
+        cmd_health,
+        cmd_memories,
+        cmd_recall,
+        cmd_serve,
+        cmd_transfer,
+        cmd_ui,
+    )
 
     for module in (cmd_memories, cmd_recall, cmd_transfer, cmd_health, cmd_eval, cmd_serve, cmd_bulk, cmd_ui):
         for command in module.COMMANDS:
             cli.add_command(command)
-    from .cmd_cluster import cluster  # issue 29
+    from memory_retrievers.cli.cmd_cluster import cluster  # issue 29
 
     cli.add_command(cluster)
 
@@ -104,7 +113,7 @@ def main_local(argv: Sequence[str] | None = None) -> int:
     import os
     from pathlib import Path
 
-    from .runtime import StoreProvider
+    from memory_retrievers.cli.runtime import StoreProvider
 
     inv = Invocation(
         env=dict(os.environ),

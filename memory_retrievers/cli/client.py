@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .workerproto import (
+from memory_retrievers.cli.workerproto import (
     PROTOCOL,
     WORKER_COMMANDS,
     WorkerUnavailableError,
@@ -84,7 +84,7 @@ class WorkerAddress:
 
 def worker_address(argv: Sequence[str], env: dict[str, str], cwd: Path) -> WorkerAddress | None:
     """The worker for this command line, or ``None`` to run it in this process."""
-    from .settings import SettingsError, resolve
+    from memory_retrievers.cli.settings import SettingsError, resolve
 
     if not argv or argv[0] not in WORKER_COMMANDS or not supported():
         return None
@@ -274,6 +274,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     code = _via_worker(args)
     if code is not None:
         return code
-    from .app import main_local
+    from memory_retrievers.cli.app import main_local
 
     return main_local(args)

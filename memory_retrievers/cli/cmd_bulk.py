@@ -15,11 +15,11 @@ from typing import Any
 
 import click
 
-from . import exits
-from .formats import FORMATS, Item, parse
-from .import_checks import check_records
-from .options import common_options, namespace_option, settings_for
-from .runtime import Invocation, make_embedder
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.formats import FORMATS, Item, parse
+from memory_retrievers.cli.import_checks import check_records
+from memory_retrievers.cli.options import common_options, namespace_option, settings_for
+from memory_retrievers.cli.runtime import Invocation, make_embedder
 
 __all__ = ["COMMANDS"]
 
@@ -48,7 +48,7 @@ def _join(address: str | None) -> None:
 
 def _records(inv: Invocation, /, files: tuple[str, ...], params: dict[str, Any], namespace: str | None) -> list[Any]:
     """Every file's records (the ``import`` command's formats); any rejected record stops the job."""
-    from ..config import StoreConfig
+    from memory_retrievers.config import StoreConfig
 
     start = datetime.now(timezone.utc)
     records: list[Any] = []
@@ -106,7 +106,7 @@ Stores what `import` stores (the same memories and vectors); the embedding runs 
 @click.pass_obj
 def bulk_import(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     """Import chat history or memory files with the embeddings computed on Ray."""
-    from ..bulk import import_records
+    from memory_retrievers.bulk import import_records
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     records = _records(inv, files, params, settings.namespace)
@@ -144,8 +144,8 @@ Every memory is copied (ids, timestamps, access statistics, supersession kept) w
 @click.pass_obj
 def bulk_reembed(inv: Invocation, /, **params: Any) -> None:
     """Copy the store into a new one, embedded with another model on Ray."""
-    from ..bulk import reembed
-    from ..store import MemoryStore
+    from memory_retrievers.bulk import reembed
+    from memory_retrievers.store.memory_store import MemoryStore
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     source = inv.stores.open(settings, create=False)
@@ -194,7 +194,7 @@ Runs memory formation over the stored conversations, one Ray task per namespace.
 @click.pass_obj
 def bulk_backfill(inv: Invocation, /, **params: Any) -> None:
     """Form facts and summaries from the conversations already stored, namespaces in parallel on Ray."""
-    from ..bulk import backfill_formation
+    from memory_retrievers.bulk import backfill_formation
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     factory = _llm_factory(params["llm"])
@@ -226,7 +226,7 @@ Lays out each table by namespace (one clustering pass per shard, in parallel on 
 @click.pass_obj
 def bulk_cluster(inv: Invocation, /, **params: Any) -> None:
     """Cluster every table of the store (each shard of a sharded one) by namespace, tables in parallel on Ray."""
-    from ..bulk import cluster_tables
+    from memory_retrievers.bulk import cluster_tables
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
     store = inv.stores.open(settings, create=False)

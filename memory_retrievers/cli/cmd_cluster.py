@@ -6,8 +6,8 @@ from typing import Any
 
 import click
 
-from .options import common_options, settings_for
-from .runtime import Invocation
+from memory_retrievers.cli.options import common_options, settings_for
+from memory_retrievers.cli.runtime import Invocation
 
 __all__ = ["COMMANDS"]
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import click
 
-from . import exits, locomo
-from .options import recall_config_from, recall_config_options
-from .runtime import Invocation, make_embedder
-from .settings import ENV_EMBEDDER
+from memory_retrievers.cli import exits, locomo
+from memory_retrievers.cli.options import recall_config_from, recall_config_options
+from memory_retrievers.cli.runtime import Invocation, make_embedder
+from memory_retrievers.cli.settings import ENV_EMBEDDER
 
 __all__ = ["COMMANDS"]
 
@@ -44,8 +44,8 @@ after its conversation ends; the metrics are those of benchmarks/locomo_recall.p
 @click.pass_obj
 def eval_locomo(inv: Invocation, /, path: str, **params: Any) -> None:
     """Print evidence recall@5/@10 and hit@10 of recall over LoCoMo conversations at PATH."""
-    from ..retriever import MemoryRetriever
-    from ..store import MemoryStore
+    from memory_retrievers.recall.retriever import MemoryRetriever
+    from memory_retrievers.store.memory_store import MemoryStore
 
     config = recall_config_from(params).model_copy(update={"record_access": False, "k": 10, "token_budget": None})
     convs = locomo.conversations(_read_locomo(inv, path))[: params["conversations"]]

@@ -7,22 +7,22 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from . import exits
-from .common import ensure_namespace
-from .options import common_options, namespace_option, settings_for
-from .runtime import Invocation
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.common import ensure_namespace
+from memory_retrievers.cli.options import common_options, namespace_option, settings_for
+from memory_retrievers.cli.runtime import Invocation
 
 if TYPE_CHECKING:
     from collections.abc import Iterator
 
-    from ..storage.stats import StoreStats
-    from .settings import Settings
+    from memory_retrievers.cli.settings import Settings
+    from memory_retrievers.storage.stats import StoreStats
 
 __all__ = ["COMMANDS", "duplicate_groups"]
 
 
 def _size(n: int | None) -> str:
-    from ..storage.stats import human_bytes  # at call time: the command line starts without pyarrow
+    from memory_retrievers.storage.stats import human_bytes  # at call time: the command line starts without pyarrow
 
     return "n/a (object store)" if n is None else human_bytes(n)
 
@@ -150,7 +150,7 @@ writes the store.""",
 def purge(inv: Invocation, /, **params: Any) -> None:
     """Remove deleted and forgotten memories from disk for good (needs the store to itself)."""
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
-    from .runtime import store_exists
+    from memory_retrievers.cli.runtime import store_exists
 
     if not store_exists(settings.store):
         inv.stores.open(settings, create=False)  # raises the usual "no store at ..." (exit 3)
@@ -185,8 +185,14 @@ def purge(inv: Invocation, /, **params: Any) -> None:
 @contextlib.contextmanager
 def _store_to_itself(inv: Invocation, /, settings: Settings) -> Iterator[None]:
     """Stop the store's worker (it keeps the table open) and keep a new one from starting until the block ends."""
-    from .workerproto import WorkerUnavailableError, no_worker_meanwhile, package_version, runtime_dir, socket_path
-    from .workerproto import supported as workers_supported
+    from memory_retrievers.cli.workerproto import (
+        WorkerUnavailableError,
+        no_worker_meanwhile,
+        package_version,
+        runtime_dir,
+        socket_path,
+    )
+    from memory_retrievers.cli.workerproto import supported as workers_supported
 
     if not workers_supported():
         yield
@@ -210,14 +216,14 @@ def duplicate_groups(records: list[dict[str, Any]], threshold: float) -> list[li
     """Groups of exact (same ``content_hash``) or near duplicates, by the write path's own rules.
 
     A near duplicate has cosine >= ``threshold`` *and* the same words, and duplicates share a kind,
-    project and topic (see :mod:`memory_retrievers.dedup`): ``--delete`` never removes what a write
+    project and topic (see :mod:`memory_retrievers.text.dedup`): ``--delete`` never removes what a write
     would have kept apart ("at 3pm" vs "at 2pm"). Each group starts with the memory to keep (most
     accessed, then oldest, then smallest id), followed by its duplicates with their cosine
     similarity to it (1.0 for exact ones). Records need ``vector``.
     """
     import numpy as np
 
-    from ..dedup import same_words, scope_of
+    from memory_retrievers.text.dedup import same_words, scope_of
 
     n = len(records)
     if n < 2:

@@ -7,8 +7,8 @@ from typing import Any
 
 import click
 
-from .common import ensure_namespace, memory_dict, memory_table
-from .options import (
+from memory_retrievers.cli.common import ensure_namespace, memory_dict, memory_table
+from memory_retrievers.cli.options import (
     KINDS,
     common_options,
     filter_from,
@@ -18,7 +18,7 @@ from .options import (
     require_namespace,
     settings_for,
 )
-from .runtime import Invocation
+from memory_retrievers.cli.runtime import Invocation
 
 __all__ = ["COMMANDS"]
 
@@ -160,7 +160,7 @@ Examples:
 @click.pass_obj
 def show(inv: Invocation, /, memory_id: str, **params: Any) -> None:
     """Show every field of one memory, its supersession chain and its links."""
-    from ..errors import NotFoundError
+    from memory_retrievers.errors import NotFoundError
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     namespace = require_namespace(settings)

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from .common import ensure_namespace, memory_dict
-from .options import (
+from memory_retrievers.cli.common import ensure_namespace, memory_dict
+from memory_retrievers.cli.options import (
     common_options,
     filter_from,
     filter_options,
@@ -18,12 +18,12 @@ from .options import (
     require_namespace,
     settings_for,
 )
-from .runtime import Invocation
+from memory_retrievers.cli.runtime import Invocation
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ..results import RecallResult
+    from memory_retrievers.recall.results import RecallResult
 
 __all__ = ["COMMANDS", "explain_tables", "result_dict"]
 
@@ -135,7 +135,7 @@ Every RecallConfig field is a flag (below the filters); see docs/explanation/rec
 @click.pass_obj
 def recall(inv: Invocation, /, query: str, **params: Any) -> None:
     """Print the context an agent would be handed for QUERY (``RecallResult.to_context()``, verbatim)."""
-    from ..retriever import MemoryRetriever
+    from memory_retrievers.recall.retriever import MemoryRetriever
 
     config = recall_config_from(params)
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])

@@ -7,9 +7,9 @@ from typing import Any
 
 import click
 
-from . import exits
-from .options import common_options, namespace_option, settings_for
-from .runtime import Invocation
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.options import common_options, namespace_option, settings_for
+from memory_retrievers.cli.runtime import Invocation
 
 __all__ = ["COMMANDS"]
 
@@ -43,9 +43,9 @@ def mcp(inv: Invocation, /, **params: Any) -> None:
         ) from None
     from datetime import timedelta
 
-    from ..store import MemoryStore
-    from .mcp_server import build_server
-    from .runtime import make_embedder
+    from memory_retrievers.cli.mcp_server import build_server
+    from memory_retrievers.cli.runtime import make_embedder
+    from memory_retrievers.store.memory_store import MemoryStore
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     namespace = None if params["namespace_per_call"] else settings.namespace
@@ -67,7 +67,7 @@ def worker() -> None:
 
 
 def _ask(inv: Invocation, /, params: dict[str, Any], op: str) -> dict[str, Any] | None:
-    from .workerproto import (
+    from memory_retrievers.cli.workerproto import (
         PROTOCOL,
         WorkerUnavailableError,
         package_version,

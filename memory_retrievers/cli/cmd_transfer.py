@@ -15,12 +15,12 @@ from typing import Any
 
 import click
 
-from . import exits
-from .common import ensure_namespace
-from .formats import EXPORT_FORMAT, FORMATS, Item, parse
-from .import_checks import check_records, check_widths
-from .options import common_options, namespace_option, require_namespace, settings_for
-from .runtime import Invocation
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.common import ensure_namespace
+from memory_retrievers.cli.formats import EXPORT_FORMAT, FORMATS, Item, parse
+from memory_retrievers.cli.import_checks import check_records, check_widths
+from memory_retrievers.cli.options import common_options, namespace_option, require_namespace, settings_for
+from memory_retrievers.cli.runtime import Invocation
 
 __all__ = ["COMMANDS"]
 
@@ -210,7 +210,7 @@ def _parse_files(
     inv: Invocation, /, files: tuple[str, ...], params: dict[str, Any], namespace: str | None, tally: Tally
 ) -> tuple[list[_Pending], str]:
     """Every file's valid records, in order, with the formats found (invalid ones go to ``tally.rejected``)."""
-    from ..config import StoreConfig
+    from memory_retrievers.config import StoreConfig
 
     start = datetime.now(timezone.utc)
     pending: list[_Pending] = []

@@ -6,9 +6,9 @@ from typing import Any
 
 import click
 
-from . import exits
-from .options import settings_for
-from .runtime import Invocation
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.options import settings_for
+from memory_retrievers.cli.runtime import Invocation
 
 __all__ = ["COMMANDS"]
 
@@ -39,14 +39,14 @@ pip install 'memory-retrievers[ui]'.""",
 def ui(inv: Invocation, /, **params: Any) -> None:
     """Browse, ask and tend the store's memories in a web browser (until Ctrl-C)."""
     try:
-        from ..ui import serve
-        from ..ui.security import check_bind
+        from memory_retrievers.ui import serve
+        from memory_retrievers.ui.security import check_bind
     except ImportError as exc:
         raise exits.CliError(str(exc), exits.CONFIG) from None
     from datetime import timedelta
 
-    from ..store import MemoryStore
-    from .runtime import make_embedder, store_exists
+    from memory_retrievers.cli.runtime import make_embedder, store_exists
+    from memory_retrievers.store.memory_store import MemoryStore
 
     check_bind(params["host"], params["token"])  # before loading a model: a ConfigError, exit code 6
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])

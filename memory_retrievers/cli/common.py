@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from . import exits
+from memory_retrievers.cli import exits
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from ..models import Memory
-    from ..store import MemoryStore
+    from memory_retrievers.models import Memory
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["ensure_namespace", "memory_table", "short_time"]
 

@@ -61,7 +61,7 @@ class CliError(Exception):
 
 def code_for(exc: BaseException) -> int:
     """The exit code of an exception raised by the library (most specific class first)."""
-    from .. import errors
+    from memory_retrievers import errors
 
     # EmbedderMismatchError is both a SchemaMismatchError and a DimensionMismatchError: a mismatch.
     table: list[tuple[type[BaseException], int]] = [

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
-from . import locomo
+from memory_retrievers.cli import locomo
 
 __all__ = ["EXPORT_FORMAT", "FORMATS", "Item", "Parsed", "detect", "parse"]
 
@@ -225,7 +225,7 @@ def _content(content: Any) -> str:
 
 
 def _message_record(role: str, content: Any, session: str, stamp: datetime, source: str) -> dict[str, Any]:
-    from ..integration import chat_text
+    from memory_retrievers.integration import chat_text
 
     return {
         "text": chat_text(role, _content(content), max_chars=32_000),

@@ -10,7 +10,7 @@ from __future__ import annotations
 import unicodedata
 from typing import Any
 
-from .formats import Item
+from memory_retrievers.cli.formats import Item
 
 __all__ = ["check_records", "check_widths"]
 
@@ -45,9 +45,9 @@ def _record_problem(
     record: dict[str, Any], kind: str, store_config: Any, namespace: str | None, forced: str | None
 ) -> str | None:
     """Why a record cannot be imported (checked before the store is opened), or ``None``."""
-    from ..errors import InvalidInputError
-    from ..storage.transfer import parse_restore_record
-    from ..validation import validate_record
+    from memory_retrievers.errors import InvalidInputError
+    from memory_retrievers.storage.transfer import parse_restore_record
+    from memory_retrievers.validation import validate_record
 
     if namespace is None and not record.get("namespace"):
         return 'no namespace: add "namespace" to the record or pass -n NAME'

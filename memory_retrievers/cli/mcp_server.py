@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["INSTRUCTIONS", "build_server"]
 
@@ -44,7 +44,7 @@ def _reported(body: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     async def run(*args: P.args, **kwargs: P.kwargs) -> R:
         from mcp.server.mcpserver.exceptions import ToolError
 
-        from ..errors import MemoryRetrieversError
+        from memory_retrievers.errors import MemoryRetrieversError
 
         try:
             return await body(*args, **kwargs)
@@ -85,7 +85,7 @@ class Tools:
 
     @_reported
     async def recall(self, namespace: str, query: str, k: int | None, token_budget: int | None) -> str:
-        from ..retriever import MemoryRetriever
+        from memory_retrievers.recall.retriever import MemoryRetriever
 
         if not await self._known(namespace):
             return ""
@@ -96,7 +96,7 @@ class Tools:
 
     @_reported
     async def search(self, namespace: str, query: str, k: int) -> list[dict[str, Any]]:
-        from ..retriever import MemoryRetriever
+        from memory_retrievers.recall.retriever import MemoryRetriever
 
         if not await self._known(namespace):
             return []
@@ -144,7 +144,7 @@ def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
     """
     from mcp.server.mcpserver import MCPServer
 
-    from .. import __version__
+    from memory_retrievers import __version__
 
     tools = Tools(store)
     settings: dict[str, Any] = {"instructions": INSTRUCTIONS, "version": __version__}
@@ -231,7 +231,7 @@ def _one_namespace_server(namespace: str, **settings: Any) -> MCPServer:
     from mcp.server.mcpserver import MCPServer
     from mcp.server.mcpserver.exceptions import ToolError
 
-    from ..errors import InvalidInputError
+    from memory_retrievers.errors import InvalidInputError
 
     class OneNamespaceServer(MCPServer):
         async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:

@@ -20,9 +20,9 @@ from typing import Any, TypeVar, get_args, get_origin
 
 import click
 
-from . import exits
-from .runtime import Invocation
-from .settings import Settings, SettingsError, resolve
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.runtime import Invocation
+from memory_retrievers.cli.settings import Settings, SettingsError, resolve
 
 __all__ = [
     "KINDS",
@@ -177,7 +177,9 @@ _RENAMED = {"k": "--k", "token_budget": "--budget"}
 @cache
 def _field_docs() -> dict[str, str]:
     """First line of each RecallConfig/ChannelWeights/section field's docstring, read from the source."""
-    from .. import recall_config, scoring, stage_config
+    import memory_retrievers.recall.config as recall_config
+    import memory_retrievers.recall.scoring as scoring
+    import memory_retrievers.recall.stage_config as stage_config
 
     docs: dict[str, str] = {}
     for module in (recall_config, stage_config, scoring):
@@ -225,7 +227,7 @@ def _make_option(name: str, annotation: Any, default: Any, doc: str, path: str) 
 @cache
 def recall_config_params() -> tuple[click.Option, ...]:
     """One option per RecallConfig field (channel weights as ``--weight-<channel>``, kind boosts repeatable)."""
-    from ..recall_config import ChannelWeights, RecallConfig
+    from memory_retrievers.recall.config import ChannelWeights, RecallConfig
 
     docs = _field_docs()
     params: list[click.Option] = [
@@ -287,10 +289,10 @@ def recall_config_from(params: Mapping[str, Any]) -> Any:
     Raises:
         click.BadParameter: A value the config rejects (the message names the field and the fix).
     """
-    from .._flat_config import FLAT_NAMES
-    from ..config import validated
-    from ..errors import ConfigError
-    from ..recall_config import RecallConfig
+    from memory_retrievers.config import validated
+    from memory_retrievers.errors import ConfigError
+    from memory_retrievers.recall._flat_config import FLAT_NAMES
+    from memory_retrievers.recall.config import RecallConfig
 
     overrides: dict[str, Any] = {}
     weights: dict[str, float] = {}
@@ -336,7 +338,7 @@ def _budget(value: str) -> int | None:
 
 def _kind_boosts(values: Sequence[str]) -> dict[str, float]:
     """The default kind boosts with the given ``KIND=FACTOR`` items changed."""
-    from ..recall_config import RecallConfig
+    from memory_retrievers.recall.config import RecallConfig
 
     boosts = {k.value: v for k, v in RecallConfig().scoring.kind_boosts.items()}
     for item in values:

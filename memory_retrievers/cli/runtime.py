@@ -19,14 +19,14 @@ from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TextIO
 
-from . import exits
-from .settings import Settings, shard_locations
+from memory_retrievers.cli import exits
+from memory_retrievers.cli.settings import Settings, shard_locations
 
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..embeddings import Embedder
-    from ..store import MemoryStore
+    from memory_retrievers.embeddings import Embedder
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["Invocation", "StoreProvider", "WrongStoreError", "make_embedder", "route_std_streams", "std_streams_to"]
 
@@ -41,7 +41,7 @@ def make_embedder(spec: str) -> Embedder:
     Raises:
         CliError: An unknown spec (exit code 6).
     """
-    from ..embeddings import HashEmbedder, SentenceTransformerEmbedder
+    from memory_retrievers.embeddings import HashEmbedder, SentenceTransformerEmbedder
 
     if spec == "minilm":
         return SentenceTransformerEmbedder()
@@ -105,7 +105,7 @@ class StoreProvider:
                 "(memory-retrievers add TEXT -n NAMESPACE) or pass --store PATH",
                 exits.NOT_FOUND,
             )
-        from ..store import MemoryStore
+        from memory_retrievers.store.memory_store import MemoryStore
 
         # A long-lived worker must see what other processes commit meanwhile (≈1.4 ms per read);
         # a one-shot process opens the latest version anyway.
@@ -115,7 +115,7 @@ class StoreProvider:
         api_key, region, host = (settings.cloud.get(k) for k in ("api_key", "region", "host_override"))
         cloud: dict[str, Any] = {"api_key": api_key, "region": region, "host_override": host}
         if shards is not None:
-            from ..shards import ShardedMemoryStore
+            from memory_retrievers.shards.sharded_store import ShardedMemoryStore
 
             store: MemoryStore = ShardedMemoryStore(shards, embedder=embedder, config=config, **cloud)
         else:

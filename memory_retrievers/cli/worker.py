@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from .workerproto import PROTOCOL, peer_is_same_user, read_message, write_message
+from memory_retrievers.cli.workerproto import PROTOCOL, peer_is_same_user, read_message, write_message
 
 __all__ = ["MAX_IN_HAND", "MAX_RUNNING", "Worker", "main"]
 
@@ -66,7 +66,7 @@ class Worker:
         max_running: int = MAX_RUNNING,
         max_in_hand: int = MAX_IN_HAND,
     ) -> None:
-        from .runtime import StoreProvider
+        from memory_retrievers.cli.runtime import StoreProvider
 
         self.socket_path = socket_path
         self.store = store
@@ -86,11 +86,11 @@ class Worker:
 
     def warm_up(self) -> None:
         """Load what the first request would: the command tree, the store and the embedding model."""
-        from . import app  # noqa: F401  (imports every command module)
-        from .runtime import make_embedder, store_exists
+        from memory_retrievers.cli import app  # noqa: F401  (imports every command module)
+        from memory_retrievers.cli.runtime import make_embedder, store_exists
 
         if store_exists(self.store):
-            from .settings import Settings
+            from memory_retrievers.cli.settings import Settings
 
             settings = Settings(self.store, "worker", None, self.embedder, True, self.idle_s, Path("/"))
             self.stores.open(settings, create=False).embedder.embed_query("warm up")
@@ -229,8 +229,8 @@ class Worker:
         }
 
     def _run(self, request: dict[str, Any]) -> dict[str, Any]:
-        from .app import run
-        from .runtime import Invocation, WrongStoreError
+        from memory_retrievers.cli.app import run
+        from memory_retrievers.cli.runtime import Invocation, WrongStoreError
 
         out, err = io.StringIO(), io.StringIO()
         stdin = request.get("stdin")
@@ -272,7 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError:
         return 0  # another worker serves this store: the client connects to it
     worker = Worker(args.socket, args.store, args.embedder, args.idle)
-    from .runtime import route_std_streams
+    from memory_retrievers.cli.runtime import route_std_streams
 
     route_std_streams()  # commands run on several threads: each one's Click output goes to its own client
     signal.signal(signal.SIGTERM, worker.stop)

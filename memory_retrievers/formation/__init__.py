@@ -6,14 +6,14 @@
 
 from __future__ import annotations
 
-from .config import FormationConfig
-from .contradictions import Contradiction, find_contradictions
-from .former import MemoryFormer, Message
-from .hygiene import FuzzyDuplicate, find_fuzzy_duplicates
-from .importance import importance
-from .report import FactOutcome, FormationReport, RejectedFact
-from .review import DuplicateFinding
-from .types import Confidence, Decision, Fact, LLMOutputWarning, Verdict
+from memory_retrievers.formation.config import FormationConfig
+from memory_retrievers.formation.contradictions import Contradiction, find_contradictions
+from memory_retrievers.formation.former import MemoryFormer, Message
+from memory_retrievers.formation.hygiene import FuzzyDuplicate, find_fuzzy_duplicates
+from memory_retrievers.formation.importance import importance
+from memory_retrievers.formation.report import FactOutcome, FormationReport, RejectedFact
+from memory_retrievers.formation.review import DuplicateFinding
+from memory_retrievers.formation.types import Confidence, Decision, Fact, LLMOutputWarning, Verdict
 
 __all__ = [
     "Confidence",

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import ConfigDict, Field
 
-from ..config import CheckedModel
-from .types import Confidence
+from memory_retrievers.config import CheckedModel
+from memory_retrievers.formation.types import Confidence
 
 __all__ = ["FormationConfig"]
 

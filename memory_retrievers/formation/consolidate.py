@@ -15,19 +15,19 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embeddings import unit_rows
-from ..errors import EmbeddingError, InvalidInputError, NotFoundError
-from ..llm import LLM
-from ..models import Memory, MemoryKind, WriteAction
-from ..validation import check_text
-from .config import FormationConfig
-from .contradictions import find_contradictions
-from .extract import judge
-from .report import FactOutcome
-from .types import Decision, Fact, LLMOutputWarning, Verdict
+from memory_retrievers.embeddings import unit_rows
+from memory_retrievers.errors import EmbeddingError, InvalidInputError, NotFoundError
+from memory_retrievers.formation.config import FormationConfig
+from memory_retrievers.formation.contradictions import find_contradictions
+from memory_retrievers.formation.extract import judge
+from memory_retrievers.formation.report import FactOutcome
+from memory_retrievers.formation.types import Decision, Fact, LLMOutputWarning, Verdict
+from memory_retrievers.llm import LLM
+from memory_retrievers.models import Memory, MemoryKind, WriteAction
+from memory_retrievers.validation import check_text
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["KNOWLEDGE_KINDS", "Consolidator"]
 

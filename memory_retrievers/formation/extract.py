@@ -6,11 +6,11 @@ import asyncio
 import warnings
 from collections.abc import Sequence
 
-from ..llm import LLM
-from ..plugin_loop import isolated
-from .parse import UnusableAnswer, parse_facts, parse_verdict
-from .prompts import consolidation_prompt, extraction_prompt, summary_prompt
-from .types import Fact, LLMOutputWarning, Verdict
+from memory_retrievers.formation.parse import UnusableAnswer, parse_facts, parse_verdict
+from memory_retrievers.formation.prompts import consolidation_prompt, extraction_prompt, summary_prompt
+from memory_retrievers.formation.types import Fact, LLMOutputWarning, Verdict
+from memory_retrievers.llm import LLM
+from memory_retrievers.runtime.plugin_loop import isolated
 
 __all__ = ["ask", "extract_facts", "judge", "summarize"]
 

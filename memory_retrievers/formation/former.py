@@ -20,25 +20,25 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-from .. import _loop
-from .._barrier import Ticket, holding
-from ..config import validated
-from ..errors import InvalidInputError, NotFoundError, QueueFullError
-from ..llm import LLM, as_llm
-from ..models import AddedMemory, Memory, MemoryKind
-from ..paging import aiter_memories
-from ..validation import check_text, validate_record
-from .config import FormationConfig
-from .consolidate import Consolidator
-from .extract import extract_facts, summarize
-from .importance import importance
-from .lifecycle import next_tier
-from .report import FactOutcome, FormationReport, RejectedFact
-from .review import DuplicateFinding, review_duplicates
-from .types import Confidence, Fact
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers.config import validated
+from memory_retrievers.errors import InvalidInputError, NotFoundError, QueueFullError
+from memory_retrievers.formation.config import FormationConfig
+from memory_retrievers.formation.consolidate import Consolidator
+from memory_retrievers.formation.extract import extract_facts, summarize
+from memory_retrievers.formation.importance import importance
+from memory_retrievers.formation.lifecycle import next_tier
+from memory_retrievers.formation.report import FactOutcome, FormationReport, RejectedFact
+from memory_retrievers.formation.review import DuplicateFinding, review_duplicates
+from memory_retrievers.formation.types import Confidence, Fact
+from memory_retrievers.llm import LLM, as_llm
+from memory_retrievers.models import AddedMemory, Memory, MemoryKind
+from memory_retrievers.store.barrier import Ticket, holding
+from memory_retrievers.store.paging import aiter_memories
+from memory_retrievers.validation import check_text, validate_record
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["MemoryFormer", "Message"]
 

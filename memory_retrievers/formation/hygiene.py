@@ -1,6 +1,6 @@
 """An offline fuzzy-duplicate scan: Jaccard overlap and containment of words (pure functions).
 
-The write path only merges exact and near-exact duplicates (:mod:`memory_retrievers.dedup`), on
+The write path only merges exact and near-exact duplicates (:mod:`memory_retrievers.text.dedup`), on
 purpose: it must never lose a changed number or a negation. Over months a store still gathers
 paraphrases ("Ana likes jazz" / "Ana really likes jazz music"). This scan finds them for review: a
 pair is reported when the word sets overlap by ``min_jaccard`` or one text's words are (nearly)
@@ -14,8 +14,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .contradictions import contradiction_core
-from .words import meaning_words, pairs_sharing_a_word, strip_speaker
+from memory_retrievers.formation.contradictions import contradiction_core
+from memory_retrievers.formation.words import meaning_words, pairs_sharing_a_word, strip_speaker
 
 __all__ = ["FuzzyDuplicate", "find_fuzzy_duplicates"]
 

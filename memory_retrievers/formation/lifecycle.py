@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from ..models import Memory
-from .config import FormationConfig
+from memory_retrievers.formation.config import FormationConfig
+from memory_retrievers.models import Memory
 
 __all__ = ["next_tier"]
 

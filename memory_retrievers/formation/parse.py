@@ -11,7 +11,7 @@ import json
 import re
 from typing import Any
 
-from .types import Confidence, Decision, Fact, Verdict
+from memory_retrievers.formation.types import Confidence, Decision, Fact, Verdict
 
 __all__ = ["UnusableAnswer", "parse_facts", "parse_verdict"]
 

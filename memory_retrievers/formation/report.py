@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..models import AddedMemory, Memory
-from .types import Decision, Fact
+from memory_retrievers.formation.types import Decision, Fact
+from memory_retrievers.models import AddedMemory, Memory
 
 __all__ = ["FactOutcome", "FormationReport", "RejectedFact"]
 

@@ -13,14 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError
-from ..models import Memory
-from ..paging import aall_memories
-from .consolidate import KNOWLEDGE_KINDS
-from .hygiene import find_fuzzy_duplicates
+from memory_retrievers.errors import NotFoundError
+from memory_retrievers.formation.consolidate import KNOWLEDGE_KINDS
+from memory_retrievers.formation.hygiene import find_fuzzy_duplicates
+from memory_retrievers.models import Memory
+from memory_retrievers.store.paging import aall_memories
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["DuplicateFinding", "review_duplicates"]
 

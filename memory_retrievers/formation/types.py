@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
-from ..recall.expansion import LLMFallbackWarning
+from memory_retrievers.recall.expansion import LLMFallbackWarning
 
 __all__ = ["Confidence", "Decision", "Fact", "LLMOutputWarning", "Verdict"]
 

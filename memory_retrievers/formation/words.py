@@ -6,7 +6,7 @@ import re
 from collections import defaultdict
 from collections.abc import Iterator, Sequence
 
-from ..speakers import strip_speaker
+from memory_retrievers.text.speakers import strip_speaker
 
 __all__ = ["NEGATIONS", "meaning_words", "pairs_sharing_a_word", "strip_speaker"]
 

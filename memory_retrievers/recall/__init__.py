@@ -12,6 +12,6 @@ one recall's state they read and write; ``tasks`` keeps its concurrent work toge
 A custom pipeline can read a namespace the same way: ``source = await store.arecall_source(ns)``.
 """
 
-from .source import RecallSource, SourceHits
+from memory_retrievers.recall.source import RecallSource, SourceHits
 
 __all__ = ["RecallSource", "SourceHits"]

@@ -24,12 +24,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from ..errors import ConfigError
-from ..fusion import RankedList
-from ..query import QueryFeatures
-from ..recall_config import RecallConfig, RoutingMode
-from .channel import ChannelInput, Need
-from .source import RecallSource
+from memory_retrievers.errors import ConfigError
+from memory_retrievers.recall.channel import ChannelInput, Need
+from memory_retrievers.recall.config import RecallConfig, RoutingMode
+from memory_retrievers.recall.fusion import RankedList
+from memory_retrievers.recall.source import RecallSource
+from memory_retrievers.text.query import QueryFeatures
 
 __all__ = ["SpreadingActivation"]
 

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ..fusion import FusedHit
-from .source import RecallSource
+from memory_retrievers.recall.fusion import FusedHit
+from memory_retrievers.recall.source import RecallSource
 
 __all__ = ["MAX_NOTE_TEXT", "notes_for"]
 

@@ -13,17 +13,25 @@ from typing import Any
 
 import numpy as np
 
-from ..calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
-from ..lines import excerpt as excerpt_of
-from ..lines import line_facts
-from ..models import Memory
-from ..recall_config import RecallConfig
-from ..results import CONTEXT_HEADER, CutCandidate, Explanation, RecallResult, ScoredMemory, render_line, trimmed_marker
-from ..sections import SECTION_TITLES, ContextSection, section_of
-from ..selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
-from ..tokens import TokenCounter
-from .blend import Scored
-from .plan import Plan
+from memory_retrievers.models import Memory
+from memory_retrievers.recall.blend import Scored
+from memory_retrievers.recall.calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.plan import Plan
+from memory_retrievers.recall.results import (
+    CONTEXT_HEADER,
+    CutCandidate,
+    Explanation,
+    RecallResult,
+    ScoredMemory,
+    render_line,
+    trimmed_marker,
+)
+from memory_retrievers.recall.sections import SECTION_TITLES, ContextSection, section_of
+from memory_retrievers.recall.selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
+from memory_retrievers.text.lines import excerpt as excerpt_of
+from memory_retrievers.text.lines import line_facts
+from memory_retrievers.tokens import TokenCounter
 
 __all__ = ["Assembly", "assemble"]
 

@@ -8,15 +8,15 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import MemoryRetrieversError
-from ..fusion import FusedHit, RankedList, weighted_rrf
-from ..models import Memory
-from ..plugin_loop import isolated
-from ..plugins import PluginStalledError
-from ..recall_config import RecallConfig
-from ..rerank import Reranker
-from ..scoring import ScoringContext, multipliers
-from .plan import Plan
+from memory_retrievers.errors import MemoryRetrieversError
+from memory_retrievers.models import Memory
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.fusion import FusedHit, RankedList, weighted_rrf
+from memory_retrievers.recall.plan import Plan
+from memory_retrievers.recall.rerank import Reranker
+from memory_retrievers.recall.scoring import ScoringContext, multipliers
+from memory_retrievers.runtime.plugin_loop import isolated
+from memory_retrievers.runtime.plugins import PluginStalledError
 
 __all__ = ["Scored", "final_scores", "fuse", "rerank", "semantic_blend"]
 

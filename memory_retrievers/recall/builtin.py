@@ -3,7 +3,7 @@
 Lists from the original query (vector, BM25, context, dated) weigh ``original_query_weight`` times
 their channel's weight, so that LLM rewrites and feedback lists (weight 1 each) count less. Text
 and vector searches fetch twice the depth and rank among statements
-(:func:`~memory_retrievers.recall.channels.statements_cut`).
+(:func:`~memory_retrievers.recall.stage_searches.statements_cut`).
 
 :func:`default_registry` lists them in routing order: vector, bm25, context, entity, recency,
 dated, links.
@@ -15,14 +15,14 @@ import functools
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..fusion import RankedList
-from ..models import FtsField
-from ..query import QueryFeatures
-from ..recall_config import RecallConfig, RoutingMode
-from .channel import ChannelInput, Need
-from .channels import statements_cut
-from .links import spread
-from .registry import ChannelRegistry
+from memory_retrievers.models import FtsField
+from memory_retrievers.recall.channel import ChannelInput, Need
+from memory_retrievers.recall.config import RecallConfig, RoutingMode
+from memory_retrievers.recall.fusion import RankedList
+from memory_retrievers.recall.links import spread
+from memory_retrievers.recall.registry import ChannelRegistry
+from memory_retrievers.recall.stage_searches import statements_cut
+from memory_retrievers.text.query import QueryFeatures
 
 __all__ = [
     "Bm25Channel",

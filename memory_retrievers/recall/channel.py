@@ -32,11 +32,11 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..dates import DateSpan
-from ..fusion import FusedHit, RankedList
-from ..query import QueryFeatures
-from ..recall_config import RecallConfig, RoutingMode
-from .source import RecallSource
+from memory_retrievers.recall.config import RecallConfig, RoutingMode
+from memory_retrievers.recall.fusion import FusedHit, RankedList
+from memory_retrievers.recall.source import RecallSource
+from memory_retrievers.text.dates import DateSpan
+from memory_retrievers.text.query import QueryFeatures
 
 __all__ = ["Channel", "ChannelFailedWarning", "ChannelInput", "ChannelQuery", "Need", "warn_failed"]
 
@@ -70,7 +70,7 @@ class ChannelQuery:
     Attributes:
         text: The searched query (a long one is cut to its opening and end).
         terms: Its keywords joined by spaces (the query itself when it has none): the BM25 query.
-        features: What :func:`memory_retrievers.query.analyze` read in it (keywords, entities,
+        features: What :func:`memory_retrievers.text.query.analyze` read in it (keywords, entities,
             dates, intent, cues).
         vector: Its unit embedding, without the speakers' names when it names one (only for
             channels that need :attr:`Need.VECTOR`; ``None`` otherwise).

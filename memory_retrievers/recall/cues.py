@@ -1,6 +1,6 @@
 """Who and when a query names: the speaker cue and the date cue.
 
-See :mod:`memory_retrievers.speakers` and :mod:`memory_retrievers.dates`. Both are read once per
+See :mod:`memory_retrievers.text.speakers` and :mod:`memory_retrievers.text.dates`. Both are read once per
 recall, before the searches: the speakers a query names need the namespace's speakers (cached by
 the store), the dates only the query text.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 
-from ..query import QueryFeatures
-from ..recall_config import RecallConfig
-from ..scoring import ScoringContext
-from ..speakers import may_name_a_speaker, named_speakers, without_names
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.scoring import ScoringContext
+from memory_retrievers.text.query import QueryFeatures
+from memory_retrievers.text.speakers import may_name_a_speaker, named_speakers, without_names
 
 __all__ = ["Cues", "read_cues"]
 

@@ -14,17 +14,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..fusion import FusedHit
-from ..llm import LLM, expansion_prompt, hyde_prompt, parse_rewrites
-from ..models import FtsField
-from ..plugin_loop import isolated
-from ..query import analyze, feedback_terms
-from ..recall_config import RecallConfig
-from ..validation import MAX_QUERY_CHARS
-from .channels import Channels
-from .plan import Plan
-from .source import RecallSource
-from .tasks import RecallTasks
+from memory_retrievers.llm import LLM, expansion_prompt, hyde_prompt, parse_rewrites
+from memory_retrievers.models import FtsField
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.fusion import FusedHit
+from memory_retrievers.recall.plan import Plan
+from memory_retrievers.recall.source import RecallSource
+from memory_retrievers.recall.stage_searches import Channels
+from memory_retrievers.recall.tasks import RecallTasks
+from memory_retrievers.runtime.plugin_loop import isolated
+from memory_retrievers.text.query import analyze, feedback_terms
+from memory_retrievers.validation import MAX_QUERY_CHARS
 
 __all__ = ["LLMFallbackWarning", "LLMStages", "feedback_pass"]
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..fusion import FusedHit, RankedList
-from ..recall_config import RecallConfig
-from .source import RecallSource
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.fusion import FusedHit, RankedList
+from memory_retrievers.recall.source import RecallSource
 
 __all__ = ["spread"]
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..query import QueryFeatures
-from ..recall_config import RecallConfig, RoutingMode
-from .builtin import default_registry
-from .registry import ChannelRegistry
+from memory_retrievers.recall.builtin import default_registry
+from memory_retrievers.recall.config import RecallConfig, RoutingMode
+from memory_retrievers.recall.registry import ChannelRegistry
+from memory_retrievers.text.query import QueryFeatures
 
 __all__ = ["Plan", "route"]
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..fusion import FusedHit, RankedList
-from ..models import MemoryKind
-from .source import RecallSource
+from memory_retrievers.models import MemoryKind
+from memory_retrievers.recall.fusion import FusedHit, RankedList
+from memory_retrievers.recall.source import RecallSource
 
 __all__ = ["fold_into_sources", "source_lists"]
 

@@ -15,10 +15,10 @@ import re
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from ..errors import ConfigError
-from ..query import QueryFeatures
-from ..recall_config import ChannelWeights, RecallConfig, RoutingMode
-from .channel import Channel, Need, warn_failed
+from memory_retrievers.errors import ConfigError
+from memory_retrievers.recall.channel import Channel, Need, warn_failed
+from memory_retrievers.recall.config import ChannelWeights, RecallConfig, RoutingMode
+from memory_retrievers.text.query import QueryFeatures
 
 __all__ = ["STAGE_WEIGHTS", "ChannelRegistry"]
 

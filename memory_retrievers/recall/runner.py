@@ -33,15 +33,15 @@ from typing import Any
 
 import numpy as np
 
-from ..dates import DateSpan
-from ..fusion import FusedHit, RankedList
-from ..models import FtsField, Memory
-from ..recall_config import RecallConfig
-from .channel import Channel, ChannelInput, ChannelQuery, Need, warn_failed
-from .registry import ChannelRegistry
-from .sandbox import ChannelCancelledItself, plugin_search
-from .source import RecallSource, SourceHits
-from .tasks import RecallTasks
+from memory_retrievers.models import FtsField, Memory
+from memory_retrievers.recall.channel import Channel, ChannelInput, ChannelQuery, Need, warn_failed
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.fusion import FusedHit, RankedList
+from memory_retrievers.recall.registry import ChannelRegistry
+from memory_retrievers.recall.sandbox import ChannelCancelledItself, plugin_search
+from memory_retrievers.recall.source import RecallSource, SourceHits
+from memory_retrievers.recall.tasks import RecallTasks
+from memory_retrievers.text.dates import DateSpan
 
 __all__ = ["MAX_LIST_IDS", "ChannelRunner", "CheckedSource"]
 

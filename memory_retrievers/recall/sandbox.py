@@ -7,8 +7,8 @@ timeouts would expire in its place, and every write and recall of every namespac
 (docs/RELIABILITY.md item 10). So, like rerankers and LLMs:
 
 - a plain ``search`` runs on the library's ``"channel"`` thread pool
-  (:func:`memory_retrievers.plugins.pool`); one that never returns is written off at its timeout;
-- an ``async def`` one runs on the plug-in loop (:func:`memory_retrievers.plugin_loop.isolated`).
+  (:func:`memory_retrievers.runtime.plugins.pool`); one that never returns is written off at its timeout;
+- an ``async def`` one runs on the plug-in loop (:func:`memory_retrievers.runtime.plugin_loop.isolated`).
 
 The recall's source is bound to the store's loop: the channel gets a :class:`LoopBoundSource`,
 whose awaits run there whatever loop the channel awaits them from. Built-in channels do not come
@@ -26,12 +26,12 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from ..dates import DateSpan
-from ..models import FtsField, Memory
-from ..plugin_loop import isolated
-from ..plugins import pool as plugin_pool
-from .channel import Channel, ChannelInput
-from .source import RecallSource, SourceHits
+from memory_retrievers.models import FtsField, Memory
+from memory_retrievers.recall.channel import Channel, ChannelInput
+from memory_retrievers.recall.source import RecallSource, SourceHits
+from memory_retrievers.runtime.plugin_loop import isolated
+from memory_retrievers.runtime.plugins import pool as plugin_pool
+from memory_retrievers.text.dates import DateSpan
 
 __all__ = ["ChannelCancelledItself", "LoopBoundSource", "plugin_search"]
 

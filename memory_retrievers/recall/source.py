@@ -15,8 +15,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from ..dates import DateSpan
-from ..models import FtsField, Memory
+from memory_retrievers.models import FtsField, Memory
+from memory_retrievers.text.dates import DateSpan
 
 __all__ = ["RecallSource", "SourceHits"]
 

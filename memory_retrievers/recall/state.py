@@ -7,12 +7,12 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..fusion import FusedHit, RankedList
-from ..recall_config import RecallConfig
-from ..scoring import ScoringContext
-from .blend import fuse
-from .channel import ChannelQuery
-from .plan import Plan
+from memory_retrievers.recall.blend import fuse
+from memory_retrievers.recall.channel import ChannelQuery
+from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.fusion import FusedHit, RankedList
+from memory_retrievers.recall.plan import Plan
+from memory_retrievers.recall.scoring import ScoringContext
 
 __all__ = ["RecallState"]
 

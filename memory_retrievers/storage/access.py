@@ -13,8 +13,8 @@ from datetime import datetime
 
 import pyarrow as pa
 
-from ..models import Memory
-from .table import MemoryTable
+from memory_retrievers.models import Memory
+from memory_retrievers.storage.table import MemoryTable
 
 __all__ = ["AccessLog"]
 

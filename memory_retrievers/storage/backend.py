@@ -231,7 +231,7 @@ class LanceBackend:
 
     async def merge(self, data: pa.Table, key: Sequence[str], merge: Merge) -> Any:
         """Merge rows by the ``key`` columns in one commit (see :class:`Merge`)."""
-        from .keys import inserting
+        from memory_retrievers.storage.keys import inserting
 
         builder = self.handle.merge_insert(list(key))
         if merge.update:

@@ -10,7 +10,7 @@ The table must have the store's columns: one this library created is used as is 
 other), one that lacks columns is refused with a :class:`~memory_retrievers.ConfigError` naming them.
 
 Fork: the caller's connection belongs to the process that opened it, and LanceDB's runtime is not
-safe in a child forked from a process that used it (see ``memory_retrievers._fork``). A store
+safe in a child forked from a process that used it (see ``memory_retrievers.runtime.fork``). A store
 opened by URI moves to a private engine process there; a caller's connection cannot be moved, so in
 such a child opening a store on it raises :class:`~memory_retrievers.ForkedStoreError` before any
 LanceDB call (never a hang or a crash). Open the connection and the store after the fork, or pass a
@@ -26,8 +26,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import _fork
-from ..errors import ConfigError, ForkedStoreError
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers.errors import ConfigError, ForkedStoreError
 
 __all__ = ["CallerTable", "database_uri", "missing_columns"]
 
@@ -118,7 +118,7 @@ class CallerTable:
         if self.table is not None:
             uri = self.uri or database_uri(str(await self.table.uri()), str(self.table_name))
             return self.table, await self.table.schema(), uri
-        from .connect import create_or_open
+        from memory_retrievers.storage.connect import create_or_open
 
         table = await create_or_open(self.connection, table_name, schema)
         return table, await table.schema(), self.uri

@@ -48,10 +48,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import StorageError
-from .backend import Merge, Request
-from .events import CommitEvent
-from .table import MemoryTable
+from memory_retrievers.errors import StorageError
+from memory_retrievers.storage.backend import Merge, Request
+from memory_retrievers.storage.events import CommitEvent
+from memory_retrievers.storage.table import MemoryTable
 
 __all__ = ["ClusterResult", "Clusterer", "SAME_ROW", "find_runs"]
 

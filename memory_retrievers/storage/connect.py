@@ -1,7 +1,7 @@
 """Opening the LanceDB table: in this process, or in the engine process when fork makes this one unsafe.
 
 Both :class:`~memory_retrievers.storage.table.MemoryTable` (in-process) and the engine
-(``storage.engine``, for forked children, see ``memory_retrievers._fork``) open a table with
+(``storage.engine``, for forked children, see ``memory_retrievers.runtime.fork``) open a table with
 :func:`open_lancedb_table`, so they create, find and refuse tables by the same rules.
 """
 
@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import ConfigError, StorageError
+from memory_retrievers.errors import ConfigError, StorageError
 
 __all__ = ["CacheSizes", "CloudAccess", "cloud_access", "create_or_open", "is_uri", "open_lancedb_table"]
 

@@ -15,12 +15,12 @@ import logging
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-from ..config import StoreConfig
-from ..context import window_contexts
-from ..errors import StorageError
-from ..filters import MemoryFilter, build_where
-from ..models import MemoryKind
-from .table import MemoryTable
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import StorageError
+from memory_retrievers.filters import MemoryFilter, build_where
+from memory_retrievers.models import MemoryKind
+from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.text.context import window_contexts
 
 __all__ = ["ContextFiller", "Filled"]
 

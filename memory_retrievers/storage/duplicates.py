@@ -1,6 +1,6 @@
 """Duplicate detection on write: against stored memories (LanceDB queries) and within the batch.
 
-What counts as a duplicate is defined in :mod:`memory_retrievers.dedup`: the same text up to
+What counts as a duplicate is defined in :mod:`memory_retrievers.text.dedup`: the same text up to
 whitespace, or a near-identical vector *and* the same words, and always within one scope (kind,
 project, topic). Vectors are unit length (see ``vectors``), so the batch side compares them by dot
 product and the table side by LanceDB's cosine distance, which agree.
@@ -14,11 +14,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..config import StoreConfig
-from ..dedup import Scope, first_duplicate_in_batch, same_words, scope_of
-from ..filters import MemoryFilter, build_where, sql_in, sql_literal
-from .backend import Request
-from .table import MemoryTable
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.filters import MemoryFilter, build_where, sql_in, sql_literal
+from memory_retrievers.storage.backend import Request
+from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.text.dedup import Scope, first_duplicate_in_batch, same_words, scope_of
 
 __all__ = ["DuplicateFinder", "Match"]
 

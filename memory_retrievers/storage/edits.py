@@ -16,20 +16,27 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..config import StoreConfig
-from ..errors import InvalidInputError, NotFoundError, StorageError
-from ..fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row
-from ..filters import MemoryFilter, build_where, matches, sql_in, sql_literal
-from ..models import AddedMemory, DedupPolicy, Memory, WriteAction
-from ..schema import row_to_memory, rows_to_memories, search_text, to_arrow
-from ..validation import content_hash, validate_record
-from .context_fill import ContextFiller
-from .duplicates import DuplicateFinder, Match
-from .landing import after_commit, checked_delete, checked_delete_and_rewrite, checked_link, checked_rewrite, ids_left
-from .table import MemoryTable
-from .vectors import VectorMaker
-from .write_plan import rewritten_duplicate
-from .writes import Writer, added, duplicate_kind, public
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import InvalidInputError, NotFoundError, StorageError
+from memory_retrievers.filters import MemoryFilter, build_where, matches, sql_in, sql_literal
+from memory_retrievers.models import AddedMemory, DedupPolicy, Memory, WriteAction
+from memory_retrievers.storage.context_fill import ContextFiller
+from memory_retrievers.storage.duplicates import DuplicateFinder, Match
+from memory_retrievers.storage.fields import INHERITED_FIELDS, WRITABLE_FIELDS, build_row
+from memory_retrievers.storage.landing import (
+    after_commit,
+    checked_delete,
+    checked_delete_and_rewrite,
+    checked_link,
+    checked_rewrite,
+    ids_left,
+)
+from memory_retrievers.storage.schema import row_to_memory, rows_to_memories, search_text, to_arrow
+from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.storage.vectors import VectorMaker
+from memory_retrievers.storage.write_plan import rewritten_duplicate
+from memory_retrievers.storage.writes import Writer, added, duplicate_kind, public
+from memory_retrievers.validation import content_hash, validate_record
 
 __all__ = ["Editor"]
 

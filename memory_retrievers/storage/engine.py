@@ -21,7 +21,7 @@ import threading
 from multiprocessing.connection import Connection
 from typing import Any
 
-from .connect import open_lancedb_table
+from memory_retrievers.storage.connect import open_lancedb_table
 
 __all__ = ["main", "portable", "replay"]
 
@@ -41,7 +41,7 @@ async def replay(root: Any, steps: tuple[tuple[Any, ...], ...]) -> Any:
 
 def portable(value: Any) -> Any:
     """``value`` if it pickles, else a :class:`~.remote.Portable` copy of its public data."""
-    from .remote import Portable
+    from memory_retrievers.storage.remote import Portable
 
     try:
         pickle.dumps(value)

@@ -8,10 +8,10 @@ import logging
 import sys
 from typing import TYPE_CHECKING
 
-from .backend import IndexKind
+from memory_retrievers.storage.backend import IndexKind
 
 if TYPE_CHECKING:
-    from .table import MemoryTable
+    from memory_retrievers.storage.table import MemoryTable
 
 logger = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..schema import search_text, to_arrow
+from memory_retrievers.storage.schema import search_text, to_arrow
 
 __all__ = ["KEY", "ensure_primary_key", "inserting", "key_not_null", "whole_rows"]
 

@@ -20,9 +20,9 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from .events import CommitAction, CommitEvent
-from .table import MemoryTable
+from memory_retrievers.errors import StorageError
+from memory_retrievers.storage.events import CommitAction, CommitEvent
+from memory_retrievers.storage.table import MemoryTable
 
 __all__ = [
     "after_commit",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from .connect import CloudAccess
+from memory_retrievers.storage.connect import CloudAccess
 
 __all__ = ["TableLocation"]
 

@@ -20,16 +20,16 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
-from .. import _loop
-from ..config import StoreConfig
-from ..errors import StorageError
-from ..models import FtsField
-from .access import AccessLog
-from .backend import IndexKind
-from .cluster import Clusterer, ClusterResult
-from .index_child import build_in_child, build_vector_index
-from .queue import WriteQueue
-from .table import CommitEvent, MemoryTable, is_uri, storage_error
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import StorageError
+from memory_retrievers.models import FtsField
+from memory_retrievers.storage.access import AccessLog
+from memory_retrievers.storage.backend import IndexKind
+from memory_retrievers.storage.cluster import Clusterer, ClusterResult
+from memory_retrievers.storage.index_child import build_in_child, build_vector_index
+from memory_retrievers.storage.queue import WriteQueue
+from memory_retrievers.storage.table import CommitEvent, MemoryTable, is_uri, storage_error
 
 __all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child", "retry_conflicts"]
 

@@ -1,6 +1,6 @@
 """What opening a table checks and upgrades: that it is ours and of our model, and its columns.
 
-Columns added by later releases (see ``added_sql`` in :mod:`memory_retrievers.fields`) are added to
+Columns added by later releases (see ``added_sql`` in :mod:`memory_retrievers.storage.fields`) are added to
 an older table when it is opened (additive migrations only: one LanceDB commit, existing rows get
 the column's default). A table of a *newer* schema version, another embedder, or not written by
 memory-retrievers is refused with an error that says what to do.
@@ -13,9 +13,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ..errors import EmbedderMismatchError, SchemaMismatchError, StorageError
-from ..fields import FIELDS
-from ..schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION, SCHEMA_VERSION
+from memory_retrievers.errors import EmbedderMismatchError, SchemaMismatchError, StorageError
+from memory_retrievers.storage.fields import FIELDS
+from memory_retrievers.storage.schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION, SCHEMA_VERSION
 
 __all__ = ["add_missing_columns", "check_schema", "storage_error"]
 

@@ -10,12 +10,12 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from .. import _fork
-from ..errors import ConfigError, StorageError
-from ..schema import META_SCHEMA_VERSION
-from .caller import CallerTable, missing_columns
-from .connect import CacheSizes, CloudAccess, is_uri, open_lancedb_table
-from .remote import RemoteTable, warn_engine
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers.errors import ConfigError, StorageError
+from memory_retrievers.storage.caller import CallerTable, missing_columns
+from memory_retrievers.storage.connect import CacheSizes, CloudAccess, is_uri, open_lancedb_table
+from memory_retrievers.storage.remote import RemoteTable, warn_engine
+from memory_retrievers.storage.schema import META_SCHEMA_VERSION
 
 __all__ = ["check_caller_schema", "connect_table", "make_folder", "open_caller", "within"]
 
@@ -66,7 +66,7 @@ def check_caller_schema(found: pa.Schema, expected: pa.Schema, where: str) -> No
     raise ConfigError(
         f"{where} was not created by memory-retrievers: {detail}. Let the store create its table: "
         "MemoryStore(connection=db, table_name='<a new name>') (or create it with "
-        "memory_retrievers.schema.memory_schema(embedder.dimension, embedder.name))"
+        "memory_retrievers.storage.schema.memory_schema(embedder.dimension, embedder.name))"
     )
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from ..errors import StorageError
+from memory_retrievers.errors import StorageError
 
 __all__ = ["Outages", "batch_specific"]
 

@@ -12,11 +12,11 @@ from typing import Any, NamedTuple
 
 import pyarrow as pa
 
-from ..errors import StorageError
-from ..models import AddedMemory, Memory, WriteAction
-from ..schema import rows_to_memories
-from .duplicates import Match
-from .search import Searcher
+from memory_retrievers.errors import StorageError
+from memory_retrievers.models import AddedMemory, Memory, WriteAction
+from memory_retrievers.storage.duplicates import Match
+from memory_retrievers.storage.schema import rows_to_memories
+from memory_retrievers.storage.search import Searcher
 
 __all__ = ["Outcome", "added", "duplicate_kind", "public", "results"]
 

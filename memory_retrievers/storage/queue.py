@@ -30,9 +30,9 @@ from concurrent.futures import wait as wait_futures
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from .. import _loop
-from ..errors import QueueFullError
-from .outage import Outages, batch_specific
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers.errors import QueueFullError
+from memory_retrievers.storage.outage import Outages, batch_specific
 
 __all__ = ["Abandoned", "AddBatch", "WriteQueue", "batch_specific"]
 
@@ -86,7 +86,7 @@ class WriteQueue:
         barrier: Called as an operation is queued, in the caller's context; returns a check the
             consumer calls right before applying it (a raise drops it and goes to its caller), or
             ``None``. The store uses it so work handed over before a ``forget`` never lands after it
-            (see ``memory_retrievers._barrier``): the consumer that applies forgets runs the checks.
+            (see ``memory_retrievers.store.barrier``): the consumer that applies forgets runs the checks.
     """
 
     def __init__(

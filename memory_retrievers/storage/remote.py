@@ -1,7 +1,7 @@
 """A LanceDB table served by a private engine process: how a forked child uses LanceDB safely.
 
 A child forked from a process that had opened LanceDB cannot use LanceDB itself (its runtimes
-crash or hang there, see ``memory_retrievers._fork``). Such a child gets a :class:`RemoteTable`
+crash or hang there, see ``memory_retrievers.runtime.fork``). Such a child gets a :class:`RemoteTable`
 instead: it stands in for LanceDB's ``AsyncTable`` by recording each call chain
 (``table.query().where(...).select(...).to_arrow()``) and running it, when awaited, on the real
 table in an engine process (``storage.engine``). The engine is a new interpreter started with
@@ -31,9 +31,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from .. import _fork
-from ..errors import StorageError
-from .connect import CacheSizes, CloudAccess
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers.errors import StorageError
+from memory_retrievers.storage.connect import CacheSizes, CloudAccess
 
 __all__ = ["EngineClient", "Portable", "RemoteTable", "Step", "warn_engine"]
 

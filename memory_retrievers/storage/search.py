@@ -17,15 +17,15 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters import MemoryFilter, build_where, sql_list, sql_literal
-from ..models import FtsField, Hit, Memory, MemoryKind
-from ..schema import SCALAR_COLUMNS, rows_to_memories
-from ..speakers import speaker_of
-from .access import AccessLog
-from .backend import Request
-from .bounded import bounded_put
-from .maintenance import FTS_COLUMNS
-from .table import CommitEvent, MemoryTable
+from memory_retrievers.filters import MemoryFilter, build_where, sql_list, sql_literal
+from memory_retrievers.models import FtsField, Hit, Memory, MemoryKind
+from memory_retrievers.storage.access import AccessLog
+from memory_retrievers.storage.backend import Request
+from memory_retrievers.storage.bounded import bounded_put
+from memory_retrievers.storage.maintenance import FTS_COLUMNS
+from memory_retrievers.storage.schema import SCALAR_COLUMNS, rows_to_memories
+from memory_retrievers.storage.table import CommitEvent, MemoryTable
+from memory_retrievers.text.speakers import speaker_of
 
 __all__ = ["ENTITY_CACHE_NAMESPACES", "SPEAKER_SAMPLE", "Searcher", "hits", "joined_speakers"]
 

@@ -12,14 +12,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..dates import DateSpan
-from ..filters import MemoryFilter, build_where, created_within, matches, recency_slot
-from ..models import FtsField, Memory
-from ..recall.source import SourceHits
-from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
-from .search import Searcher
-from .view import context_present, exact_order
-from .views import NamespaceView
+from memory_retrievers.filters import MemoryFilter, build_where, created_within, matches, recency_slot
+from memory_retrievers.models import FtsField, Memory
+from memory_retrievers.recall.source import SourceHits
+from memory_retrievers.storage.schema import SCALAR_COLUMNS, row_to_memory, vectors_of
+from memory_retrievers.storage.search import Searcher
+from memory_retrievers.storage.view import context_present, exact_order
+from memory_retrievers.storage.views import NamespaceView
+from memory_retrievers.text.dates import DateSpan
 
 __all__ = ["TableSource", "ViewSource"]
 

@@ -15,9 +15,9 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION
-from .backend import Request
-from .table import MemoryTable, is_uri, storage_error
+from memory_retrievers.storage.backend import Request
+from memory_retrievers.storage.schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION
+from memory_retrievers.storage.table import MemoryTable, is_uri, storage_error
 
 __all__ = ["IndexCoverage", "NamespaceCounts", "StoreStats", "human_bytes", "read_stats"]
 
@@ -60,7 +60,7 @@ class IndexCoverage:
 
 @dataclass(frozen=True, slots=True)
 class StoreStats:
-    """What :meth:`~memory_retrievers.admin.StoreAdmin.stats` (``store.admin.stats()``) reports.
+    """What :meth:`~memory_retrievers.store.admin.StoreAdmin.stats` (``store.admin.stats()``) reports.
 
     Attributes:
         uri: Where the database lives.

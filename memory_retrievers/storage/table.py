@@ -18,16 +18,16 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from ..errors import MemoryRetrieversError, StorageError
-from ..filters import MemoryFilter, build_where
-from .backend import LanceBackend, Merge, Request
-from .caller import CallerTable
-from .connect import CacheSizes, CloudAccess, is_uri
-from .events import CommitAction, CommitEvent, CommitListener, notify
-from .keys import KEY, ensure_primary_key, key_not_null, whole_rows
-from .migrations import add_missing_columns, check_schema, storage_error
-from .opening import connect_table, make_folder, open_caller, within
-from .remote import RemoteTable
+from memory_retrievers.errors import MemoryRetrieversError, StorageError
+from memory_retrievers.filters import MemoryFilter, build_where
+from memory_retrievers.storage.backend import LanceBackend, Merge, Request
+from memory_retrievers.storage.caller import CallerTable
+from memory_retrievers.storage.connect import CacheSizes, CloudAccess, is_uri
+from memory_retrievers.storage.events import CommitAction, CommitEvent, CommitListener, notify
+from memory_retrievers.storage.keys import KEY, ensure_primary_key, key_not_null, whole_rows
+from memory_retrievers.storage.migrations import add_missing_columns, check_schema, storage_error
+from memory_retrievers.storage.opening import connect_table, make_folder, open_caller, within
+from memory_retrievers.storage.remote import RemoteTable
 
 __all__ = ["CommitEvent", "CommitListener", "MemoryTable", "is_uri", "storage_error"]
 

@@ -21,15 +21,15 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..config import StoreConfig
-from ..errors import InvalidInputError, StorageError
-from ..fields import FIELDS, WRITABLE_FIELDS, build_row
-from ..filters import MemoryFilter, build_where
-from ..schema import SCALAR_COLUMNS, row_to_memory
-from ..validation import check_key, content_hash, to_utc, validate_record
-from .table import MemoryTable
-from .vectors import VectorMaker
-from .writes import Writer
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import InvalidInputError, StorageError
+from memory_retrievers.filters import MemoryFilter, build_where
+from memory_retrievers.storage.fields import FIELDS, WRITABLE_FIELDS, build_row
+from memory_retrievers.storage.schema import SCALAR_COLUMNS, row_to_memory
+from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.storage.vectors import VectorMaker
+from memory_retrievers.storage.writes import Writer
+from memory_retrievers.validation import check_key, content_hash, to_utc, validate_record
 
 #: The largest access_count the int64 column holds.
 _MAX_INT64 = 2**63 - 1

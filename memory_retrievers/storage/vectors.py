@@ -14,10 +14,10 @@ from typing import Any
 
 import numpy as np
 
-from ..embeddings import Embedder, check_vectors
-from ..errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
-from ..plugin_loop import isolated
-from ..validation import MAX_QUERY_CHARS, check_text
+from memory_retrievers.embeddings import Embedder, check_vectors
+from memory_retrievers.errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
+from memory_retrievers.runtime.plugin_loop import isolated
+from memory_retrievers.validation import MAX_QUERY_CHARS, check_text
 
 __all__ = ["VectorMaker", "unit"]
 

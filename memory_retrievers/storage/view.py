@@ -14,12 +14,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..dates import DateSpan
-from ..filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
-from ..models import Memory
-from ..schema import SCALAR_COLUMNS, row_to_memory, vectors_of
-from .search import joined_speakers
-from .view_cues import VectorBuffer, message_speakers, speakers_in, tagged
+from memory_retrievers.filters import MemoryFilter, expiry_cutoff, hides_archived, is_unconstrained, matches
+from memory_retrievers.models import Memory
+from memory_retrievers.storage.schema import SCALAR_COLUMNS, row_to_memory, vectors_of
+from memory_retrievers.storage.search import joined_speakers
+from memory_retrievers.storage.view_cues import VectorBuffer, message_speakers, speakers_in, tagged
+from memory_retrievers.text.dates import DateSpan
 
 __all__ = ["SIGNATURE", "VIEW_COLUMNS", "NamespaceView", "context_present", "exact_order"]
 

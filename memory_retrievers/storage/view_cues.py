@@ -16,9 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..models import MemoryKind
-from ..speakers import speaker_of
-from .search import SPEAKER_SAMPLE, joined_speakers
+from memory_retrievers.models import MemoryKind
+from memory_retrievers.storage.search import SPEAKER_SAMPLE, joined_speakers
+from memory_retrievers.text.speakers import speaker_of
 
 __all__ = ["VectorBuffer", "message_speakers", "speakers_in", "tagged"]
 

@@ -29,10 +29,10 @@ from collections.abc import Callable
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..filters import MemoryFilter, build_where
-from .bounded import bounded_put
-from .table import CommitEvent, MemoryTable
-from .view import SIGNATURE, VIEW_COLUMNS, NamespaceView
+from memory_retrievers.filters import MemoryFilter, build_where
+from memory_retrievers.storage.bounded import bounded_put
+from memory_retrievers.storage.table import CommitEvent, MemoryTable
+from memory_retrievers.storage.view import SIGNATURE, VIEW_COLUMNS, NamespaceView
 
 __all__ = ["NamespaceView", "ViewCache"]
 

@@ -17,13 +17,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..errors import InvalidInputError
-from ..fields import build_row, merge_annotations, stored_record
-from ..models import DedupPolicy, WriteAction
-from ..validation import content_hash
-from .duplicates import Match
-from .outcomes import Outcome, duplicate_kind
-from .vectors import VectorMaker
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.models import DedupPolicy, WriteAction
+from memory_retrievers.storage.duplicates import Match
+from memory_retrievers.storage.fields import build_row, merge_annotations, stored_record
+from memory_retrievers.storage.outcomes import Outcome, duplicate_kind
+from memory_retrievers.storage.vectors import VectorMaker
+from memory_retrievers.validation import content_hash
 
 __all__ = [
     "Key",
@@ -193,7 +193,7 @@ def absorbed(base: Mapping[str, Any], rec: PendingRecord, *, update: bool) -> tu
     """The memory ``base`` after taking its duplicate ``rec``, and what changed.
 
     ``update`` (``dedup_policy=update``): the fields the caller set replace the stored ones. Else
-    the record's annotations are merged in (:func:`~memory_retrievers.fields.merge_annotations`).
+    the record's annotations are merged in (:func:`~memory_retrievers.storage.fields.merge_annotations`).
     """
     kept = stored_record(base)
     if update:

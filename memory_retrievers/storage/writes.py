@@ -22,19 +22,19 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from ..config import StoreConfig
-from ..errors import StorageError
-from ..models import AddedMemory, DedupPolicy, WriteAction
-from ..schema import search_text, to_arrow
-from .context_fill import ContextFiller
-from .duplicates import DuplicateFinder, Match
-from .landing import landed_anyway, not_landed, not_landed_after_commit, unlanded
-from .outcomes import Outcome, added, duplicate_kind, public, results
-from .queue import Abandoned, AddBatch
-from .search import Searcher
-from .table import CommitEvent, MemoryTable
-from .vectors import VectorMaker
-from .write_plan import (
+from memory_retrievers.config import StoreConfig
+from memory_retrievers.errors import StorageError
+from memory_retrievers.models import AddedMemory, DedupPolicy, WriteAction
+from memory_retrievers.storage.context_fill import ContextFiller
+from memory_retrievers.storage.duplicates import DuplicateFinder, Match
+from memory_retrievers.storage.landing import landed_anyway, not_landed, not_landed_after_commit, unlanded
+from memory_retrievers.storage.outcomes import Outcome, added, duplicate_kind, public, results
+from memory_retrievers.storage.queue import Abandoned, AddBatch
+from memory_retrievers.storage.schema import search_text, to_arrow
+from memory_retrievers.storage.search import Searcher
+from memory_retrievers.storage.table import CommitEvent, MemoryTable
+from memory_retrievers.storage.vectors import VectorMaker
+from memory_retrievers.storage.write_plan import (
     Key,
     PendingRecord,
     PendingRow,

@@ -20,8 +20,8 @@ except ImportError as exc:  # pragma: no cover - depends on the installed extras
         f"the memory inspector needs the ui extra ({exc.name} is missing): pip install 'memory-retrievers[ui]'"
     ) from exc
 
-from .app import ROUTES, create_app
-from .links import ns_url
-from .server import serve
+from memory_retrievers.ui.app import ROUTES, create_app
+from memory_retrievers.ui.links import ns_url
+from memory_retrievers.ui.server import serve
 
 __all__ = ["ROUTES", "create_app", "ns_url", "serve"]

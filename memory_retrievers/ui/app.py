@@ -22,16 +22,16 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 from starlette.templating import Jinja2Templates
 
-from ..errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
-from ..storage.stats import human_bytes
-from . import routes_actions, routes_ask, routes_pages
-from .links import ns_url, path_for
-from .routes_pages import error_page
-from .scans import ScanCache
-from .security import Guard, check_bind
+from memory_retrievers.errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
+from memory_retrievers.storage.stats import human_bytes
+from memory_retrievers.ui import routes_actions, routes_ask, routes_pages
+from memory_retrievers.ui.links import ns_url, path_for
+from memory_retrievers.ui.routes_pages import error_page
+from memory_retrievers.ui.scans import ScanCache
+from memory_retrievers.ui.security import Guard, check_bind
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["ROUTES", "create_app"]
 

@@ -21,14 +21,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from ..errors import InvalidInputError
-from ..fusion import Contribution
-from ..results import RecallResult, ScoredMemory
-from ..retriever import MemoryRetriever
-from ..sections import SECTION_TITLES, ContextSection, section_of
-from ..selection import CutReason
-from ..store import MemoryStore
-from .ask_form import CONFIG_CHOICES, AskForm
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.recall.fusion import Contribution
+from memory_retrievers.recall.results import RecallResult, ScoredMemory
+from memory_retrievers.recall.retriever import MemoryRetriever
+from memory_retrievers.recall.sections import SECTION_TITLES, ContextSection, section_of
+from memory_retrievers.recall.selection import CutReason
+from memory_retrievers.store.memory_store import MemoryStore
+from memory_retrievers.ui.ask_form import CONFIG_CHOICES, AskForm
 
 __all__ = [
     "CONFIG_CHOICES",
@@ -64,7 +64,7 @@ CUT_REASONS: Mapping[CutReason, str] = {
     CutReason.ABSTAINED: "no candidate scored high enough: the query is taken as one the memories do not answer",
     CutReason.COPY: "it says the same as a better line in the block (collapse_copies)",
 }
-"""Each :class:`~memory_retrievers.selection.CutReason` in words."""
+"""Each :class:`~memory_retrievers.recall.selection.CutReason` in words."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ConfigError, InvalidInputError
-from ..recall.builtin import default_registry
-from ..recall_config import DEFAULT_TOKEN_BUDGET, Preset, RecallConfig
+from memory_retrievers.errors import ConfigError, InvalidInputError
+from memory_retrievers.recall.builtin import default_registry
+from memory_retrievers.recall.config import DEFAULT_TOKEN_BUDGET, Preset, RecallConfig
 
 __all__ = ["CONFIG_CHOICES", "DEFAULT_CONFIG", "AskForm"]
 
@@ -36,7 +36,7 @@ class AskForm:
     Attributes:
         query: The question (``q``); ``""`` shows the form alone.
         budget: The token budget of the block (``budget``; default: the adapters' default,
-            :data:`~memory_retrievers.recall_config.DEFAULT_TOKEN_BUDGET`).
+            :data:`~memory_retrievers.recall.config.DEFAULT_TOKEN_BUDGET`).
         config: The left (or only) side's choice, one of :data:`CONFIG_CHOICES`.
         overrides: The left side's JSON overrides as typed (``overrides``).
         compare: The right side's choice (``compare``), or ``""``: no comparison.

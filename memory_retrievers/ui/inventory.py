@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ..errors import InvalidInputError
-from ..filters import MemoryFilter, build_where, sql_in
-from ..models import Memory, MemoryKind
-from ..storage.stats import StoreStats
-from .reads import columns as read_columns
-from .reads import get_many, store_version
-from .scans import ReviewScan
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.filters import MemoryFilter, build_where, sql_in
+from memory_retrievers.models import Memory, MemoryKind
+from memory_retrievers.storage.stats import StoreStats
+from memory_retrievers.ui.reads import columns as read_columns
+from memory_retrievers.ui.reads import get_many, store_version
+from memory_retrievers.ui.scans import ReviewScan
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = [
     "PAGE_SIZE",
@@ -279,7 +279,7 @@ async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSumm
     Raises:
         NotFoundError: The namespace holds no memory.
     """
-    from ..errors import NotFoundError
+    from memory_retrievers.errors import NotFoundError
 
     where = build_where(namespace, MemoryFilter(include_superseded=True))
     cols = ["kind", "created_at", "superseded_by", "expires_at", "lifecycle", "pinned", "text"]

@@ -6,15 +6,15 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import NotFoundError
-from ..formation.config import FormationConfig
-from ..formation.lifecycle import next_tier
-from ..models import Memory
-from .reads import get_many, get_one, linking_where
-from .scans import Conflict, ReviewScan
+from memory_retrievers.errors import NotFoundError
+from memory_retrievers.formation.config import FormationConfig
+from memory_retrievers.formation.lifecycle import next_tier
+from memory_retrievers.models import Memory
+from memory_retrievers.ui.reads import get_many, get_one, linking_where
+from memory_retrievers.ui.scans import Conflict, ReviewScan
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["CHAIN_LIMIT", "MemoryLife", "memory_life"]
 

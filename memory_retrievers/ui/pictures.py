@@ -15,7 +15,7 @@ from collections.abc import Iterable, Sequence
 from html import escape
 from typing import Literal
 
-from .ask import ExplainedMemory
+from memory_retrievers.ui.ask import ExplainedMemory
 
 __all__ = ["BONUS_COLOUR", "CHANNEL_COLOURS", "channel_colour", "explanation_svg", "strip_svg"]
 

@@ -10,11 +10,11 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from ..filters import MemoryFilter, build_where, sql_literal
-from ..models import Memory
+from memory_retrievers.filters import MemoryFilter, build_where, sql_literal
+from memory_retrievers.models import Memory
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["columns", "get_many", "get_one", "linking_where", "store_version"]
 

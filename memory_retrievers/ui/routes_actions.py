@@ -18,14 +18,14 @@ from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ..errors import InvalidInputError, NotFoundError
-from .links import ns_url, path_for
-from .reads import get_many, get_one
-from .routes_pages import error_page, render
-from .security import check_csrf
+from memory_retrievers.errors import InvalidInputError, NotFoundError
+from memory_retrievers.ui.links import ns_url, path_for
+from memory_retrievers.ui.reads import get_many, get_one
+from memory_retrievers.ui.routes_pages import error_page, render
+from memory_retrievers.ui.security import check_csrf
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["confirm_memory", "confirm_namespace", "confirm_word", "memory_action", "namespace_action"]
 
@@ -159,7 +159,7 @@ async def namespace_action(request: Request) -> Response:
 
 
 async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) -> Response:
-    from ..formation.review import _fold  # the review's own fold, one group at a time
+    from memory_retrievers.formation.review import _fold  # the review's own fold, one group at a time
 
     keep_id = form.get("keep")
     drops = [d for d in form.getlist("drop") if isinstance(d, str) and d]

@@ -15,11 +15,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from ..errors import ConfigError, InvalidInputError
-from .ask import AskView, CompareView, ask_view, compare_view
-from .ask_form import CONFIG_CHOICES, DEFAULT_CONFIG, AskForm
-from .links import ns_url
-from .pictures import CHANNEL_COLOURS, explanation_svg, strip_svg
+from memory_retrievers.errors import ConfigError, InvalidInputError
+from memory_retrievers.ui.ask import AskView, CompareView, ask_view, compare_view
+from memory_retrievers.ui.ask_form import CONFIG_CHOICES, DEFAULT_CONFIG, AskForm
+from memory_retrievers.ui.links import ns_url
+from memory_retrievers.ui.pictures import CHANNEL_COLOURS, explanation_svg, strip_svg
 
 __all__ = ["ROUTES", "Shown", "ask_page", "link"]
 

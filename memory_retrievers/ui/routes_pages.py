@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING, Any
 from starlette.requests import Request
 from starlette.responses import Response
 
-from ..errors import InvalidInputError
-from .inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page
-from .life import memory_life
-from .reads import store_version
-from .scans import run_scan
-from .timeline import bucket_timeline, timeline_svg
+from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.ui.inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page
+from memory_retrievers.ui.life import memory_life
+from memory_retrievers.ui.reads import store_version
+from memory_retrievers.ui.scans import run_scan
+from memory_retrievers.ui.timeline import bucket_timeline, timeline_svg
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["error_page", "int_param", "memory", "namespace", "namespaces", "review"]
 

@@ -15,16 +15,16 @@ import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ..errors import NotFoundError
-from ..formation.consolidate import KNOWLEDGE_KINDS
-from ..formation.contradictions import find_contradictions
-from ..formation.review import DuplicateFinding, review_duplicates
-from ..models import Memory, MemoryKind
-from ..paging import aall_memories
-from .reads import get_many
+from memory_retrievers.errors import NotFoundError
+from memory_retrievers.formation.consolidate import KNOWLEDGE_KINDS
+from memory_retrievers.formation.contradictions import find_contradictions
+from memory_retrievers.formation.review import DuplicateFinding, review_duplicates
+from memory_retrievers.models import Memory, MemoryKind
+from memory_retrievers.store.paging import aall_memories
+from memory_retrievers.ui.reads import get_many
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["Conflict", "DuplicateGroup", "ReviewScan", "ScanCache", "run_scan"]
 
@@ -145,7 +145,7 @@ async def _still_there(store: MemoryStore, namespace: str, memory_id: str) -> li
 
 async def _duplicate_groups(store: MemoryStore, namespace: str) -> tuple[DuplicateGroup, ...]:
     """The groups ``memory-retrievers dedup`` reports, at the store's own near-duplicate threshold."""
-    from ..cli.cmd_health import duplicate_groups
+    from memory_retrievers.cli.cmd_health import duplicate_groups
 
     # Only the live memories of kinds a write dedups are read, and only they with vectors: a chat
     # namespace of 100k messages (an exempt kind) exported whole took 76 s to keep none of it.

@@ -22,7 +22,7 @@ from starlette.datastructures import Headers
 from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from ..errors import ConfigError
+from memory_retrievers.errors import ConfigError
 
 __all__ = ["COOKIE", "SECURITY_HEADERS", "Guard", "check_bind", "check_csrf", "is_loopback"]
 

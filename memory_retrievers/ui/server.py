@@ -9,11 +9,11 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
-from .app import create_app
-from .security import check_bind, is_loopback
+from memory_retrievers.ui.app import create_app
+from memory_retrievers.ui.security import check_bind, is_loopback
 
 if TYPE_CHECKING:
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["serve", "url_of"]
 
@@ -51,7 +51,7 @@ def serve(
         ConfigError: A non-loopback ``host`` without ``token``.
     """
     check_bind(host, token)
-    from ..store import MemoryStore
+    from memory_retrievers.store.memory_store import MemoryStore
 
     owned = not isinstance(store_or_uri, MemoryStore)
     if isinstance(store_or_uri, MemoryStore):

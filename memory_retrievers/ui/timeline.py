@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 from html import escape
 
-from ..models import MemoryKind
+from memory_retrievers.models import MemoryKind
 
 __all__ = ["Timeline", "bucket_timeline", "timeline_svg"]
 

@@ -9,7 +9,7 @@ from _steps import ask, config_of, expected_block, open_ask, selected
 from _ui_browser import locomo_path, questions
 
 from memory_retrievers import MemoryRetriever, MemoryStore
-from memory_retrievers.recall_config import Preset
+from memory_retrievers.recall.config import Preset
 
 pytestmark = pytest.mark.long
 

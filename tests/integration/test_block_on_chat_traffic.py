@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.calibration import MINILM_CALIBRATION
-from memory_retrievers.lines import line_key
+from memory_retrievers.recall.calibration import MINILM_CALIBRATION
 from memory_retrievers.testing import ManualClock
+from memory_retrievers.text.lines import line_key
 
 START = datetime(2026, 3, 2, 9, 0, tzinfo=timezone.utc)
 

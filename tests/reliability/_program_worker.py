@@ -16,14 +16,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from memory_retrievers import (
-    HashEmbedder,
-    InvalidInputError,
-    MemoryRetriever,
-    MemoryStore,
-    NotFoundError,
-    StorageError,
-)
+from memory_retrievers import HashEmbedder, InvalidInputError, MemoryRetriever, MemoryStore, NotFoundError, StorageError
 
 #: Errors a call may meet because another actor changed the memory first.
 EXPECTED = (NotFoundError, InvalidInputError)

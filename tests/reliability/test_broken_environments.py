@@ -8,14 +8,8 @@ from pathlib import Path
 import lancedb
 import pytest
 
-from memory_retrievers import (
-    DimensionMismatchError,
-    HashEmbedder,
-    MemoryStore,
-    SchemaMismatchError,
-    StorageError,
-)
-from memory_retrievers.schema import META_SCHEMA_VERSION, memory_schema
+from memory_retrievers import DimensionMismatchError, HashEmbedder, MemoryStore, SchemaMismatchError, StorageError
+from memory_retrievers.storage.schema import META_SCHEMA_VERSION, memory_schema
 
 
 def filled(path: Path) -> MemoryStore:

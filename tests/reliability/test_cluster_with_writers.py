@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryStore, NotFoundError, _loop
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers import HashEmbedder, MemoryStore, NotFoundError
 from memory_retrievers.storage.backend import Request
 
 QUIET = {"optimize_after_rows": 10**9, "optimize_after_commits": 10**9, "cluster_min_run_rows": 50}

@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, precondition, rule
 
 from memory_retrievers import HashEmbedder, InvalidInputError, MemoryStore, NotFoundError, WriteAction
-from memory_retrievers.context import window_contexts
 from memory_retrievers.testing import ManualClock
+from memory_retrievers.text.context import window_contexts
 
 LONG = bool(os.environ.get("MEMORY_RETRIEVERS_LONG"))
 NAMESPACES = ["alice", "bob", "x.y"]

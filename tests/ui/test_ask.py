@@ -8,14 +8,7 @@ import pytest
 
 from memory_retrievers import ConfigError, InvalidInputError, MemoryRetriever, MemoryStore, RecallConfig
 from memory_retrievers.testing import ManualClock
-from memory_retrievers.ui.ask import (
-    CONFIG_CHOICES,
-    CUT_REASONS,
-    LANGCHAIN_HEADER,
-    AskForm,
-    ask_view,
-    compare_view,
-)
+from memory_retrievers.ui.ask import CONFIG_CHOICES, CUT_REASONS, LANGCHAIN_HEADER, AskForm, ask_view, compare_view
 
 NS = "alice/work"  # a namespace with a slash, as the page's path carries it
 QUERY = "what theme does Alice like in her editor?"

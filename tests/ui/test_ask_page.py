@@ -11,7 +11,7 @@ import pytest
 from starlette.testclient import TestClient
 
 from memory_retrievers import MemoryRetriever, MemoryStore
-from memory_retrievers.sections import ContextSection, section_of
+from memory_retrievers.recall.sections import ContextSection, section_of
 from memory_retrievers.testing import ManualClock
 from memory_retrievers.ui import create_app
 from memory_retrievers.ui.links import encode_namespace

@@ -10,13 +10,7 @@ import pytest
 
 from memory_retrievers import Contribution
 from memory_retrievers.ui.ask import ExplainedMemory
-from memory_retrievers.ui.pictures import (
-    BONUS_COLOUR,
-    CHANNEL_COLOURS,
-    channel_colour,
-    explanation_svg,
-    strip_svg,
-)
+from memory_retrievers.ui.pictures import BONUS_COLOUR, CHANNEL_COLOURS, channel_colour, explanation_svg, strip_svg
 
 SVG = "{http://www.w3.org/2000/svg}"
 HOSTILE = "<script>alert('x')</script> \"quoted\" & <b>bold</b>"

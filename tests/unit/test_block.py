@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from memory_retrievers import InvalidInputError, MemoryRetriever, MemoryStore
-from memory_retrievers.calibration import Calibration
-from memory_retrievers.lines import line_key
+from memory_retrievers.recall.calibration import Calibration
 from memory_retrievers.testing import ManualClock
+from memory_retrievers.text.lines import line_key
 
 QUIET = {"record_access": False}
 

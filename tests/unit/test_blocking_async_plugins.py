@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, LLMFallbackWarning, MemoryRetriever, MemoryStore
-from memory_retrievers.plugin_loop import isolated
+from memory_retrievers.runtime.plugin_loop import isolated
 
 BLOCK_S = 3.0
 

@@ -247,7 +247,7 @@ def test_a_memory_forgotten_while_reembedding_is_not_copied_back(tmp_path: Path)
         gone = source.add("alice's address is 1 Main St", namespace="alice")
         import lancedb
 
-        from memory_retrievers.fields import SCALAR_COLUMNS
+        from memory_retrievers.storage.fields import SCALAR_COLUMNS
 
         # Read with LanceDB, not pylance: importing pylance installs its at-fork warning in this process.
         read = lancedb.connect(tmp_path / "old").open_table("memories").to_arrow().select(list(SCALAR_COLUMNS))

@@ -1,4 +1,4 @@
-"""The calibrated score (memory_retrievers.calibration): features, fitting, and which model a store gets."""
+"""The calibrated score (memory_retrievers.recall.calibration): features, fitting, and which model a store gets."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from memory_retrievers import ConfigError, MemoryKind
-from memory_retrievers.calibration import (
+from memory_retrievers.recall.calibration import (
     COSINE_FEATURES,
     FEATURES,
     MINILM_CALIBRATION,

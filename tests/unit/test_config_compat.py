@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from memory_retrievers import ChannelWeights, ConfigError, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers._flat_config import FLAT_NAMES
+from memory_retrievers.recall._flat_config import FLAT_NAMES
 
 
 def _flat_state(config: RecallConfig, given: set[str]) -> dict[str, Any]:

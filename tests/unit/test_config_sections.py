@@ -17,22 +17,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_retrievers import (
-    ConfigError,
-    MemoryRetriever,
-    MemoryStore,
-    RecallConfig,
-    calibration,
-    models,
-    recall_config,
-    scoring,
-    sections,
-)
-from memory_retrievers._flat_config import FLAT_NAMES, FlatReads
+import memory_retrievers.recall.calibration as calibration
+import memory_retrievers.recall.config as recall_config
+import memory_retrievers.recall.scoring as scoring
+import memory_retrievers.recall.sections as sections
+from memory_retrievers import ConfigError, MemoryRetriever, MemoryStore, RecallConfig, models
 from memory_retrievers.config import validated
-from memory_retrievers.recall_config import DEFAULT_K, DEFAULT_TOKEN_BUDGET
-from memory_retrievers.scoring import DecayKind
-from memory_retrievers.stage_config import FusionConfig, SelectionConfig, SupersededPolicy
+from memory_retrievers.recall._flat_config import FLAT_NAMES, FlatReads
+from memory_retrievers.recall.config import DEFAULT_K, DEFAULT_TOKEN_BUDGET
+from memory_retrievers.recall.scoring import DecayKind
+from memory_retrievers.recall.stage_config import FusionConfig, SelectionConfig, SupersededPolicy
 
 # One non-default value per flat name (valid for its field), to tell a moved value from a default.
 CHANGED: dict[str, Any] = {

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_retrievers.dates import DateSpan, mentioned_dates
-from memory_retrievers.query import analyze
-from memory_retrievers.speakers import may_name_a_speaker, named_speakers, speaker_of, strip_speaker, without_names
+from memory_retrievers.text.dates import DateSpan, mentioned_dates
+from memory_retrievers.text.query import analyze
+from memory_retrievers.text.speakers import may_name_a_speaker, named_speakers, speaker_of, strip_speaker, without_names
 
 UTC = timezone.utc
 

@@ -1,7 +1,7 @@
 import numpy as np
 
-from memory_retrievers.context import NEIGHBOUR_CHARS, window_contexts
-from memory_retrievers.dedup import first_duplicate_in_batch
+from memory_retrievers.text.context import NEIGHBOUR_CHARS, window_contexts
+from memory_retrievers.text.dedup import first_duplicate_in_batch
 
 SCOPE = ("fact", None, None)
 

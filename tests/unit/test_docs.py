@@ -170,4 +170,4 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list", "MemoryRetriever.recall"):
         assert f'id="memory_retrievers.{anchor}"' in core, anchor
     for anchor in ("purge", "apurge", "optimize", "stats"):
-        assert f'id="memory_retrievers.admin.StoreAdmin.{anchor}"' in admin, anchor
+        assert f'id="memory_retrievers.store.admin.StoreAdmin.{anchor}"' in admin, anchor

@@ -12,7 +12,7 @@ from collections.abc import Callable
 import pytest
 
 from memory_retrievers import InvalidInputError, MemoryKind, MemoryStore, WriteAction
-from memory_retrievers.dedup import content_words, same_words
+from memory_retrievers.text.dedup import content_words, same_words
 
 Make = Callable[..., MemoryStore]
 LOOSE = {"near_duplicate_threshold": 0.3}  # every pair below is proposed; the words decide

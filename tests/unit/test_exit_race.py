@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_retrievers import _store_lifecycle
+import memory_retrievers.store.lifecycle as _store_lifecycle
 
 #: A debug widening of the race, run in a child process. Without the wait at exit, every run that
 #: exits without close() aborted or crashed (10 of 10); one that closed first did not (0 of 10).
@@ -26,7 +26,8 @@ _WIDENED = """
 import threading
 import time
 
-from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, _loop
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
+from memory_retrievers.runtime import loop as _loop
 
 loop = _loop._get_loop()
 wake = type(loop).call_soon_threadsafe

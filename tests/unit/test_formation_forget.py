@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore, NamespaceForgottenError, QueueFullError
-from memory_retrievers._barrier import Ticket, holding
 from memory_retrievers.formation import FormationConfig, LLMOutputWarning, MemoryFormer
+from memory_retrievers.store.barrier import Ticket, holding
 
 NS = "ana"
 TURNS = ["Ana: I have news.", "Ana: I was diagnosed with HIV last month and I started treatment."]

@@ -4,7 +4,7 @@ import copy
 
 import pytest
 
-from memory_retrievers.fusion import RankedList, tied_ranks, weighted_rrf
+from memory_retrievers.recall.fusion import RankedList, tied_ranks, weighted_rrf
 
 
 def test_fusion_arithmetic_by_hand() -> None:

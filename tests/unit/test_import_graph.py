@@ -184,7 +184,12 @@ def test_the_graph_reader_sees_function_level_imports_and_skips_type_checking() 
         "def f():\n    from .formation import MemoryFormer\n"
         "from . import _loop\n"
     )
-    modules = {"memory_retrievers.store", "memory_retrievers.formation", "memory_retrievers._loop", "memory_retrievers"}
+    modules = {
+        "memory_retrievers.store",
+        "memory_retrievers.formation",
+        "memory_retrievers._loop",
+        "memory_retrievers",
+    }
     found: set[str] = set()
     for node in _imports(ast.parse(source)):
         found |= _targets(node, "memory_retrievers.integration", False, modules)

@@ -281,9 +281,10 @@ def test_the_toolkit_imports_no_framework() -> None:
 
 
 def test_the_paging_helpers_stay_importable_from_the_toolkit() -> None:
-    # They moved to memory_retrievers.paging (formation imports them from there, not from this
+    # They moved to memory_retrievers.store.paging (formation imports them from there, not from this
     # module, which imports formation); the toolkit's names are the same objects.
-    from memory_retrievers import integration, paging
+    import memory_retrievers.integration as integration
+    import memory_retrievers.store.paging as paging
 
     for name in paging.__all__:
         assert getattr(integration, name) is getattr(paging, name), name
@@ -291,7 +292,7 @@ def test_the_paging_helpers_stay_importable_from_the_toolkit() -> None:
 
 
 async def test_the_paging_helpers_read_and_delete_past_one_page(store: MemoryStore) -> None:
-    from memory_retrievers.paging import PAGE_SIZE, aall_memories, adelete_ids, aiter_memories
+    from memory_retrievers.store.paging import PAGE_SIZE, aall_memories, adelete_ids, aiter_memories
 
     total = PAGE_SIZE + 3
     added = store.add_many([{"text": f"fact number {i}"} for i in range(total)], namespace="alice", dedup=False)

@@ -1,4 +1,4 @@
-"""What a block line says: copies, questions and speakers (memory_retrievers.lines), and long queries."""
+"""What a block line says: copies, questions and speakers (memory_retrievers.text.lines), and long queries."""
 
 from __future__ import annotations
 
@@ -7,10 +7,12 @@ from types import SimpleNamespace
 
 import pytest
 
-import memory_retrievers.lines as lines_module
 import memory_retrievers.recall.long_query as long_query_module
-import memory_retrievers.speakers as speakers_module
-from memory_retrievers.lines import (
+import memory_retrievers.text.lines as lines_module
+import memory_retrievers.text.speakers as speakers_module
+from memory_retrievers.recall.long_query import HEAD_SHARE, searched_query
+from memory_retrievers.recall.stage_searches import statements_cut
+from memory_retrievers.text.lines import (
     asks,
     body_of,
     content_word_count,
@@ -20,9 +22,7 @@ from memory_retrievers.lines import (
     role_of,
     speaker_label,
 )
-from memory_retrievers.recall.channels import statements_cut
-from memory_retrievers.recall.long_query import HEAD_SHARE, searched_query
-from memory_retrievers.speakers import speaker_of
+from memory_retrievers.text.speakers import speaker_of
 
 
 @pytest.mark.parametrize("module", [lines_module, long_query_module, speakers_module])

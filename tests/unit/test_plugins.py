@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from memory_retrievers.plugins import PluginPool, PluginStalledError
+from memory_retrievers.runtime.plugins import PluginPool, PluginStalledError
 
 
 async def test_a_hung_call_is_written_off_and_its_thread_replaced() -> None:

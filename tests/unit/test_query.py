@@ -1,5 +1,5 @@
 from memory_retrievers.llm import parse_rewrites
-from memory_retrievers.query import analyze, feedback_terms, keywords
+from memory_retrievers.text.query import analyze, feedback_terms, keywords
 
 
 def test_keywords_drop_stop_words_and_repeats() -> None:

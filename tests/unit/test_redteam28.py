@@ -183,7 +183,7 @@ def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_sil
 
 
 # ---------------------------------------------------------------------------------------------
-# Public API of c4d7fc4: memory_retrievers.scoring.ScoringParams (in scoring.__all__) was a frozen
+# Public API of c4d7fc4: memory_retrievers.recall.scoring.ScoringParams (in scoring.__all__) was a frozen
 # dataclass with 12 required fields, the first named decay_kind; RecallConfig.scoring_params()
 # returned one, and its docstring said "vary one with dataclasses.replace". The deprecated alias
 # now hands back ScoringConfig (a pydantic model whose field is `decay`): the deprecation warns,
@@ -206,7 +206,8 @@ _OLD_PARAMS = {
 
 
 def test_scoring_params_built_the_old_way_still_drives_decay() -> None:
-    from memory_retrievers import DecayKind, MemoryKind, scoring
+    import memory_retrievers.recall.scoring as scoring
+    from memory_retrievers import DecayKind, MemoryKind
 
     with pytest.warns(DeprecationWarning):
         params_type = scoring.ScoringParams
@@ -238,75 +239,6 @@ def test_scoring_params_result_still_varies_with_dataclasses_replace() -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# A RecallConfig pickled by c4d7fc4 (flat fields). Pydantic unpickles by restoring __dict__, so
-# no validator (RecallConfig._flat_names) runs: the object has k/rrf_k/decay... in its __dict__ and
-# no sections. Every read of a section, and every flat read (FlatReads goes through the section),
-# raises AttributeError; a MemoryRetriever given it (or an adapter pickled with a recall_config,
-# restored through _restore(cls, state)) fails on its first recall. RecallConfig needs a
-# __setstate__ that moves flat keys into their sections.
-
-#: pickle.dumps(RecallConfig(k=3, decay="none"), protocol=4) made by c4d7fc4 (flat fields), base64.
-OLD_CONFIG_PICKLE = (
-    "gASVuwcAAAAAAACMH21lbW9yeV9yZXRyaWV2ZXJzLnJlY2FsbF9jb25maWeUjAxSZWNhbGxDb25maWeUk5QpgZR9lCiMCF9f"
-    "ZGljdF9flH2UKIwEbW9kZZRoAIwLUm91dGluZ01vZGWUk5SMBGF1dG+UhZRSlIwHd2VpZ2h0c5RoAIwOQ2hhbm5lbFdlaWdo"
-    "dHOUk5QpgZR9lChoBX2UKIwGdmVjdG9ylEc/8AAAAAAAAIwEYm0yNZRHP+AAAAAAAACMB2NvbnRleHSUR0AAAAAAAAAAjAVk"
-    "YXRlZJRHQAAAAAAAAACMBmVudGl0eZRHP/AAAAAAAACMB3JlY2VuY3mURz/gAAAAAAAAjAVsaW5rc5RHP+AAAAAAAACMBGh5"
-    "ZGWURz/wAAAAAAAAdYwSX19weWRhbnRpY19leHRyYV9flE6MF19fcHlkYW50aWNfZmllbGRzX3NldF9flI+UjBRfX3B5ZGFu"
-    "dGljX3ByaXZhdGVfX5ROdWKMD2NhbmRpZGF0ZV9kZXB0aJRLHowFcnJmX2uUR0BOAAAAAAAAjAtyYW5rMV9ib251c5RHP6mZ"
-    "mZmZmZqMCnRvcDNfYm9udXOURz+UeuFHrhR7jBVvcmlnaW5hbF9xdWVyeV93ZWlnaHSUR0AAAAAAAAAAjA5zZW1hbnRpY19i"
-    "bGVuZJRHAAAAAAAAAACMCWV4cGFuc2lvbpSIjAxsbG1fcmV3cml0ZXOUSwOMDWZlZWRiYWNrX2RvY3OUSwOMDmZlZWRiYWNr"
-    "X3Rlcm1zlEsDaBqIjA1yb2NjaGlvX2FscGhhlEc/8AAAAAAAAIwMcm9jY2hpb19iZXRhlEc/4AAAAAAAAIwNbGxtX3RpbWVv"
-    "dXRfc5RHQCQAAAAAAACMCWxpbmtfaG9wc5RLAYwKbGlua19kZWNheZRHP+AAAAAAAACMCmxpbmtfc2VlZHOUSwWMEmZhY3Rf"
-    "c291cmNlX3dlaWdodJRHP+AAAAAAAACMBWRlY2F5lIwZbWVtb3J5X3JldHJpZXZlcnMuc2NvcmluZ5SMCURlY2F5S2luZJST"
-    "lIwEbm9uZZSFlFKUjBBkZWNheV9zY2FsZV9kYXlzlEdATgAAAAAAAIwOaGFsZl9saWZlX2RheXOUR0BOAAAAAAAAjAxkZWNh"
-    "eV93ZWlnaHSURz/JmZmZmZmajAxwaW5uZWRfYm9vc3SURz/xmZmZmZmajAtraW5kX2Jvb3N0c5R9lCiMGG1lbW9yeV9yZXRy"
-    "aWV2ZXJzLm1vZGVsc5SMCk1lbW9yeUtpbmSUk5SMB2luc2lnaHSUhZRSlEc/+AAAAAAAAGg/jAVldmVudJSFlFKURz/wAAAA"
-    "AAAAaD+MBGZhY3SUhZRSlEc/8AAAAAAAAGg/jApwcmVmZXJlbmNllIWUUpRHP/AAAAAAAABoP4wHbWVzc2FnZZSFlFKURz/w"
-    "AAAAAAAAaD+MA3Jhd5SFlFKURz/gAAAAAAAAdYwNc3BlYWtlcl9ib29zdJRHQAAAAAAAAACME3NwZWFrZXJfZnJlZV92ZWN0"
-    "b3KUiIwSYXNrZWRfdmVjdG9yX3NoYXJllEcAAAAAAAAAAIwKZGF0ZV9ib29zdJRHQAAAAAAAAACMEnNhbWVfcHJvamVjdF9i"
-    "b29zdJRHP/TMzMzMzM2MFW90aGVyX3Byb2plY3RfcGVuYWx0eZRHP+mZmZmZmZqMEm5vX3Byb2plY3RfcGVuYWx0eZRHP+zM"
-    "zMzMzM2ME2Nyb3NzX3RvcGljX3BlbmFsdHmURz/ZmZmZmZmajApzdXBlcnNlZGVklGgAjBBTdXBlcnNlZGVkUG9saWN5lJOU"
-    "jARkcm9wlIWUUpSMD3JlbGV2YW5jZV9mbG9vcpRHAAAAAAAAAACMDW1pbl9yZWxldmFuY2WURwAAAAAAAAAAjA1hYnN0YWlu"
-    "X2JlbG93lE6MEWFic3RhaW5fcmVsZXZhbmNllE6MCW1pbl9zY29yZZROjAtjYWxpYnJhdGlvbpROjA9jb2xsYXBzZV9jb3Bp"
-    "ZXOUiIwNZXhjZXJwdF9jaGFyc5RNsASMD21heF9xdWVyeV9jaGFyc5RKQA0DAIwUc2VhcmNoZWRfcXVlcnlfY2hhcnOUTegD"
-    "jAxyZXJhbmtfZGVwdGiUSx6MDXJlcmFua193ZWlnaHSURz/gAAAAAAAAjBByZXJhbmtfdGltZW91dF9zlEdAJAAAAAAAAIwB"
-    "a5RLA4wMdG9rZW5fYnVkZ2V0lE3QB4wOdG9rZW5fZW5jb2RpbmeUjAtjbDEwMGtfYmFzZZSMA21tcpSIjAptbXJfbGFtYmRh"
-    "lEc/4zMzMzMzM4wUbW1yX3NpbWlsYXJpdHlfZmxvb3KURz/szMzMzMzNjA9zZXNzaW9uX2RpdmVyc2WUiYwMcGlubmVkX2Zp"
-    "cnN0lIiMDnNlY3Rpb25fc2hhcmVzlH2UKIwabWVtb3J5X3JldHJpZXZlcnMuc2VjdGlvbnOUjA5Db250ZXh0U2VjdGlvbpST"
-    "lIwGcGlubmVklIWUUpRHP8mZmZmZmZpoeowJa25vd2xlZGdllIWUUpRHP9mZmZmZmZpoeowMY29udmVyc2F0aW9ulIWUUpRH"
-    "P9MzMzMzMzN1jA1yZWNvcmRfYWNjZXNzlIh1aBtOaByPlChobWgwkGgeTnViLg=="
-)
-
-
-def _old_config() -> object:
-    import base64
-    import pickle
-
-    return pickle.loads(base64.b64decode(OLD_CONFIG_PICKLE))
-
-
-def test_a_recall_config_pickled_by_the_release_before_sections_reads_its_sections() -> None:
-    old = _old_config()
-    # Observed: AttributeError 'RecallConfig' object has no attribute 'scoring' (and 'fusion'...)
-    assert old.k == 3  # type: ignore[attr-defined]
-    assert old.scoring.decay.value == "none"  # type: ignore[attr-defined]
-    assert old.fusion.rrf_k == 60.0  # type: ignore[attr-defined]
-    with pytest.warns(DeprecationWarning):
-        from memory_retrievers import RecallConfig
-
-        assert old == RecallConfig(k=3, decay="none")
-
-
-def test_a_recall_config_pickled_by_the_release_before_sections_drives_a_recall(store: MemoryStore) -> None:
-    store.add("alice likes green tea", namespace="alice")
-    store.flush()
-    retriever = MemoryRetriever(store, config=_old_config())  # type: ignore[arg-type]
-    # Observed: AttributeError 'RecallConfig' object has no attribute 'query' on the first recall
-    found = retriever.recall("what does alice drink?", namespace="alice")
-    assert [m.text for m in found.memories] == ["alice likes green tea"]
-
-
-# ---------------------------------------------------------------------------------------------
 # MemoryStore.from_table: store.uri is the *table's* URI (<db>/memories.lance; CallerTable.open
 # returns str(await table.uri())), while every other store's uri is the database's. store_spec
 # (what pickle / model_dump / LangChain dumps of an adapter write) records that uri with the
@@ -317,7 +249,7 @@ def test_a_recall_config_pickled_by_the_release_before_sections_drives_a_recall(
 
 
 def test_a_from_table_store_reopens_from_its_spec_on_the_same_table(tmp_path: Path, embedder: HashEmbedder) -> None:
-    from memory_retrievers.handles import store_spec
+    from memory_retrievers.integration.handles import store_spec
 
     db = lancedb.connect(tmp_path / "app")
     owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
@@ -465,7 +397,7 @@ def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: Mem
 
 
 # ---------------------------------------------------------------------------------------------
-# memory_retrievers.selection.select (in selection.__all__) took `candidates` as an ordinary
+# memory_retrievers.recall.selection.select (in selection.__all__) took `candidates` as an ordinary
 # parameter at c4d7fc4; it is now positional-only (`candidates, params=None, /, **keywords`), so
 # the keyword form of earlier releases, which the new docstring says is still accepted, fails
 # when it names candidates too. Observed: TypeError "select() missing 1 required positional
@@ -473,6 +405,6 @@ def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: Mem
 
 
 def test_select_still_takes_candidates_by_keyword() -> None:
-    from memory_retrievers.selection import select
+    from memory_retrievers.recall.selection import select
 
     assert select(candidates=[], k=5, token_budget=None, mmr_similarity_floor=0.0) == ([], [])  # type: ignore[call-arg]

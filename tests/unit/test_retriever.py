@@ -26,8 +26,8 @@ from memory_retrievers import (
     RecallConfig,
     TiktokenCounter,
 )
-from memory_retrievers.calibration import RANK_CALIBRATION
 from memory_retrievers.llm import hyde_prompt
+from memory_retrievers.recall.calibration import RANK_CALIBRATION
 
 QUIET = {
     "weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0},

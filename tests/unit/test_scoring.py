@@ -3,8 +3,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from memory_retrievers import ConfigError, Memory, MemoryKind, RecallConfig
-from memory_retrievers.dates import DateSpan
-from memory_retrievers.scoring import DecayKind, ScoringConfig, ScoringContext, decay, multipliers
+from memory_retrievers.recall.scoring import DecayKind, ScoringConfig, ScoringContext, decay, multipliers
+from memory_retrievers.text.dates import DateSpan
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)
 # The pure curves (decay weight 1) with the config's other constants; each test varies one field.
@@ -95,7 +95,7 @@ def test_the_date_cue_boosts_memories_created_within_a_named_span() -> None:
 def test_the_old_scoring_params_name_is_a_deprecated_dataclass_of_the_scoring_section() -> None:
     import dataclasses
 
-    import memory_retrievers.scoring as scoring
+    import memory_retrievers.recall.scoring as scoring
 
     with pytest.warns(DeprecationWarning, match="ScoringParams is deprecated; use ScoringConfig"):
         params_type = scoring.ScoringParams

@@ -7,8 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_retrievers import ConfigError, ContextSection, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.sections import SECTION_TITLES
-from memory_retrievers.selection import Candidate, CutReason, select
+from memory_retrievers.recall.sections import SECTION_TITLES
+from memory_retrievers.recall.selection import Candidate, CutReason, select
 
 QUIET = {
     "weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0},

@@ -3,7 +3,7 @@ import copy
 import numpy as np
 import pytest
 
-from memory_retrievers.selection import Candidate, CutReason, maximal_marginal_relevance, select
+from memory_retrievers.recall.selection import Candidate, CutReason, maximal_marginal_relevance, select
 
 
 def unit(*v: float) -> np.ndarray:

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_retrievers.selection import (
+from memory_retrievers.recall.selection import (
     Candidate,
     CutReason,
     SelectionParams,

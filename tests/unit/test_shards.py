@@ -25,7 +25,7 @@ from memory_retrievers import (
     reshard,
     shard_of,
 )
-from memory_retrievers._shard_admin import ShardedStats
+from memory_retrievers.shards.admin import ShardedStats
 
 EMBEDDER = HashEmbedder(32)
 TENANTS = [f"user-{i}" for i in range(12)]
@@ -314,7 +314,7 @@ def test_spawned_workers_find_each_tenant_in_the_same_shard(tmp_path: Path, monk
 def test_threads_opening_one_shard_at_once_share_one_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from concurrent.futures import ThreadPoolExecutor
 
-    from memory_retrievers import shards
+    import memory_retrievers.shards.sharded_store as shards
 
     made: list[str] = []
 
@@ -369,7 +369,7 @@ def test_a_shard_that_failed_to_open_is_opened_again_by_the_next_call(tmp_path: 
 def test_cluster_runs_on_every_shard_and_sums_their_results(tmp_path: Path) -> None:
     # Regression: ShardedAdmin did not override cluster(), so the base ran on the sharded store
     # itself and failed with AttributeError ('_maintainer'), as did `memory-retrievers cluster`.
-    from memory_retrievers._shard_admin import ShardedClusterResult
+    from memory_retrievers.shards.admin import ShardedClusterResult
 
     with _open(tmp_path, 3) as store:
         for round_ in range(2):  # two commits per shard, tenants interleaved: something to move
@@ -423,7 +423,7 @@ def test_a_serialised_sharded_store_reopens_the_shards_own_tables(
     # new empty tables beside them: every memory missing, new ones written where nobody looks.
     import weakref
 
-    from memory_retrievers import handles
+    import memory_retrievers.integration.handles as handles
 
     a = MemoryStore(tmp_path / "a", table_name="notes", embedder=EMBEDDER)
     b = MemoryStore(tmp_path / "b", table_name="notes", embedder=EMBEDDER)
@@ -599,8 +599,8 @@ def test_reshard_run_again_after_the_cutover_leaves_new_tenants_alone(tmp_path: 
 def test_every_admin_operation_is_the_sharded_ones_own() -> None:
     # An admin method added to StoreAdmin but not to ShardedAdmin would run the one-table code on
     # the sharded facade, which has no table of its own (cluster() once did): each is overridden.
-    from memory_retrievers._shard_admin import ShardedAdmin
-    from memory_retrievers.admin import StoreAdmin
+    from memory_retrievers.shards.admin import ShardedAdmin
+    from memory_retrievers.store.admin import StoreAdmin
 
     public = {name for name, value in vars(StoreAdmin).items() if not name.startswith("_") and callable(value)}
     assert public >= {"cluster", "acluster", "optimize", "aoptimize", "purge", "apurge"}

@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 from memory_retrievers import DimensionMismatchError, HashEmbedder, InvalidInputError, ShardedMemoryStore, StorageError
-from memory_retrievers._call_checks import checker
-from memory_retrievers._shard_admin import ShardedAdmin
+from memory_retrievers.shards.admin import ShardedAdmin
+from memory_retrievers.store.call_checks import checker
 
 EMBEDDER = HashEmbedder(32)
 A = {"namespace": "alice"}

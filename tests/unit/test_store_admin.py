@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.admin import StoreAdmin
 from memory_retrievers.storage.stats import StoreStats
+from memory_retrievers.store.admin import StoreAdmin
 
 ADMIN = ["optimize", "purge", "expire", "stats", "export", "restore", "flush_access"]
 

@@ -3,13 +3,7 @@ from datetime import datetime, timezone
 import pytest
 
 from memory_retrievers import InvalidInputError, MemoryKind, StoreConfig
-from memory_retrievers.validation import (
-    check_key,
-    check_text,
-    content_hash,
-    normalise_for_hash,
-    validate_record,
-)
+from memory_retrievers.validation import check_key, check_text, content_hash, normalise_for_hash, validate_record
 
 CFG = StoreConfig()
 

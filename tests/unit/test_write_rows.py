@@ -17,8 +17,8 @@ import pytest
 
 from memory_retrievers import DimensionMismatchError, EmbeddingError, InvalidInputError, MemoryStore, WriteAction
 from memory_retrievers.config import StoreConfig
-from memory_retrievers.fields import build_row
 from memory_retrievers.storage import vectors as vectors_module
+from memory_retrievers.storage.fields import build_row
 from memory_retrievers.storage.write_plan import PendingRecord, PendingRow, Planning, absorbed, kept, refuse_superseded
 from memory_retrievers.validation import content_hash, validate_record
 

@@ -30,12 +30,12 @@ from memory_retrievers import (
     SpreadingActivation,
     StorageError,
 )
-from memory_retrievers.query import QueryFeatures, analyze
 from memory_retrievers.recall.builtin import default_registry
 from memory_retrievers.recall.channel import ChannelQuery
 from memory_retrievers.recall.plan import route
 from memory_retrievers.recall.runner import MAX_LIST_IDS, ChannelRunner, CheckedSource
 from memory_retrievers.recall.tasks import RecallTasks
+from memory_retrievers.text.query import QueryFeatures, analyze
 
 QUIET = {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0, "vector": 0, "bm25": 1.0}
 BUILT_INS = ("vector", "bm25", "context", "entity", "recency", "dated", "links")

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
-from memory_retrievers.fusion import FusedHit
+from memory_retrievers.recall.fusion import FusedHit
 from memory_retrievers.recall.provenance import fold_into_sources
 
 NS = "u"

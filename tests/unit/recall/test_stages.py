@@ -12,21 +12,21 @@ import numpy as np
 import pytest
 
 from memory_retrievers import FtsField, LLMFallbackWarning, Memory, MemoryKind, RankedList, RecallConfig
-from memory_retrievers.calibration import RANK_CALIBRATION
-from memory_retrievers.dates import DateSpan
-from memory_retrievers.fusion import FusedHit, weighted_rrf
-from memory_retrievers.query import analyze
 from memory_retrievers.recall import RecallSource, SourceHits
 from memory_retrievers.recall.assemble import Assembly, assemble
 from memory_retrievers.recall.blend import final_scores, fuse, rerank, semantic_blend
-from memory_retrievers.recall.channels import Channels
+from memory_retrievers.recall.calibration import RANK_CALIBRATION
 from memory_retrievers.recall.cues import Cues, read_cues
 from memory_retrievers.recall.expansion import LLMStages, feedback_pass
+from memory_retrievers.recall.fusion import FusedHit, weighted_rrf
 from memory_retrievers.recall.links import spread
 from memory_retrievers.recall.plan import route
+from memory_retrievers.recall.scoring import ScoringContext
+from memory_retrievers.recall.stage_searches import Channels
 from memory_retrievers.recall.tasks import RecallTasks
-from memory_retrievers.scoring import ScoringContext
-from memory_retrievers.speakers import speaker_of
+from memory_retrievers.text.dates import DateSpan
+from memory_retrievers.text.query import analyze
+from memory_retrievers.text.speakers import speaker_of
 from memory_retrievers.tokens import TiktokenCounter
 
 NOW = datetime(2024, 6, 1, tzinfo=timezone.utc)

@@ -12,8 +12,8 @@ import pytest
 
 from memory_retrievers import HashEmbedder
 from memory_retrievers.config import StoreConfig
-from memory_retrievers.fields import build_row
-from memory_retrievers.schema import memory_schema, search_text, to_arrow
+from memory_retrievers.storage.fields import build_row
+from memory_retrievers.storage.schema import memory_schema, search_text, to_arrow
 from memory_retrievers.storage.table import MemoryTable
 from memory_retrievers.validation import content_hash, validate_record
 

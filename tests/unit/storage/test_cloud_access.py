@@ -152,7 +152,7 @@ def test_the_engine_process_of_a_forked_child_connects_with_them_too(
 ) -> None:
     import json
 
-    from memory_retrievers import _fork
+    import memory_retrievers.runtime.fork as _fork
     from memory_retrievers.storage.remote import RemoteTable
 
     site = tmp_path / "site"
@@ -173,7 +173,7 @@ def test_the_engine_process_of_a_forked_child_connects_with_them_too(
 def test_an_engine_process_error_quoting_the_key_is_masked_too(monkeypatch: pytest.MonkeyPatch) -> None:
     # Regression (issue 29 red team): in a child forked after LanceDB ran, the table opens in the
     # engine process, and an error quoting the key came back unmasked (message and __cause__).
-    from memory_retrievers import _fork
+    import memory_retrievers.runtime.fork as _fork
     from memory_retrievers.storage import opening
 
     async def refusing(uri: str, *args: Any) -> Any:
@@ -216,7 +216,7 @@ def test_a_deserialised_adapter_gets_back_the_store_of_its_own_account(recorded:
     # process, an adapter of the first deserialised onto the second account's store.
     import json
 
-    from memory_retrievers.handles import open_store, register, store_spec
+    from memory_retrievers.integration.handles import open_store, register, store_spec
 
     with (
         MemoryStore("db://memories", embedder=EMBEDDER, api_key=KEY) as mine,

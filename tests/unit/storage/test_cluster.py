@@ -15,10 +15,11 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, NotFoundError, _loop
-from memory_retrievers.admin import StoreAdmin
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, NotFoundError
 from memory_retrievers.storage.backend import Request
 from memory_retrievers.storage.cluster import _READ, Clusterer, ClusterResult, find_runs
+from memory_retrievers.store.admin import StoreAdmin
 
 NOW = datetime(2030, 1, 1, tzinfo=timezone.utc)
 QUIET = {"optimize_after_rows": 10**9, "optimize_after_commits": 10**9}

@@ -6,8 +6,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_retrievers.context import window_contexts
 from memory_retrievers.storage.context_fill import _legacy_auto, _made_of
+from memory_retrievers.text.context import window_contexts
 
 texts = st.lists(st.text(alphabet="ab \n", min_size=1, max_size=8), min_size=1, max_size=6, unique=True)
 

@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, StorageError, _fork
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, StorageError
 from memory_retrievers.storage.remote import RemoteTable
 from memory_retrievers.testing import ManualClock
 

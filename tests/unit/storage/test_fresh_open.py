@@ -16,9 +16,9 @@ import lancedb
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
-from memory_retrievers.schema import memory_schema
 from memory_retrievers.storage import connect
 from memory_retrievers.storage.connect import open_lancedb_table
+from memory_retrievers.storage.schema import memory_schema
 
 
 def test_item3_an_opener_that_finds_the_table_created_meanwhile_opens_it(

@@ -31,7 +31,8 @@ import lancedb
 import pytest
 from lancedb.index import BTree
 
-from memory_retrievers import HashEmbedder, MemoryStore, _fork
+import memory_retrievers.runtime.fork as _fork
+from memory_retrievers import HashEmbedder, MemoryStore
 from memory_retrievers.storage.remote import RemoteTable
 
 Make = Callable[..., MemoryStore]

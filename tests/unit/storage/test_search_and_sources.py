@@ -9,7 +9,6 @@ import numpy as np
 import pytest
 
 from memory_retrievers import FtsField, MemoryFilter, MemoryKind, StoreConfig
-from memory_retrievers.dates import DateSpan
 from memory_retrievers.filters import build_where
 from memory_retrievers.recall import RecallSource
 from memory_retrievers.storage.access import AccessLog
@@ -18,6 +17,7 @@ from memory_retrievers.storage.search import Searcher
 from memory_retrievers.storage.sources import TableSource, ViewSource
 from memory_retrievers.storage.table import MemoryTable
 from memory_retrievers.storage.views import ViewCache
+from memory_retrievers.text.dates import DateSpan
 
 from .conftest import EMBEDDER, T0, new_table, rows
 

@@ -141,7 +141,7 @@ async def test_an_upsert_of_a_deleted_row_inserts_it_as_new_content(table: Memor
 
 
 async def test_an_older_table_gets_the_new_columns_on_open(tmp_path: Path) -> None:
-    from memory_retrievers.schema import memory_schema
+    from memory_retrievers.storage.schema import memory_schema
 
     from .conftest import EMBEDDER
 

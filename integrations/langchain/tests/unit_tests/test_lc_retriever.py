@@ -16,8 +16,8 @@ from pydantic import ValidationError
 
 from langchain_memory_retrievers import LangChainLLM, RecallRetriever
 from memory_retrievers import ConfigError, InvalidInputError, MemoryStore
-from memory_retrievers.calibration import FEATURES
 from memory_retrievers.llm import hyde_prompt
+from memory_retrievers.recall.calibration import FEATURES
 
 QUIET = {"record_access": False}
 

@@ -1,0 +1,238 @@
+"""The everyday read API of the store, async: get, list, count, the search primitives, recall's source.
+
+Every read names a namespace and never returns a memory of another one. The sync twins are made
+from these (see ``store.py``).
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+
+import memory_retrievers.runtime.loop as _loop
+from memory_retrievers.errors import InvalidInputError, NotFoundError
+from memory_retrievers.filters import MemoryFilter, build_where, recency_slot
+from memory_retrievers.models import FtsField, Hit, Memory
+from memory_retrievers.recall.source import RecallSource
+from memory_retrievers.storage.search import hits
+from memory_retrievers.storage.sources import TableSource, ViewSource
+from memory_retrievers.store.base import MAX_PAGE, MAX_QUERY_K, StoreBase
+from memory_retrievers.validation import MAX_QUERY_CHARS, check_key, check_text, to_utc
+
+__all__ = ["ReadAPI"]
+
+logger = logging.getLogger("memory_retrievers.store.memory_store")
+
+
+class ReadAPI(StoreBase):
+    """Reads of one namespace at a time: by id, by page, by count, and the recall search primitives."""
+
+    async def aget(
+        self, ids: str | Sequence[str], *, namespace: str, include_vector: bool = False
+    ) -> Memory | builtins.list[Memory]:
+        """Fetch memories by id, in the order asked (superseded ones included).
+
+        Returns one :class:`Memory` for a str id, a list for a list of ids.
+
+        Raises:
+            NotFoundError: Any id is missing from the namespace.
+        """
+        self._ensure_open()
+        ns = self._ns(namespace)
+        mems, missing = await self._searcher.memories(ns, self._ids(ids), include_vector=include_vector)
+        if missing:
+            raise NotFoundError(f"{len(missing)} id(s) not found in namespace {ns!r}: {missing[:5]}", missing)
+        return mems[0] if isinstance(ids, str) else mems
+
+    async def alist(
+        self,
+        namespace: str,
+        *,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+        limit: int = 100,
+        offset: int = 0,
+        newest_first: bool = True,
+    ) -> builtins.list[Memory]:
+        """Memories of a namespace ordered by ``created_at``, optionally filtered and paged."""
+        self._ensure_open()
+        ns = self._ns(namespace)
+        self._check_int(limit, "limit", 1, MAX_PAGE)
+        self._check_int(offset, "offset", 0, MAX_PAGE)
+        return await self._searcher.page(ns, self._live(filter), limit=limit, offset=offset, newest_first=newest_first)
+
+    async def acount(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
+        """Number of memories in a namespace (superseded ones excluded unless the filter asks)."""
+        self._ensure_open()
+        return await self._table.count(build_where(self._ns(namespace), self._live(filter)), action="count memories")
+
+    async def anamespaces(self) -> builtins.list[str]:
+        """Every namespace that holds at least one memory, sorted.
+
+        An administrative read across tenants (the only one): it lets adapters such as the
+        LangGraph store list their namespaces. It scans the ``namespace`` column only.
+        """
+        self._ensure_open()
+        return await self._searcher.namespaces()
+
+    async def avector_search(
+        self,
+        query: str | Sequence[float] | np.ndarray,
+        *,
+        namespace: str,
+        k: int = 10,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+    ) -> builtins.list[Hit]:
+        """Nearest memories by cosine similarity (``Hit.score`` in [-1, 1], higher is better).
+
+        ``query`` is a text (embedded with the store's embedder) or a vector.
+        """
+        self._ensure_open()
+        where = build_where(self._ns(namespace), self._live(filter))
+        self._check_int(k, "k", 1, MAX_QUERY_K)
+        if isinstance(query, str):
+            vector = await self._vectors.query(query)
+        else:
+            vector = self._vectors.given(query, source="the query vector")
+        return hits(await self._searcher.nearest(vector, where, k, ["id"]))
+
+    async def aembed_query(self, query: str) -> np.ndarray:
+        """Embed a query text with the store's embedder (checked, unit length)."""
+        return await self._vectors.query(query)
+
+    async def aembed_queries(self, queries: Sequence[str]) -> np.ndarray:
+        """Embed a few query texts, in one forward pass when the embedder offers ``aembed_queries``.
+
+        Returns:
+            One checked unit vector per query, shape ``(len(queries), dimension)``.
+        """
+        return await self._vectors.queries(queries)
+
+    async def afts_search(
+        self,
+        query: str,
+        *,
+        namespace: str,
+        k: int = 10,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+        field: FtsField | str = FtsField.TEXT,
+    ) -> builtins.list[Hit]:
+        """Full-text (BM25) search via LanceDB's native FTS index (``Hit.score`` = BM25, higher is better).
+
+        Args:
+            query: Keywords or a question (keep it short: long FTS queries are slow).
+            namespace: Whose memories to search.
+            k: How many hits.
+            filter: Metadata prefilter.
+            field: What to match: :attr:`FtsField.TEXT` (the memory alone), :attr:`FtsField.CONTEXT`
+                (the memory together with its ``context``, e.g. neighbouring turns) or
+                :attr:`FtsField.ENTITIES`.
+        """
+        self._ensure_open()
+        where = build_where(self._ns(namespace), self._live(filter))
+        self._check_int(k, "k", 1, MAX_QUERY_K)
+        text = check_text(query, field="query", max_chars=MAX_QUERY_CHARS)
+        try:
+            fts_field = FtsField(field)
+        except ValueError:
+            valid = ", ".join(f.value for f in FtsField)
+            raise InvalidInputError(f"field must be one of {valid}, got {field!r}") from None
+        return hits(await self._searcher.fts(text, where, k, fts_field, ["id"]))
+
+    async def aentity_search(
+        self,
+        entities: Sequence[str],
+        *,
+        namespace: str,
+        k: int = 10,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+    ) -> builtins.list[Hit]:
+        """Memories sharing entities with ``entities`` (case-insensitive), most shared first.
+
+        Ties go to the newer memory. ``Hit.score`` = number of shared entities.
+        """
+        self._ensure_open()
+        where = build_where(self._ns(namespace), self._live(filter))
+        self._check_int(k, "k", 1, MAX_QUERY_K)
+        if isinstance(entities, str):
+            raise InvalidInputError(f"entities must be a list of str; wrap it: [{entities!r}]")
+        wanted = [check_key(e, field="entity", max_chars=self._config.max_key_chars) for e in entities]
+        return hits(await self._searcher.by_entities(wanted, where, k, ["id"]))
+
+    async def arecency_search(
+        self,
+        *,
+        namespace: str,
+        k: int = 10,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+    ) -> builtins.list[Hit]:
+        """The newest memories (``Hit.score`` = ``created_at`` as POSIX seconds)."""
+        self._ensure_open()
+        ns, flt = self._ns(namespace), self._live(filter)
+        self._check_int(k, "k", 1, MAX_QUERY_K)
+        return hits(await self._searcher.newest(build_where(ns, flt), k, ["id"], slot=recency_slot(ns, flt)))
+
+    async def ahas_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
+        """Whether any memory of the namespace has entities (lets recall skip a useless query).
+
+        Cached per namespace: a write through this store with entities sets it at once; writes by
+        other processes are seen after at most ``max_age_s`` seconds.
+        """
+        self._check_process()
+        return await self._searcher.has_entities(self._ns(namespace), max_age_s=max_age_s)
+
+    async def aspeakers(self, namespace: str, *, max_age_s: float = 60.0) -> frozenset[str]:
+        """Who speaks in the namespace's chat: the ``Name`` of its ``"Name: text"`` message memories.
+
+        Read from the namespace's view when this store holds or is loading one (recall reads this
+        while its view loads: no query of its own), else cached per namespace. A speaker written
+        through this store joins at once; other processes' as soon as the view sees their commits
+        (see ``read_consistency_interval``), or without a view within ``max_age_s`` seconds.
+        """
+        self._ensure_open()
+        ns = self._ns(namespace)
+        view = await self._views.current(ns)
+        if view is not None:
+            return view.speakers
+        return await self._searcher.speakers(ns, max_age_s=max_age_s)
+
+    async def arecall_source(
+        self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None
+    ) -> RecallSource:
+        """What a recall of ``namespace`` under ``filter`` reads through (see :mod:`memory_retrievers.recall`).
+
+        An in-memory view of the namespace while it has at most ``StoreConfig.recall_view_max_rows``
+        memories, else LanceDB queries; both give the same results.
+        """
+        self._ensure_open()
+        ns = self._ns(namespace)
+        flt = self._live(filter)
+        view = await self._views.get(ns)
+        return ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
+
+    def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
+        """Count an access of each id (e.g. recalled).
+
+        Held in memory and written in one batch once ``StoreConfig.access_flush_size`` accesses
+        are pending, off the caller's path.
+        """
+        self._ensure_open()
+        ns = self._ns(namespace)
+        when = to_utc(at, "at") if at is not None else self._clock()
+        pending = self._access.record(ns, self._ids(ids), when)
+        if pending >= self._config.access_flush_size:
+            _loop.submit(self._flush_logged())
+
+    async def arecord_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
+        """Async twin of :meth:`record_access` (never waits for the write)."""
+        self.record_access(ids, namespace=namespace, at=at)
+
+    async def _flush_logged(self) -> None:
+        try:
+            await self._queue.exclusive(self._access.flush)
+        except Exception:  # background work: report, never raise into nowhere
+            logger.warning("memory-retrievers: writing access statistics failed; will retry", exc_info=True)
