@@ -239,7 +239,7 @@ class AdapterModel(BaseModel):
 
     Example:
         A third framework's component declares its fields and does its framework's work; the
-        wiring above comes with the base (``tests/unit/test_integration_toolkit.py`` runs one):
+        wiring above comes with the base (``tests/unit/integration/test_toolkit.py`` runs one):
 
         .. code-block:: python
 

@@ -3,7 +3,7 @@
 Before the config had sections, ``cfg.rrf_k`` was a field; it is now ``cfg.fusion.rrf_k``. These
 properties keep the old reads working (without a warning in this release), typed like the fields
 they stand for. The list is frozen: an option added to a section gets no flat name.
-``tests/unit/test_config_sections.py`` checks that each property reads its section's field.
+``tests/unit/recall/test_config.py`` checks that each property reads its section's field.
 """
 
 from __future__ import annotations

@@ -21,13 +21,13 @@ from urllib.parse import urlsplit
 import pytest
 
 from memory_retrievers import MemoryStore, SentenceTransformerEmbedder
+from testing.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))  # _steps.py, the tests' shared steps
 
-from _steps import ODD, ODD_MEMORIES, TOKEN, Recorded  # noqa: E402
-from _ui_browser import CHROMIUM, VIEWPORT, fill_showcase, inspector, launch, locomo_path, served  # noqa: E402
+from _steps import ODD, ODD_MEMORIES, TOKEN, Recorded
+from _ui_browser import CHROMIUM, VIEWPORT, fill_showcase, inspector, launch, locomo_path, served
 
 LOCOMO = locomo_path()
 SKIP_ENV = "MEMORY_RETRIEVERS_SKIP_BROWSER"

@@ -9,7 +9,8 @@ from pathlib import Path
 from _ui_browser import VIEWPORT
 from ui_screenshots import SHOTS
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 PAGE = ROOT / "docs" / "how-to" / "inspector.md"
 MAX_BYTES = 250 * 1024
 

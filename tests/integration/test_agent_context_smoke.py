@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 SYSTEMS = (
     "core",
     "lancedb-hybrid",

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 README = ROOT / "README.md"
 _BLOCK = re.compile(r"```python\n(.*?)```", flags=re.S)
 _ACTION_CLAIM = re.compile(r"^(?P<call>.+)\.action  # WriteAction\.(?P<action>[A-Z]+)\b.*$", flags=re.M)

@@ -38,7 +38,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 VERSION = "0.1.0"
 
 #: wheel name prefix -> (source folder, the package's path inside that folder and the wheel)

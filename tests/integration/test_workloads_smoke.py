@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
 
 
 def test_the_quick_workload_run_reports_every_scenario(tmp_path: Path) -> None:

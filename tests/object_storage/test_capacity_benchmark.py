@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from testing.local_s3 import find_weed
+from testing.paths import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "capacity.py"
+SCRIPT = ROOT / "benchmarks" / "capacity.py"
 OPERATIONS = {
     "open",
     "cold_recall",

@@ -9,7 +9,6 @@ counts are stable, the times are not).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,8 +16,8 @@ import pytest
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
 from testing.local_s3 import LocalS3Server
+from testing.paths import BENCHMARKS
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 ROWS, TENANTS, DIM = 20_000, 50, 384
 CONFIG = {"optimize_after_rows": 10**9, "optimize_after_commits": 10**6, "ann_index_min_rows": 10**9}
 

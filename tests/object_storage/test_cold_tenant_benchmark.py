@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from testing.local_s3 import find_weed
+from testing.paths import ROOT
 
-SCRIPT = Path(__file__).resolve().parents[2] / "benchmarks" / "capacity.py"
+SCRIPT = ROOT / "benchmarks" / "capacity.py"
 
 
 def test_cold_tenant_scenario_measures_before_and_after_clustering(tmp_path: Path) -> None:

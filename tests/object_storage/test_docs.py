@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 
 from testing.local_s3 import LocalS3Server
+from testing.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 DOC = ROOT / "docs" / "OBJECT_STORAGE.md"
 BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 

@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 DOC = ROOT / "docs" / "DEPLOYMENT.md"
 BLOCK = re.compile(r"```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 BIN = Path(sys.executable).parent

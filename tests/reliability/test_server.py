@@ -23,7 +23,8 @@ from typing import Any
 
 import pytest
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from testing.paths import EXAMPLES
+
 BIN = Path(sys.executable).parent
 START_S = 240
 REQUEST_S = 120

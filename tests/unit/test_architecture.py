@@ -14,8 +14,8 @@ import pytest
 import memory_retrievers
 from memory_retrievers import Memory
 from memory_retrievers.storage.fields import FIELDS, INHERITED_FIELDS, SCALAR_COLUMNS, WRITABLE_FIELDS
+from testing.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = Path(memory_retrievers.__file__).parent
 ADAPTERS = [
     ROOT / "integrations" / "langchain" / "langchain_memory_retrievers",

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)
 NOT_RUN = re.compile(r"not run: \S.{9,}")  # a reason of at least ten characters
 ACTION_CLAIM = re.compile(r"^(?P<call>.+)\.action  # WriteAction\.(?P<action>[A-Z]+)\b.*$", flags=re.M)

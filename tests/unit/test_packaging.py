@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 DISTRIBUTIONS = [ROOT, ROOT / "integrations" / "langchain", ROOT / "integrations" / "llama-index"]
 
 

@@ -5,17 +5,16 @@ from __future__ import annotations
 import os
 import warnings
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
-        if "tests/bulk" in str(item.fspath):
+        if "tests/ray" in str(item.fspath):
             item.add_marker(pytest.mark.long)
             # Ray Data's own DataContext sets a deprecated field when it is first made (not ours).
             item.add_marker(pytest.mark.filterwarnings("ignore::DeprecationWarning:ray.*"))

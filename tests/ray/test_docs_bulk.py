@@ -18,7 +18,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
+
 PAGE = ROOT / "docs" / "how-to" / "bulk-jobs.md"
 BLOCK = re.compile(r"```(?P<lang>\w+)\n(?P<body>.*?)```", re.S)
 

@@ -5,14 +5,12 @@ from __future__ import annotations
 import itertools
 import sys
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from memory_retrievers import RecallConfig
-
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
+from testing.paths import BENCHMARKS
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """The pure parts of the Ray clustering job and of the bulk jobs on shards, without Ray.
 
-The job on a local Ray instance is in tests/bulk/test_ray_cluster.py (long tier).
+The job on a local Ray instance is in tests/ray/test_ray_cluster.py (long tier).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from memory_retrievers import HashEmbedder, MemoryStore, ShardedMemoryStore
 from memory_retrievers.bulk.tables import table_openers
 from memory_retrievers.storage.connect import CloudAccess
 from memory_retrievers.storage.location import TableLocation
+from testing.paths import ROOT
 
 EMBEDDER = HashEmbedder(32)
 SECRET = "sk_live_secret"
@@ -66,7 +67,7 @@ def test_the_bulk_jobs_reopen_the_tables_the_locations_name(tmp_path: Path) -> N
 
 
 def test_the_bulk_jobs_read_no_private_attribute_of_a_store() -> None:
-    source = Path(__file__).parents[2].joinpath("memory_retrievers", "bulk", "tables.py").read_text()
+    source = ROOT.joinpath("memory_retrievers", "bulk", "tables.py").read_text()
     for private in ("._tables", "._cloud", "._table", "._locations", "._storage_options"):
         assert private not in source
 

@@ -18,8 +18,7 @@ from memory_retrievers.bulk import ClusterReport, backfill_formation, cluster_ta
 from memory_retrievers.errors import EmbedderMismatchError, InvalidInputError
 from memory_retrievers.formation import MemoryFormer
 from memory_retrievers.storage.cluster import ClusterResult
-
-ROOT = Path(__file__).resolve().parents[2]
+from testing.paths import ROOT
 
 # The layout reader and contiguity check of the clustering's own tests, reused as they are.
 _CHECKS = ROOT / "tests" / "unit" / "storage" / "test_cluster.py"
@@ -224,7 +223,7 @@ def test_formation_backfill_on_a_sharded_store_forms_what_a_sequential_run_forms
 
 
 def _ray_jobs_module() -> Any:
-    """tests/bulk/test_ray_jobs.py (its LoCoMo path, loader and replay LLM), loaded by path."""
+    """tests/ray/test_ray_jobs.py (its LoCoMo path, loader and replay LLM), loaded by path."""
     spec = importlib.util.spec_from_file_location("_ray_jobs_checks", Path(__file__).with_name("test_ray_jobs.py"))
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -13,6 +13,7 @@ import urllib.request
 from pathlib import Path
 
 from memory_retrievers import HashEmbedder, MemoryStore
+from testing.paths import ROOT
 
 
 def _cli(*args: str) -> list[str]:
@@ -77,7 +78,7 @@ def test_the_commands_in_the_cli_guide_parse() -> None:
 
     from memory_retrievers.cli.cmd_ui import ui
 
-    guide = (Path(__file__).resolve().parents[2] / "docs" / "CLI.md").read_text()
+    guide = (ROOT / "docs" / "CLI.md").read_text()
     section = guide.split("## Memory inspector\n", 1)[1].split("\n## ", 1)[0]
     lines = [line.split("#")[0] for line in section.splitlines() if line.startswith("memory-retrievers ui")]
     assert len(lines) == 3

@@ -11,10 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from testing.paths import ROOT
+
 # Processes and the real model: the long tier (python -m pytest -m long).
 pytestmark = pytest.mark.long
 
-ROOT = Path(__file__).resolve().parents[2]
 LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 

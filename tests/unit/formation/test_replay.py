@@ -10,12 +10,12 @@ import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
 from memory_retrievers.formation import Decision, MemoryFormer
+from testing.paths import BENCHMARKS
 
-BENCHMARKS = Path(__file__).resolve().parents[2] / "benchmarks"
 sys.path.insert(0, str(BENCHMARKS))
 
-from _data import DEFAULT_LOCOMO, load_turns  # noqa: E402
-from _replay import LoCoMoReplayLLM, dia_ids  # noqa: E402
+from _data import DEFAULT_LOCOMO, load_turns
+from _replay import LoCoMoReplayLLM, dia_ids
 
 pytestmark = pytest.mark.skipif(not DEFAULT_LOCOMO.exists(), reason="needs ../shared/data/locomo")
 

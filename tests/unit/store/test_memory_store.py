@@ -140,7 +140,7 @@ def test_exact_duplicate_is_skipped_by_default(store: MemoryStore) -> None:
     assert b.action is WriteAction.SKIPPED and b.duplicate_of == a.id and b.similarity == 1.0
     assert b.id == a.id and b.text == "I live in Berlin" and "exact duplicate" in (b.reason or "")
     assert store.count("n") == 1
-    # case is not whitespace: "Hunter2" is not "hunter2" (see tests/unit/test_duplicates.py)
+    # case is not whitespace: "Hunter2" is not "hunter2" (see tests/unit/storage/test_duplicates.py)
     assert store.add("i live in berlin", namespace="n").action is WriteAction.ADDED
 
 

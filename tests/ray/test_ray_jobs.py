@@ -16,13 +16,13 @@ from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbe
 from memory_retrievers.bulk import backfill_formation, import_records, reembed
 from memory_retrievers.errors import InvalidInputError
 from memory_retrievers.formation import MemoryFormer
+from testing.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from _data import DEFAULT_LOCOMO, load_turns  # noqa: E402
-from _replay import LoCoMoReplayLLM  # noqa: E402
-from bulk_ray import records_of  # noqa: E402
+from _data import DEFAULT_LOCOMO, load_turns
+from _replay import LoCoMoReplayLLM
+from bulk_ray import records_of
 
 # The checkout's own data folder, or the shared one beside the worktrees.
 LOCOMO = next(
