@@ -91,9 +91,9 @@ def _ask(inv: Invocation, /, params: dict[str, Any], op: str) -> dict[str, Any] 
     except OSError:
         sock.close()
         return None
-    with sock:
+    with sock, sock.makefile("rb") as reader:
         write_message(sock, {"v": PROTOCOL, "op": op})
-        return read_message(sock.makefile("rb"))
+        return read_message(reader)
 
 
 @worker.command("status", epilog="Example:\n\n  memory-retrievers worker status --json")

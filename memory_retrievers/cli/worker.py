@@ -83,6 +83,8 @@ class Worker:
         self._last_request = time.monotonic()
         self._threads: set[threading.Thread] = set()
         self._stop = threading.Event()
+        #: Set once :attr:`socket_path` accepts connections (it exists only from then on).
+        self.listening = threading.Event()
 
     def warm_up(self) -> None:
         """Load what the first request would: the command tree, the store and the embedding model."""
@@ -101,11 +103,7 @@ class Worker:
         """Listen until idle for ``idle_s`` or told to stop; then let running commands finish and close the store."""
         with contextlib.suppress(FileNotFoundError):
             self.socket_path.unlink()  # a dead worker's: we hold the lock, so no live worker uses it
-        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        listener.bind(str(self.socket_path))
-        os.chmod(self.socket_path, 0o600)
-        listener.listen(64)
-        listener.settimeout(0.5)  # wake up to check for stop and idleness
+        listener = self._listen()
         try:
             while not self._stop.is_set() and not self._idle():
                 try:
@@ -119,6 +117,32 @@ class Worker:
                 self.socket_path.unlink()
             self._drain()
             self.stores.close()
+
+    def _listen(self) -> socket.socket:
+        """A listening socket, at :attr:`socket_path` only once it accepts connections.
+
+        The path of a Unix socket exists from ``bind()``, before ``listen()``: a client that took
+        "the path exists" for "the worker listens" was refused in that gap. So the socket is bound
+        under a temporary name in the same folder, made private, put to listen, and only then
+        renamed into place (atomic within one folder).
+        """
+        staging = self.socket_path.with_name(f".{self.socket_path.name}.{os.getpid()}")
+        with contextlib.suppress(FileNotFoundError):
+            staging.unlink()
+        listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            listener.bind(str(staging))
+            os.chmod(staging, 0o600)
+            listener.listen(64)
+            listener.settimeout(0.5)  # wake up to check for stop and idleness
+            os.replace(staging, self.socket_path)
+        except BaseException:
+            listener.close()
+            with contextlib.suppress(FileNotFoundError):
+                staging.unlink()
+            raise
+        self.listening.set()
+        return listener
 
     def stop(self, *_: Any) -> None:
         """Stop accepting requests; running ones finish (SIGTERM handler too).

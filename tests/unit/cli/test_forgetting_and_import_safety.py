@@ -204,8 +204,12 @@ def test_item12_the_client_knows_which_command_lines_read_stdin() -> None:
 
 def _client(path: Path) -> tuple[socket.socket, Any]:
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    sock.settimeout(30)
-    sock.connect(str(path))
+    try:
+        sock.settimeout(30)
+        sock.connect(str(path))
+    except BaseException:
+        sock.close()  # a refused connection must not leak the socket into a later test's warnings
+        raise
     return sock, sock.makefile("rb")
 
 
