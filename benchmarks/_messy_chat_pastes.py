@@ -5,6 +5,8 @@ Python 3.11's ``^^^`` markers), so they are long and realistic but the same on e
 100-250 lines; ``tests/unit/test_messy_chat_benchmark.py`` checks it.
 """
 
+# ruff: noqa: E501 - pasted traces, code and logs: their long lines are the content
+
 from __future__ import annotations
 
 import random
@@ -89,9 +91,7 @@ _KOMBU: list[Frame] = [
     (f"{_SP}/celery/app/trace.py", "_fast_trace_task", "R, I, T, Rstr = tasks[task].__trace__("),
 ]
 
-_UNIQUE = (
-    'psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "ledger_entries_idempotency_key_key"'
-)
+_UNIQUE = 'psycopg2.errors.UniqueViolation: duplicate key value violates unique constraint "ledger_entries_idempotency_key_key"'
 _DETAIL = "DETAIL:  Key (idempotency_key)=(pay_8f2c1e0b9d7a4c55) already exists."
 _SQL = (
     "[SQL: INSERT INTO ledger_entries (batch_id, account_id, amount_cents, currency, booked_at, idempotency_key) "
@@ -109,7 +109,7 @@ def _maya_params(rng: random.Random) -> list[str]:
             f"'booked_at': '2024-02-03T10:{rng.randint(10, 59)}:{rng.randint(10, 59)}+00:00', "
             f"'idempotency_key': 'pay_{rng.randrange(16**16):016x}'}},"
         )
-    return ["[parameters: ("] + rows + [")]"]
+    return ["[parameters: (", *rows, ")]"]
 
 
 def maya_trace() -> str:
@@ -265,12 +265,24 @@ _NOTEBOOK: list[Frame] = [
     (f"{_LSP}/IPython/core/interactiveshell.py", "run_cell", "result = self._run_cell("),
     (f"{_LSP}/IPython/core/interactiveshell.py", "_run_cell", "result = runner(coro)"),
     (f"{_LSP}/IPython/core/async_helpers.py", "_pseudo_sync_runner", "coro.send(None)"),
-    (f"{_LSP}/IPython/core/interactiveshell.py", "run_cell_async", "has_raised = await self.run_ast_nodes(code_ast.body, cell_name,"),
+    (
+        f"{_LSP}/IPython/core/interactiveshell.py",
+        "run_cell_async",
+        "has_raised = await self.run_ast_nodes(code_ast.body, cell_name,",
+    ),
     (f"{_LSP}/IPython/core/interactiveshell.py", "run_ast_nodes", "if await self.run_code(code, result, async_=asy):"),
     (f"{_LSP}/IPython/core/interactiveshell.py", "run_code", "exec(code_obj, self.user_global_ns, self.user_ns)"),
     ("/var/folders/7k/T/ipykernel_48213/2290417763.py", "<module>", "weekly = summarise_training(runs, by='week')"),
-    ("/Users/lena/george-brown/module3/training.py", "summarise_training", "out = add_rolling(out, 'weekly_km', window=4)"),
-    ("/Users/lena/george-brown/module3/training.py", "add_rolling", "df[f'{col}_avg'] = df[col].rolling(window).mean()"),
+    (
+        "/Users/lena/george-brown/module3/training.py",
+        "summarise_training",
+        "out = add_rolling(out, 'weekly_km', window=4)",
+    ),
+    (
+        "/Users/lena/george-brown/module3/training.py",
+        "add_rolling",
+        "df[f'{col}_avg'] = df[col].rolling(window).mean()",
+    ),
     ("/Users/lena/george-brown/module3/training.py", "pace_per_km", "return df['moving_time_s'] / df['weekly_km']"),
 ]
 _FRAME_GETITEM: list[Frame] = [
@@ -282,10 +294,18 @@ _FRAME_GETITEM: list[Frame] = [
     (f"{_LSP}/pandas/core/arraylike.py", "__truediv__", "return self._arith_method(other, operator.truediv)"),
     (f"{_LSP}/pandas/core/series.py", "_arith_method", "return base.IndexOpsMixin._arith_method(self, other, op)"),
     (f"{_LSP}/pandas/core/window/rolling.py", "mean", "return self._apply("),
-    (f"{_LSP}/pandas/core/window/rolling.py", "_apply", "return self._apply_columnwise(homogeneous_func, name, numeric_only)"),
-    (f"{_LSP}/pandas/core/window/rolling.py", "_apply_columnwise", "obj = self._create_data(self._selected_obj, numeric_only)"),
+    (
+        f"{_LSP}/pandas/core/window/rolling.py",
+        "_apply",
+        "return self._apply_columnwise(homogeneous_func, name, numeric_only)",
+    ),
+    (
+        f"{_LSP}/pandas/core/window/rolling.py",
+        "_apply_columnwise",
+        "obj = self._create_data(self._selected_obj, numeric_only)",
+    ),
     (f"{_LSP}/pandas/core/groupby/groupby.py", "__getitem__", "return super().__getitem__(key)"),
-    (f"{_LSP}/pandas/core/base.py", "__getitem__", "raise KeyError(f\"Column not found: {key}\")"),
+    (f"{_LSP}/pandas/core/base.py", "__getitem__", 'raise KeyError(f"Column not found: {key}")'),
 ]
 
 
@@ -308,7 +328,11 @@ def lena_trace() -> str:
     return _trace(
         202,
         [
-            (_PANDAS, ["KeyError: 'weekly_km'"], "The above exception was the direct cause of the following exception:"),
+            (
+                _PANDAS,
+                ["KeyError: 'weekly_km'"],
+                "The above exception was the direct cause of the following exception:",
+            ),
             (
                 _NOTEBOOK + _FRAME_GETITEM + _PANDAS[:1],
                 ["KeyError: 'weekly_km'", "", "runs.head(16):", *preview],
@@ -353,13 +377,21 @@ LENA_LOG = """2024-05-20 19:02:11.402 WARNING (MainThread) [homeassistant.compon
 _WSP = "/home/wei/side/hawker-bot/.venv/lib/python3.12/site-packages"
 _WAPP = "/home/wei/side/hawker-bot/app"
 _UVICORN: list[Frame] = [
-    (f"{_WSP}/uvicorn/protocols/http/httptools_impl.py", "run_asgi", "result = await app(  # type: ignore[func-returns-value]"),
+    (
+        f"{_WSP}/uvicorn/protocols/http/httptools_impl.py",
+        "run_asgi",
+        "result = await app(  # type: ignore[func-returns-value]",
+    ),
     (f"{_WSP}/uvicorn/middleware/proxy_headers.py", "__call__", "return await self.app(scope, receive, send)"),
     (f"{_WSP}/fastapi/applications.py", "__call__", "await super().__call__(scope, receive, send)"),
     (f"{_WSP}/starlette/applications.py", "__call__", "await self.middleware_stack(scope, receive, send)"),
     (f"{_WSP}/starlette/middleware/errors.py", "__call__", "raise exc"),
     (f"{_WSP}/starlette/middleware/errors.py", "__call__", "await self.app(scope, receive, _send)"),
-    (f"{_WSP}/starlette/middleware/exceptions.py", "__call__", "await wrap_app_handling_exceptions(self.app, conn)(scope, receive, send)"),
+    (
+        f"{_WSP}/starlette/middleware/exceptions.py",
+        "__call__",
+        "await wrap_app_handling_exceptions(self.app, conn)(scope, receive, send)",
+    ),
     (f"{_WSP}/starlette/_exception_handler.py", "wrapped_app", "raise exc"),
     (f"{_WSP}/starlette/_exception_handler.py", "wrapped_app", "await app(scope, receive, sender)"),
     (f"{_WSP}/starlette/routing.py", "__call__", "await self.middleware_stack(scope, receive, send)"),
@@ -371,34 +403,62 @@ _UVICORN: list[Frame] = [
     (f"{_WAPP}/routes/stalls.py", "cheapest", "prices = await scraper.prices(dish=dish, area=area)"),
     (f"{_WAPP}/scraper.py", "prices", "pages = await asyncio.gather(*(self._page(url) for url in urls))"),
     (f"{_WAPP}/scraper.py", "_page", "async with httpx.AsyncClient(base_url=API) as client:"),
-    (f"{_WAPP}/scraper.py", "_page", "resp = await client.get(url, params={'dish': 'chilli crab', 'area': 'east coast'})"),
+    (
+        f"{_WAPP}/scraper.py",
+        "_page",
+        "resp = await client.get(url, params={'dish': 'chilli crab', 'area': 'east coast'})",
+    ),
 ]
 _HTTPX: list[Frame] = [
     (f"{_WSP}/httpx/_client.py", "get", "return await self.request("),
-    (f"{_WSP}/httpx/_client.py", "request", "return await self.send(request, auth=auth, follow_redirects=follow_redirects)"),
+    (
+        f"{_WSP}/httpx/_client.py",
+        "request",
+        "return await self.send(request, auth=auth, follow_redirects=follow_redirects)",
+    ),
     (f"{_WSP}/httpx/_client.py", "send", "response = await self._send_handling_auth("),
     (f"{_WSP}/httpx/_client.py", "_send_handling_auth", "response = await self._send_handling_redirects("),
     (f"{_WSP}/httpx/_client.py", "_send_handling_redirects", "response = await self._send_single_request(request)"),
     (f"{_WSP}/httpx/_client.py", "_send_single_request", "response = await transport.handle_async_request(request)"),
     (f"{_WSP}/httpx/_transports/default.py", "handle_async_request", "with map_httpcore_exceptions():"),
-    (f"/usr/lib/python3.12/contextlib.py", "__exit__", "self.gen.throw(value)"),
+    ("/usr/lib/python3.12/contextlib.py", "__exit__", "self.gen.throw(value)"),
     (f"{_WSP}/httpx/_transports/default.py", "map_httpcore_exceptions", "raise mapped_exc(message) from exc"),
 ]
 _HTTPCORE: list[Frame] = [
-    (f"{_WSP}/httpx/_transports/default.py", "handle_async_request", "resp = await self._pool.handle_async_request(req)"),
+    (
+        f"{_WSP}/httpx/_transports/default.py",
+        "handle_async_request",
+        "resp = await self._pool.handle_async_request(req)",
+    ),
     (f"{_WSP}/httpcore/_async/connection_pool.py", "handle_async_request", "raise exc from None"),
-    (f"{_WSP}/httpcore/_async/connection_pool.py", "handle_async_request", "response = await connection.handle_async_request("),
-    (f"{_WSP}/httpcore/_async/connection.py", "handle_async_request", "return await self._connection.handle_async_request(request)"),
+    (
+        f"{_WSP}/httpcore/_async/connection_pool.py",
+        "handle_async_request",
+        "response = await connection.handle_async_request(",
+    ),
+    (
+        f"{_WSP}/httpcore/_async/connection.py",
+        "handle_async_request",
+        "return await self._connection.handle_async_request(request)",
+    ),
     (f"{_WSP}/httpcore/_async/http11.py", "handle_async_request", "raise exc"),
     (f"{_WSP}/httpcore/_async/http11.py", "handle_async_request", ") = await self._receive_response_headers(**kwargs)"),
-    (f"{_WSP}/httpcore/_async/http11.py", "_receive_response_headers", "event = await self._receive_event(timeout=timeout)"),
+    (
+        f"{_WSP}/httpcore/_async/http11.py",
+        "_receive_response_headers",
+        "event = await self._receive_event(timeout=timeout)",
+    ),
     (f"{_WSP}/httpcore/_async/http11.py", "_receive_event", "data = await self._network_stream.read("),
     (f"{_WSP}/httpcore/_backends/anyio.py", "read", "with map_exceptions(exc_map):"),
-    (f"/usr/lib/python3.12/contextlib.py", "__exit__", "self.gen.throw(value)"),
+    ("/usr/lib/python3.12/contextlib.py", "__exit__", "self.gen.throw(value)"),
     (f"{_WSP}/httpcore/_exceptions.py", "map_exceptions", "raise to_exc(exc) from exc"),
 ]
 _ANYIO: list[Frame] = [
-    (f"{_WSP}/anyio/streams/tls.py", "receive", "data = await self._call_sslobject_method(self._ssl_object.read, max_bytes)"),
+    (
+        f"{_WSP}/anyio/streams/tls.py",
+        "receive",
+        "data = await self._call_sslobject_method(self._ssl_object.read, max_bytes)",
+    ),
     (f"{_WSP}/anyio/streams/tls.py", "_call_sslobject_method", "data = await self.transport_stream.receive()"),
     (f"{_WSP}/anyio/_backends/_asyncio.py", "receive", "await self._protocol.read_event.wait()"),
     ("/usr/lib/python3.12/asyncio/locks.py", "wait", "await fut"),
@@ -416,14 +476,18 @@ def wei_trace() -> str:
         303,
         [
             (_ANYIO, ["TimeoutError"], "During handling of the above exception, another exception occurred:"),
-            (_HTTPCORE, ["httpcore.ReadTimeout"], "The above exception was the direct cause of the following exception:"),
+            (
+                _HTTPCORE,
+                ["httpcore.ReadTimeout"],
+                "The above exception was the direct cause of the following exception:",
+            ),
             (
                 _UVICORN + _HTTPX + _HTTPCORE[:2],
                 ["httpx.ReadTimeout"],
                 "During handling of the above exception, another exception occurred:",
             ),
             (
-                _UVICORN[:16] + [(f"{_WAPP}/scraper.py", "prices", "raise ScrapeFailed(area, dish) from exc")],
+                [*_UVICORN[:16], (f"{_WAPP}/scraper.py", "prices", "raise ScrapeFailed(area, dish) from exc")],
                 [
                     "app.scraper.ScrapeFailed: 3 of 7 stall pages failed for dish='chilli crab' area='east coast' "
                     "(https://api.hawkerdata.sg/v2/stalls): httpx.ReadTimeout"

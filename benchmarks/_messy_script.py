@@ -28,13 +28,25 @@ Question categories:
 alternatives separated by ``|``; every part must be present, case aside).
 """
 
+# ruff: noqa: E501, RUF001 - chat messages: long lines, dashes and emoji are the content
+
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from _messy_chat_pastes import LENA_CODE, LENA_LOG, MAYA_CODE, MAYA_COMPOSE, WEI_NGINX, WEI_SQL, lena_trace, maya_trace, wei_trace
+from _messy_chat_pastes import (
+    LENA_CODE,
+    LENA_LOG,
+    MAYA_CODE,
+    MAYA_COMPOSE,
+    WEI_NGINX,
+    WEI_SQL,
+    lena_trace,
+    maya_trace,
+    wei_trace,
+)
 
 CATEGORIES = (
     "current_fact",
@@ -229,7 +241,10 @@ MAYA = (
             F("cat", "my cat is called Bolacha, grey tabby, 4 yrs old, very judgmental"),
             A("Bolacha sounds like a character 😄"),
             U("she is lmao"),
-            ASK("tart_q", "do you remember the name of that custard tart place? the one near the monastery w/ the huge line"),
+            ASK(
+                "tart_q",
+                "do you remember the name of that custard tart place? the one near the monastery w/ the huge line",
+            ),
             H("tart_hedge", "I don't think you've told me its name. Was it in Belém, near the Jerónimos Monastery?"),
             U("yeah somewhere there. ugh its on the tip of my tongue"),
             U("ill look it up later"),
@@ -276,7 +291,10 @@ MAYA = (
         (
             U("hiii long time"),
             A("Hi Maya! Long time indeed. How have you been?"),
-            F("move_berlin", "actually I moved from Lisbon to Berlin last month!! transferred to Pagamento's Berlin office"),
+            F(
+                "move_berlin",
+                "actually I moved from Lisbon to Berlin last month!! transferred to Pagamento's Berlin office",
+            ),
             A("Wow, big move! How are you settling in?"),
             U("cold. so cold. 🥶"),
             F("neovim", "oh and I switched from vim to Neovim, my lazy.nvim config is 🔥"),
@@ -397,7 +415,12 @@ MAYA = (
 MAYA_QUESTIONS = (
     Ask("current_fact", "what's my cat's name again?", ("cat",), ("Bolacha",)),
     Ask("current_fact", "who's Bolacha's vet in Berlin?", ("vet",), ("Hartmann",)),
-    Ask("current_fact", "what was the exception at the bottom of the celery trace I pasted?", ("trace",), ("IntegrityError",)),
+    Ask(
+        "current_fact",
+        "what was the exception at the bottom of the celery trace I pasted?",
+        ("trace",),
+        ("IntegrityError",),
+    ),
     Ask("current_fact", "where is Inês's wedding?", ("venue",), ("Regaleira",)),
     Ask("current_fact", "which bouldering gym did I join?", ("boulder",), ("Berta Block",)),
     Ask("current_fact", "what flight am I taking to Lisbon?", ("flight",), ("TP 535",)),
@@ -418,12 +441,32 @@ MAYA_QUESTIONS = (
     Ask("second_language", "Onde mora a minha avó?", ("avo",), ("Coimbra",)),
     Ask("second_language", "Onde vive o meu irmão agora?", ("duarte_braga",), ("Braga",), ("irmao",)),
     Ask("assistant_said", "what's the confirmation number of the restaurant you booked?", ("booking",), ("TR-48213",)),
-    Ask("assistant_said", "which book did you recommend for distributed systems?", ("book_rec",), ("Designing Data-Intensive",)),
+    Ask(
+        "assistant_said",
+        "which book did you recommend for distributed systems?",
+        ("book_rec",),
+        ("Designing Data-Intensive",),
+    ),
     Ask("assistant_said", "what did you say was wrong with my retry decorator?", ("code_advice",), ("re-raise",)),
     Ask("assistant_said", "how did you say to fix the postgres healthcheck?", ("config_fix",), ("-U kestrel",)),
-    Ask("multi_hop", "what does my brother teach, and where does he live now?", ("irmao", "duarte_braga"), ("matemática", "Braga")),
-    Ask("multi_hop", "which office did I transfer to, and who's my manager there?", ("move_berlin", "mgr_priya"), ("Berlin", "Priya")),
-    Ask("multi_hop", "in which town is my sister's wedding venue, and on what date?", ("venue", "wedding_21"), ("Sintra", "June 21")),
+    Ask(
+        "multi_hop",
+        "what does my brother teach, and where does he live now?",
+        ("irmao", "duarte_braga"),
+        ("matemática", "Braga"),
+    ),
+    Ask(
+        "multi_hop",
+        "which office did I transfer to, and who's my manager there?",
+        ("move_berlin", "mgr_priya"),
+        ("Berlin", "Priya"),
+    ),
+    Ask(
+        "multi_hop",
+        "in which town is my sister's wedding venue, and on what date?",
+        ("venue", "wedding_21"),
+        ("Sintra", "June 21"),
+    ),
     Ask("off_topic", "What's the capital of Mongolia?"),
     Ask("off_topic", "How does TCP congestion control work?"),
     Ask("off_topic", "What is the boiling point of ethanol?"),
@@ -448,8 +491,14 @@ LENA = (
             F("pr_152", "my half marathon PR is 1:52"),
             A("Great goal! How's training going?"),
             U("slow lol. knees hate me"),
-            ASK("stretch_q", "whats that stretch called where u lie on ur back and cross one ankle over the other knee? my physio showed me"),
-            H("stretch_hedge", "I don't think you've mentioned that one before. It might be a supine glute stretch — does that sound right?"),
+            ASK(
+                "stretch_q",
+                "whats that stretch called where u lie on ur back and cross one ankle over the other knee? my physio showed me",
+            ),
+            H(
+                "stretch_hedge",
+                "I don't think you've mentioned that one before. It might be a supine glute stretch — does that sound right?",
+            ),
             U("no it had a funny name"),
             U("whatever"),
             F("mgr_okafor", "my manager is Dr. Okafor btw, she's great"),
@@ -501,7 +550,10 @@ LENA = (
             A("Good morning, Lena!"),
             F("car_sold", "sold the Civic!! biking to work now 🚲"),
             A("Nice — good for the knees too, hopefully."),
-            F("marathon_20", "also change of plans: not doing Chicago anymore, I switched to the Toronto Waterfront marathon on Oct 20"),
+            F(
+                "marathon_20",
+                "also change of plans: not doing Chicago anymore, I switched to the Toronto Waterfront marathon on Oct 20",
+            ),
             A("Got it — Toronto Waterfront, Oct 20."),
             F("pr_147", "and new half PR: 1:47:30 🎉"),
             A("Huge improvement!"),
@@ -529,7 +581,10 @@ LENA = (
         (
             U("hiii"),
             A("Hi! How are things?"),
-            F("mgr_brandt", "work stuff: Dr. Okafor isn't my manager anymore, she moved to cardiology. it's Dr. Brandt now"),
+            F(
+                "mgr_brandt",
+                "work stuff: Dr. Okafor isn't my manager anymore, she moved to cardiology. it's Dr. Brandt now",
+            ),
             A("Noted — Dr. Brandt is your manager now."),
             F("dog_age", "Pretzel turned 5 last week 🎂🐶"),
             F("home_leslie", "I live in Leslieville btw, near Jimmie Simpson park"),
@@ -581,14 +636,25 @@ LENA_QUESTIONS = (
     Ask("current_fact", "what was the KeyError in my pandas trace about?", ("trace",), ("weekly_km",)),
     Ask("current_fact", "what does my boyfriend do?", ("partner",), ("chef",)),
     Ask("correction", "what shifts do I work?", ("days",), ("day shifts",), ("job",)),
-    Ask("correction", "which marathon am I running, and when?", ("marathon_20",), ("Waterfront", "Oct 20"), ("marathon_13",)),
+    Ask(
+        "correction",
+        "which marathon am I running, and when?",
+        ("marathon_20",),
+        ("Waterfront", "Oct 20"),
+        ("marathon_13",),
+    ),
     Ask("correction", "what car do I drive?", ("car_sold",), ("biking",), ("car_civic",)),
     Ask("correction", "what's my half marathon PR?", ("pr_147",), ("1:47",), ("pr_152",)),
     Ask("correction", "who's my manager?", ("mgr_brandt",), ("Brandt",), ("mgr_okafor",)),
     Ask("correction", "what's my coffee order?", ("coffee_black",), ("black coffee",), ("coffee_oat",)),
     Ask("correction", "how many km a week am I running?", ("km_55",), ("55 km",), ("km_40",)),
     Ask("correction", "where do I live?", ("home_junction",), ("Junction",), ("home_leslie",)),
-    Ask("answer_after_question", "what's the name of that stretch my physio showed me?", ("stretch_found",), ("figure-four",)),
+    Ask(
+        "answer_after_question",
+        "what's the name of that stretch my physio showed me?",
+        ("stretch_found",),
+        ("figure-four",),
+    ),
     Ask("emoji", "what keeps knocking over my monstera?", ("plant",), ("🐈",)),
     Ask("emoji", "what emoji did I send when the Junction lease got signed?", ("party",), ("🎉",)),
     Ask("second_language", "Wo wohnt meine Oma?", ("oma",), ("Freiburg",)),
@@ -746,7 +812,9 @@ WEI_QUESTIONS = (
     Ask("correction", "how much is our rent?", ("rent_950",), ("950",), ("rent_900",)),
     Ask("correction", "what's our Japan budget?", ("budget_8500",), ("8,500",), ("budget_6k",)),
     Ask("correction", "where do I work?", ("move_sydney",), ("Atlassian",), ("job",)),
-    Ask("answer_after_question", "what was the chilli crab place my colleague mentioned?", ("crab_found",), ("Roland",)),
+    Ask(
+        "answer_after_question", "what was the chilli crab place my colleague mentioned?", ("crab_found",), ("Roland",)
+    ),
     Ask("emoji", "what food do I ❤️?", ("laksa",), ("laksa",)),
     Ask("emoji", "what animal did I see in Lane Cove?", ("koala",), ("🐨|koala",)),
     Ask("emoji", "how did I react when the movers delivered the last boxes?", ("party",), ("🎉",)),
@@ -756,8 +824,18 @@ WEI_QUESTIONS = (
     Ask("assistant_said", "which reading books did you recommend for Xiaoyu?", ("sagebooks",), ("Sagebooks",)),
     Ask("assistant_said", "what did you say was wrong with my funnel SQL?", ("code_advice",), ("ON clause",)),
     Ask("assistant_said", "how did you say to fix the hawker-bot timeouts?", ("trace_fix",), ("AsyncClient",)),
-    Ask("multi_hop", "which company did I move to Sydney for, and who do I report to there?", ("move_sydney", "mgr_daniel"), ("Atlassian", "Daniel")),
-    Ask("multi_hop", "what's my daughter's name and which school is she starting?", ("daughter", "school"), ("Xiaoyu", "Chatswood Public")),
+    Ask(
+        "multi_hop",
+        "which company did I move to Sydney for, and who do I report to there?",
+        ("move_sydney", "mgr_daniel"),
+        ("Atlassian", "Daniel"),
+    ),
+    Ask(
+        "multi_hop",
+        "what's my daughter's name and which school is she starting?",
+        ("daughter", "school"),
+        ("Xiaoyu", "Chatswood Public"),
+    ),
     Ask("off_topic", "What is the melting point of gallium?"),
     Ask("off_topic", "Who invented the printing press?"),
     Ask("off_topic", "How is a hash table resized?"),

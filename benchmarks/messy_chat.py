@@ -308,6 +308,25 @@ def _where(namespace: str) -> str:
     return "namespace = '" + namespace.replace("'", "''") + "'"
 
 
+def lancedb_top(
+    table: Any, model: Embedder, namespace: str, query: str, query_type: str, *, rrf: Any, k: int = K
+) -> list[str]:
+    """The texts of LanceDB's own top ``k`` for ``query`` in ``namespace``: ``hybrid`` (vector + full
+    text, ``RRFReranker``) or ``fts`` (BM25 alone), on the ``text`` column and its FTS index."""
+    if query_type == "hybrid":
+        q = (
+            table.search(query_type="hybrid", fts_columns="text")
+            .vector(model.embed_query(query))
+            .text(query)
+            .distance_type("cosine")
+            .where(_where(namespace), prefilter=True)
+            .rerank(rrf)
+        )
+    else:
+        q = table.search(query, query_type="fts", fts_columns="text").where(_where(namespace), prefilter=True)
+    return [r["text"] for r in q.limit(k).select(["text"]).to_list()]
+
+
 class LanceDB(System):
     """LanceDB's own queries on the ``core`` table, top 10; the block is the ten texts."""
 
@@ -329,20 +348,7 @@ class LanceDB(System):
 
     def search(self, namespace: str, query: str) -> list[str]:
         try:
-            if self.query_type == "hybrid":
-                q = (
-                    self.table.search(query_type="hybrid", fts_columns="text")
-                    .vector(self.model.embed_query(query))
-                    .text(query)
-                    .distance_type("cosine")
-                    .where(_where(namespace), prefilter=True)
-                    .rerank(self.rrf)
-                )
-            else:
-                q = self.table.search(query, query_type="fts", fts_columns="text").where(
-                    _where(namespace), prefilter=True
-                )
-            return [r["text"] for r in q.limit(K).select(["text"]).to_list()]
+            return lancedb_top(self.table, self.model, namespace, query, self.query_type, rrf=self.rrf)
         except Exception:  # a query LanceDB cannot parse returns nothing, as an app would show
             self.errors += 1
             return []
@@ -527,7 +533,9 @@ def run(
             for s in systems:
                 t0 = time.perf_counter()
                 timing[s.name]["replay"].append(s.replay(p))
-                progress(f"{p.namespace}: {s.name} stored {len(p.messages)} messages in {time.perf_counter() - t0:.1f}s")
+                progress(
+                    f"{p.namespace}: {s.name} stored {len(p.messages)} messages in {time.perf_counter() - t0:.1f}s"
+                )
             pastes = p.of_kind("paste")
             hedges = p.of_kind("hedge")
             for n, q in enumerate(p.questions):

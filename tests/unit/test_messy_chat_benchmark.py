@@ -1,5 +1,6 @@
 """The messy-chat benchmark (benchmarks/messy_chat.py): its data is well formed, its metrics count
-what they say, and it runs end to end on one persona (hash embedder, so no model and a few seconds)."""
+what they say, and it runs end to end on one persona (hash embedder, so no model and a few seconds).
+Also the long-turn chats' generator (benchmarks/_long_turn_script.py): seeded and well formed."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ def messy() -> Iterator[Any]:
         yield messy_chat
     finally:
         sys.path.remove(str(BENCHMARKS))
-        for name in ("messy_chat", "_messy_script", "_messy_chat_pastes"):
+        for name in ("messy_chat", "_messy_script", "_messy_chat_pastes", "_long_turn_script"):
             sys.modules.pop(name, None)
 
 
@@ -122,3 +123,23 @@ def test_the_runner_on_one_persona_with_the_hash_embedder(messy: Any, tmp_path: 
     assert row["systems"]["lancedb-bm25"]["answer"] is True
     assert "table" not in results  # the printed table is built separately
     assert "core" in messy.table(results)
+
+
+def test_the_long_turn_chats_are_seeded_and_well_formed(messy: Any) -> None:
+    import _long_turn_script as long  # type: ignore[import-not-found]
+
+    data, again = long.chats(), long.chats()
+    assert long.problems(data) == []
+    assert [t.text for c in data for t in c.turns] == [t.text for c in again for t in c.turns]
+    assert [t.text for c in long.chats(seed=7) for t in c.turns] != [t.text for c in data for t in c.turns]
+    answers = [len(t.text) for c in data for t in c.turns if t.role == "assistant"]
+    assert min(answers) >= 2_000 and max(answers) <= 80_000 and sum(n > 32_000 for n in answers) >= 4
+    assert max(len(t.text) for c in data for t in c.turns if t.role == "user") < 200
+    buckets = {long.depth_bucket(q) for c in data for q in c.questions}
+    assert buckets == set(long.QUOTA)
+    for c in data:
+        assert len({t.session for t in c.turns}) == 24
+        for q in c.questions:
+            turn = c.turns[q.evidence]
+            assert turn.session == q.session and turn.role == q.role
+            assert q.answer in turn.text[q.depth : q.depth + 400]
