@@ -20,6 +20,7 @@ turn holds it; for ours also whether the block's text holds the answer (a long m
 as an excerpt of ``RecallConfig.excerpt_chars``) and the block's size.
 
     python benchmarks/long_turn_chats.py        # ~4-6 min on 2 shared cores
+    python benchmarks/long_turn_chats.py --details /tmp/long_blocks.json   # also ours' blocks and scores
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ os.environ.setdefault("LANCE_LOG", "error")
 os.environ.setdefault("LANCEDB_LOG", "error")
 
 from _long_turn_script import QUOTA, LongChat, chats, depth_bucket, problems
-from messy_chat import Clock, Lookup, answer_in, lancedb_top
+from messy_chat import Clock, Lookup, answer_in, lancedb_top, write_json
 
 from memory_retrievers import Embedder, MemoryRetriever, MemoryStore
 
@@ -210,6 +211,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=24)
     ap.add_argument("--seed", type=int, default=2024)
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument("--details", type=Path, default=None, help="also write ours' blocks and line scores here")
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     data = chats(seed=args.seed, n=args.conversations, sessions=args.sessions)
@@ -236,8 +238,11 @@ def main() -> None:
     }
     results["embedder"] = model.name
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str))
+    if args.details is not None:
+        write_json(args.details, results)
+    heavy = ("block", "explained")
+    results["questions"] = [{k: v for k, v in q.items() if k not in heavy} for q in results["questions"]]
+    write_json(args.out, results)
     print(table(results))
     print(json.dumps(results["settings"]["per haystack"]["each haystack"]))
     print(f"{results['seconds']} s; written to {args.out}")

@@ -30,6 +30,7 @@ think you've told me ...") in blocks.
 
     python benchmarks/messy_chat.py                     # every system, ~3-4 min on 2 cores
     python benchmarks/messy_chat.py --systems core,lancedb-hybrid,lancedb-bm25 --personas maya
+    python benchmarks/messy_chat.py --details /tmp/blocks.json   # also every block's text and scores
 """
 
 from __future__ import annotations
@@ -590,6 +591,24 @@ def run(
     return results
 
 
+def slim(results: dict[str, Any]) -> dict[str, Any]:
+    """The results without the blocks' texts and the lines' scores (``--details`` keeps them)."""
+    heavy = ("block", "explained")
+    questions = [
+        {**q, "systems": {n: {k: v for k, v in got.items() if k not in heavy} for n, got in q["systems"].items()}}
+        for q in results["questions"]
+    ]
+    return {**results, "questions": questions}
+
+
+def write_json(path: Path, results: dict[str, Any]) -> None:
+    """The summaries indented, then one line per question (readable, and diffs stay small)."""
+    head = json.dumps({k: v for k, v in results.items() if k != "questions"}, indent=1, ensure_ascii=False, default=str)
+    rows = ",\n  ".join(json.dumps(q, ensure_ascii=False, default=str) for q in results.get("questions", []))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(head[:-2] + f',\n "questions": [\n  {rows}\n ]\n}}\n')
+
+
 def table(results: dict[str, Any]) -> str:
     """The summary as a plain-text table, one column per system."""
     systems = results["systems"]
@@ -633,6 +652,9 @@ def main() -> None:
     ap.add_argument("--systems", default="all", help=f"comma list of {', '.join(SYSTEMS)}, or 'all'")
     ap.add_argument("--personas", default="all", help="comma list of " + ", ".join(p.namespace for p in PERSONAS))
     ap.add_argument("--out", type=Path, default=OUT)
+    ap.add_argument(
+        "--details", type=Path, default=None, help="also write every block's text and each line's scores here"
+    )
     args = ap.parse_args()
     warnings.filterwarnings("ignore")
     names = list(SYSTEMS) if args.systems == "all" else [s.strip() for s in args.systems.split(",") if s.strip()]
@@ -652,8 +674,9 @@ def main() -> None:
     }
     results["embedder"] = model.name
     results["seconds"] = round(time.perf_counter() - t0, 1)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(results, indent=1, ensure_ascii=False, default=str))
+    if args.details is not None:
+        write_json(args.details, results)
+    write_json(args.out, slim(results))
     print(table(results))
     print(f"{results['seconds']} s; written to {args.out}")
 
