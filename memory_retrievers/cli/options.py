@@ -205,9 +205,9 @@ def _enum_of(annotation: Any) -> type[enum.Enum] | None:
     return None
 
 
-def _make_option(name: str, annotation: Any, default: Any, doc: str, path: str) -> click.Option:
-    flag = _RENAMED.get(name, "--" + name.replace("_", "-"))
-    dest = f"cfg__{name}"
+def _make_option(name: str, annotation: Any, default: Any, doc: str, path: str, flag_name: str) -> click.Option:
+    flag = _RENAMED.get(name, "--" + flag_name.replace("_", "-"))
+    dest = "cfg__" + path.replace(".", "__")  # recall_config_from routes by it: cfg__<section>__<field>
     shown = default.value if isinstance(default, enum.Enum) else default
     help_text = f"{doc} [RecallConfig.{path}, default {shown}]".strip()
     kind = _enum_of(annotation)
@@ -250,22 +250,35 @@ def recall_config_params() -> tuple[click.Option, ...]:
                         help=f"{doc} [RecallConfig.weights.{channel}, default {winfo.default}]",
                     )
                 )
-        elif name in RecallConfig.SECTIONS:  # one flag per field of a section, named as the field
+        elif name in RecallConfig.SECTIONS:  # one flag per field of a section
             section = RecallConfig.SECTIONS[name]
             params.extend(
-                _option_of(field, finfo, docs, section.__name__, f"{name}.{field}")
+                _option_of(field, finfo, docs, section.__name__, f"{name}.{field}", _flag_name(name, field))
                 for field, finfo in section.model_fields.items()
             )
         else:
-            params.append(_option_of(name, info, docs, "RecallConfig", name))
+            params.append(_option_of(name, info, docs, "RecallConfig", name, name))
     return tuple(params)
 
 
-def _option_of(name: str, info: Any, docs: Mapping[str, str], owner: str, path: str) -> click.Option:
+def _flag_name(section: str, field: str) -> str:
+    """A section field's flag: the field's own name when no other field has it, else ``<section>-<field>``.
+
+    Derived from the sections' fields, so a new option gets its flag with nothing to list here, and
+    two sections with a field of the same name get two flags rather than one ambiguous one.
+    """
+    from memory_retrievers.recall.config import RecallConfig
+
+    owners = [name for name, cls in RecallConfig.SECTIONS.items() if field in cls.model_fields]
+    taken = field in RecallConfig.model_fields or field in RecallConfig.SECTIONS
+    return field if owners == [section] and not taken else f"{section}_{field}"
+
+
+def _option_of(name: str, info: Any, docs: Mapping[str, str], owner: str, path: str, flag_name: str) -> click.Option:
     """The flag of one config field (``kind_boosts`` as a repeatable ``--kind-boost KIND=FACTOR``)."""
     if name == "kind_boosts":
         return click.Option(
-            ["--kind-boost", "cfg__kind_boosts"],
+            ["--kind-boost", "cfg__" + path.replace(".", "__")],
             multiple=True,
             metavar="KIND=FACTOR",
             help=f"Score multiplier of a kind, e.g. insight=1.5 (repeat). [RecallConfig.{path}]",
@@ -274,7 +287,7 @@ def _option_of(name: str, info: Any, docs: Mapping[str, str], owner: str, path: 
     if get_origin(annotation) is not None and type(None) in get_args(annotation):
         annotation = next(a for a in get_args(annotation) if a is not type(None))
     default = info.get_default(call_default_factory=True)
-    return _make_option(name, annotation, default, docs.get(f"{owner}.{name}", ""), path)
+    return _make_option(name, annotation, default, docs.get(f"{owner}.{name}", ""), path, flag_name)
 
 
 def recall_config_options(func: F) -> F:
@@ -291,7 +304,6 @@ def recall_config_from(params: Mapping[str, Any]) -> Any:
     """
     from memory_retrievers.config import validated
     from memory_retrievers.errors import ConfigError
-    from memory_retrievers.recall._flat_config import FLAT_NAMES
     from memory_retrievers.recall.config import RecallConfig
 
     overrides: dict[str, Any] = {}
@@ -305,12 +317,11 @@ def recall_config_from(params: Mapping[str, Any]) -> Any:
             preset = value
         elif name.startswith("weight__"):
             weights[name[8:]] = value
-        elif name == "kind_boosts":
-            overrides.setdefault("scoring", {})["kind_boosts"] = _kind_boosts(value)
         elif name == "token_budget":
             overrides["token_budget"] = _budget(value)
-        elif name in FLAT_NAMES:  # a section's field: into its section
-            overrides.setdefault(FLAT_NAMES[name], {})[name] = value
+        elif "__" in name:  # a section's field (see _make_option): into its section
+            section, field = name.split("__", 1)
+            overrides.setdefault(section, {})[field] = _kind_boosts(value) if field == "kind_boosts" else value
         else:
             overrides[name] = value
     try:

@@ -3,27 +3,20 @@
 :class:`RecallConfig` keeps the everyday settings at its top level (``mode``, ``k``,
 ``token_budget``, ``weights``, ``record_access``) and the constants of each stage in a section
 (:mod:`memory_retrievers.recall.stage_config`, and ``ScoringConfig`` in :mod:`memory_retrievers.recall.scoring`).
-The flat names of the release before sections (``RecallConfig(rrf_k=30)``, ``cfg.rrf_k``) still
-work for one release: given, each warns once naming its new place; read, it does not warn yet.
 """
 
 from __future__ import annotations
 
 import enum
 import math
-import sys
-import warnings
 from collections.abc import Mapping
-from types import FrameType
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 from typing_extensions import Self
 
 from memory_retrievers.config import CheckedModel, validated
-from memory_retrievers.errors import ConfigError
-from memory_retrievers.recall._flat_config import FLAT_NAMES, FlatReads
-from memory_retrievers.recall.scoring import DecayKind, ScoringConfig, _ScoringParams
+from memory_retrievers.recall.scoring import DecayKind, ScoringConfig
 from memory_retrievers.recall.stage_config import (
     ChannelsConfig,
     FusionConfig,
@@ -131,14 +124,6 @@ class ChannelWeights(CheckedModel):
             out[name] = float(value)
         return out
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        # With extra="allow" pydantic keeps plug-in weights in a dict; a pickle from the release
-        # before plug-in weights (extra="forbid") holds None there, which would make the restored
-        # weights unequal to the same weights built today.
-        if state.get("__pydantic_extra__") is None:
-            state = {**state, "__pydantic_extra__": {}}
-        super().__setstate__(state)
-
     def get(self, name: str, default: float | None = None) -> float | None:
         """The weight of channel ``name``, or ``default`` when it has none here."""
         return self.as_dict().get(name, default)
@@ -148,7 +133,7 @@ class ChannelWeights(CheckedModel):
         return {**{name: float(getattr(self, name)) for name in type(self).model_fields}, **(self.model_extra or {})}
 
 
-class RecallConfig(CheckedModel, FlatReads):
+class RecallConfig(CheckedModel):
     """Every constant of the recall pipeline, with its published or measured default.
 
     The everyday settings are fields; each stage's constants are in a section::
@@ -157,8 +142,7 @@ class RecallConfig(CheckedModel, FlatReads):
 
     Unknown keys raise :class:`~memory_retrievers.ConfigError`. Build variants with
     ``config.model_copy(update={...})`` (a section dict changes only the fields it names) or
-    :meth:`preset`. The flat names of the release before sections (``RecallConfig(rrf_k=30)``,
-    ``cfg.rrf_k``) still work for one release; given, each warns once with its new place.
+    :meth:`preset`.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -199,48 +183,6 @@ class RecallConfig(CheckedModel, FlatReads):
     }
     """Each section's field name and class."""
 
-    def __setstate__(self, state: dict[Any, Any]) -> None:
-        # Pydantic unpickles by restoring __dict__ without validation: a config pickled by the
-        # release before sections would come back with flat fields and no sections.
-        super().__setstate__(_sectioned_state(type(self), state))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _flat_names(cls, data: Any) -> Any:
-        return cls.sectioned(data) if isinstance(data, Mapping) else data
-
-    @classmethod
-    def sectioned(cls, data: Mapping[str, Any]) -> dict[str, Any]:
-        """The same settings with the flat names of the release before sections moved into them.
-
-        ``{"rrf_k": 30, "k": 5}`` becomes ``{"fusion": {"rrf_k": 30}, "k": 5}``; a section given
-        as a dict or an instance takes the flat names of its fields. Each flat name warns once.
-
-        Raises:
-            ConfigError: A flat name and the same field in its section both given.
-        """
-        flat = [key for key in data if isinstance(key, str) and key in FLAT_NAMES]
-        if not flat:
-            return dict(data)
-        out = {key: value for key, value in data.items() if key not in flat}
-        for name in flat:
-            section = FLAT_NAMES[name]
-            _warn_flat(name, section)
-            current = out.get(section)
-            if isinstance(current, BaseModel):
-                given, current = current.model_fields_set, dict(current)
-            elif isinstance(current, Mapping) or current is None:
-                current = dict(current or {})
-                given = set(current)
-            else:  # not a section: leave the name unknown, so the error names both
-                out[name] = data[name]
-                continue
-            if name in given:
-                # a ConfigError is a ValueError: inside validation, CheckedModel reports it as given
-                raise ConfigError(f"{name} and {section}.{name} both given; keep one: {section}={{{name!r}: ...}}")
-            out[section] = {**current, name: data[name]}
-        return out
-
     @classmethod
     def preset(cls, name: Preset | str, **overrides: Any) -> RecallConfig:
         """A named preset, optionally with overrides (validated like any config).
@@ -257,33 +199,19 @@ class RecallConfig(CheckedModel, FlatReads):
                 "weights": ChannelWeights(vector=2.0, bm25=1.0, context=0.0, recency=0.0),
                 "scoring": {"decay": DecayKind.NONE},
             }
-        return validated(cls, _merge_sections(base, cls.sectioned(overrides)), "RecallConfig")  # type: ignore[no-any-return]
+        return validated(cls, _merge_sections(base, overrides), "RecallConfig")  # type: ignore[no-any-return]
 
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
         """A copy with ``update`` applied and validated (a section dict changes only the fields it names).
 
         Args:
-            update: New values: top-level fields, sections (dicts or instances), or flat names
-                of the release before sections (each warns).
+            update: New values: top-level fields, or sections (dicts or instances).
             deep: Copy nested values too (only without ``update``).
         """
         if not update:
             return super().model_copy(deep=deep)
         current = {name: getattr(self, name) for name in type(self).model_fields}
-        return validated(type(self), _merge_sections(current, self.sectioned(update)), "RecallConfig")  # type: ignore[no-any-return]
-
-    def scoring_params(self) -> _ScoringParams:
-        """Deprecated: the scoring section as the old ``ScoringParams`` dataclass; use ``config.scoring``.
-
-        The result keeps the reads of the release before sections (``params.decay_kind``) and
-        varies with ``dataclasses.replace``; the scoring functions still take it.
-        """
-        warnings.warn(
-            "RecallConfig.scoring_params() is deprecated; use config.scoring (a ScoringConfig)",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _ScoringParams.from_config(self.scoring)
+        return validated(type(self), _merge_sections(current, update), "RecallConfig")  # type: ignore[no-any-return]
 
 
 def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[str, Any]:
@@ -296,67 +224,3 @@ def _merge_sections(base: Mapping[str, Any], update: Mapping[str, Any]) -> dict[
         else:
             out[key] = value
     return out
-
-
-def _sectioned_state(cls: type[RecallConfig], state: dict[Any, Any]) -> dict[Any, Any]:
-    """A pickled state of the release before sections (flat fields) moved into today's sections.
-
-    No warning: the flat names are in the pickle, not in the caller's code. The values are
-    validated again (a value out of today's range raises :class:`~memory_retrievers.ConfigError`),
-    and the fields the old config was given stay the given ones: a flat name counts as its section.
-    """
-    fields = state.get("__dict__")
-    if not isinstance(fields, Mapping) or not any(name in FLAT_NAMES for name in fields):
-        return state
-    given = set(state.get("__pydantic_fields_set__") or ())
-    data = {name: value for name, value in fields.items() if name not in FLAT_NAMES}
-    for section, section_cls in cls.SECTIONS.items():
-        values = {name: value for name, value in fields.items() if FLAT_NAMES.get(name) == section}
-        built = validated(section_cls, values, f"RecallConfig.{section}")
-        data[section] = section_cls.model_construct(_fields_set=given & values.keys(), **dict(built))
-    fresh = validated(cls, data, "RecallConfig")
-    now_given = {name for name in given if name in cls.model_fields} | {FLAT_NAMES[n] for n in given if n in FLAT_NAMES}
-    return {**fresh.__getstate__(), "__pydantic_fields_set__": now_given}
-
-
-_INTERNAL_MODULES = (
-    "memory_retrievers",
-    "langchain_memory_retrievers",
-    "llama_index.memory_retrievers",
-    "langchain_core",
-    "llama_index.core",
-    "pydantic",
-    "asyncio",
-    "concurrent",
-)
-"""Modules whose frames a deprecation warning skips, so that it points at the caller's line.
-
-Ours and our adapters', the frameworks' that call into them (LangChain's ``Serializable`` builds an
-adapter, ``invoke`` calls it; LlamaIndex likewise), pydantic's validation, and asyncio's and the
-executors' hand-offs. Python's default filters show a DeprecationWarning only when it is attributed
-to ``__main__``: attributed to any of these it would be hidden from the user it is meant for.
-Matched by module name, so the core needs no import of the frameworks to know them.
-"""
-
-
-def _internal(frame: FrameType) -> bool:
-    """Whether ``frame`` runs code of one of :data:`_INTERNAL_MODULES` (or a submodule)."""
-    module = frame.f_globals.get("__name__")
-    return isinstance(module, str) and any(
-        module == name or module.startswith(name + ".") for name in _INTERNAL_MODULES
-    )
-
-
-def _warn_flat(name: str, section: str) -> None:
-    """One DeprecationWarning for a flat name, pointing at the first frame outside the library."""
-    frame = sys._getframe(0)
-    level = 1
-    while frame.f_back is not None and _internal(frame):
-        frame = frame.f_back
-        level += 1
-    warnings.warn(
-        f"RecallConfig({name}=...) is deprecated; use RecallConfig({section}={{{name!r}: ...}}) "
-        f"(read it as config.{section}.{name})",
-        DeprecationWarning,
-        stacklevel=level,
-    )

@@ -208,7 +208,7 @@ class MemoryRetriever:
                 ``created_after``...; see :class:`~memory_retrievers.MemoryFilter`).
 
         Raises:
-            InvalidInputError: Empty query or one over ``RecallConfig.max_query_chars``, ``k < 1``,
+            InvalidInputError: Empty query or one over ``RecallConfig.query.max_query_chars``, ``k < 1``,
                 negative budget, bad filter, a bad namespace, or none when the retriever has none.
             ConfigError: Unknown config override keys.
         """
@@ -222,7 +222,7 @@ class MemoryRetriever:
                 project=project,
                 topic=topic,
                 explain=explain,
-                config=_sectioned(config),
+                config=config,
                 query_vector=query_vector,
                 exclude_ids=exclude_ids,
                 exclude_texts=exclude_texts,
@@ -315,7 +315,7 @@ class MemoryRetriever:
         elif isinstance(override, Mapping):
             # Weights as the user set them: a plug-in replacing a built-in reads an unset one as its default_weight.
             base = {**self._config.model_dump(), "weights": self._config.weights.model_dump(exclude_unset=True)}
-            cfg = validated(RecallConfig, _deep_merge(base, RecallConfig.sectioned(override)), "RecallConfig")
+            cfg = validated(RecallConfig, _deep_merge(base, override), "RecallConfig")
         else:
             raise ConfigError(f"config must be a RecallConfig or a dict, got {type(override).__name__}")
         self._channels.check_weights(cfg.weights)
@@ -499,11 +499,12 @@ def _exclude(state: RecallState, call: _Call, memories: Mapping[str, Memory]) ->
 
 def _checked_query(query: str, cfg: RecallConfig) -> str:
     """The query, checked: a str, not empty, at most ``max_query_chars``."""
-    if isinstance(query, str) and len(query) > cfg.query.max_query_chars:
+    limit = cfg.query.max_query_chars
+    if isinstance(query, str) and len(query) > limit:
         raise InvalidInputError(
-            f"query has {len(query):,} characters, over RecallConfig.max_query_chars ({cfg.query.max_query_chars:,}); "
-            "pass a shorter query or raise max_query_chars (a query over searched_query_chars is searched by "
-            "its opening and end)"
+            f"query has {len(query):,} characters, over RecallConfig.query.max_query_chars ({limit:,}); "
+            "pass a shorter query or raise it, config={'query': {'max_query_chars': ...}} (a query over "
+            "query.searched_query_chars is searched by its opening and end)"
         )
     return check_text(query, field="query", max_chars=cfg.query.max_query_chars)
 
@@ -533,15 +534,6 @@ def _checked_filter(filters: Mapping[str, Any], cfg: RecallConfig) -> MemoryFilt
     if cfg.relevance.superseded is SupersededPolicy.FLAG and not flt.include_superseded:
         flt = flt.model_copy(update={"include_superseded": True})
     return flt
-
-
-def _sectioned(config: RecallConfig | Mapping[str, Any] | None) -> RecallConfig | Mapping[str, Any] | None:
-    """A config override dict with its flat names moved into sections, anything else as given.
-
-    :meth:`MemoryRetriever.recall` calls it in the caller's thread, before handing the call to the
-    store's loop thread: a flat name's DeprecationWarning then points at the caller's line.
-    """
-    return RecallConfig.sectioned(config) if isinstance(config, Mapping) else config
 
 
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:

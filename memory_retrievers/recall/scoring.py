@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import enum
 import math
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -16,7 +15,7 @@ from typing import Any
 
 from pydantic import ConfigDict, Field, field_validator
 
-from memory_retrievers.config import CheckedModel, validated
+from memory_retrievers.config import CheckedModel
 from memory_retrievers.models import Memory, MemoryKind
 from memory_retrievers.text.dates import DateSpan
 from memory_retrievers.text.speakers import speaker_of
@@ -89,67 +88,6 @@ class ScoringConfig(CheckedModel):
         return value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
-class _ScoringParams:
-    """Deprecated: the 12 scoring constants as a frozen dataclass, as in the release before sections.
-
-    Reached as ``memory_retrievers.recall.scoring.ScoringParams`` (which warns) and returned by the
-    deprecated ``RecallConfig.scoring_params()``. Old code built it, read ``decay_kind`` and varied
-    it with ``dataclasses.replace``; :func:`decay` and :func:`multipliers` still take it and
-    convert it with :meth:`to_config`. Use :class:`ScoringConfig` instead.
-    """
-
-    decay_kind: DecayKind
-    decay_scale_days: float
-    half_life_days: float
-    decay_weight: float
-    pinned_boost: float
-    kind_boosts: Mapping[MemoryKind, float]
-    same_project_boost: float
-    other_project_penalty: float
-    no_project_penalty: float
-    cross_topic_penalty: float
-    speaker_boost: float
-    date_boost: float
-
-    @classmethod
-    def from_config(cls, config: ScoringConfig) -> _ScoringParams:
-        """The same constants as ``config``, under their old names."""
-        values = {name: getattr(config, name) for name in type(config).model_fields}
-        return cls(decay_kind=values.pop("decay"), **values)
-
-    def to_config(self) -> ScoringConfig:
-        """The same constants as a validated :class:`ScoringConfig` (``decay_kind`` becomes ``decay``).
-
-        Raises:
-            ConfigError: A constant out of its range (the dataclass never checked them).
-        """
-        values = {name: getattr(self, name) for name in type(self).__dataclass_fields__}
-        values["decay"] = values.pop("decay_kind")
-        return validated(ScoringConfig, values, "ScoringParams")  # type: ignore[no-any-return]
-
-
-# Pickles of the release before sections name the class by its old name.
-_ScoringParams.__name__ = _ScoringParams.__qualname__ = "ScoringParams"
-
-
-def __getattr__(name: str) -> Any:
-    if name == "ScoringParams":  # the 12-field mirror of RecallConfig, before the config had sections
-        warnings.warn(
-            "memory_retrievers.recall.scoring.ScoringParams is deprecated; use ScoringConfig "
-            "(RecallConfig().scoring), whose decay_kind field is now called decay",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return _ScoringParams
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-def _as_config(params: ScoringConfig | _ScoringParams) -> ScoringConfig:
-    """``params`` as a :class:`ScoringConfig`: the deprecated dataclass is converted at this boundary."""
-    return params.to_config() if isinstance(params, _ScoringParams) else params
-
-
 @dataclass(frozen=True, slots=True)
 class ScoringContext:
     """Where and when the recall happens, and what the query names.
@@ -169,13 +107,11 @@ class ScoringContext:
     dates: tuple[DateSpan, ...] = ()
 
 
-def decay(days: float, params: ScoringConfig | _ScoringParams) -> float:
+def decay(days: float, params: ScoringConfig) -> float:
     """Decay factor in (0, 1] for a memory last touched ``days`` ago (negative days count as 0).
 
     ``decay_weight`` w blends it with no decay: ``(1 - w) + w * raw`` so w = 1 is the pure curve.
-    ``params`` may still be the deprecated ``ScoringParams`` for one release.
     """
-    params = _as_config(params)
     days = max(0.0, days)
     if params.decay is DecayKind.NONE:
         raw = 1.0
@@ -186,12 +122,8 @@ def decay(days: float, params: ScoringConfig | _ScoringParams) -> float:
     return (1.0 - params.decay_weight) + params.decay_weight * raw
 
 
-def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringConfig | _ScoringParams) -> dict[str, float]:
-    """Every multiplier that applies to ``memory``, by name (1.0 entries are included).
-
-    ``params`` may still be the deprecated ``ScoringParams`` for one release.
-    """
-    params = _as_config(params)
+def multipliers(memory: Memory, ctx: ScoringContext, params: ScoringConfig) -> dict[str, float]:
+    """Every multiplier that applies to ``memory``, by name (1.0 entries are included)."""
     touched = memory.last_accessed_at or memory.created_at or ctx.now
     days = (ctx.now - touched).total_seconds() / 86_400.0
     out = {

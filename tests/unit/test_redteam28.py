@@ -6,7 +6,6 @@ Each test pins one defect found by probing the merged tree; they fail until it i
 from __future__ import annotations
 
 import asyncio
-import inspect
 import time
 import warnings
 from datetime import timedelta
@@ -24,30 +23,7 @@ from memory_retrievers import (
     MemoryStore,
     Need,
     RankedList,
-    StoreAdmin,
 )
-
-ASYNC_MOVED = ["aoptimize", "apurge", "aexpire", "astats", "aexport", "arestore", "aflush_access"]
-
-
-@pytest.mark.parametrize("name", ASYNC_MOVED)
-def test_deprecated_async_admin_aliases_are_still_coroutine_functions(name: str) -> None:
-    # Given the async admin methods that moved to store.admin (at c4d7fc4 each was an `async def`
-    # on MemoryStore, and store.admin's still is)
-    assert inspect.iscoroutinefunction(getattr(StoreAdmin, name))
-    # When the deprecated alias left on MemoryStore is inspected the way frameworks dispatch
-    # (LangChain tools, asyncio.iscoroutinefunction checks, FastAPI dependencies)
-    alias = getattr(MemoryStore, name)
-    # Then it is still a coroutine function, like the method it forwards to
-    assert inspect.iscoroutinefunction(alias), f"MemoryStore.{name} is no longer a coroutine function"
-
-
-@pytest.mark.parametrize("name", ASYNC_MOVED)
-def test_deprecated_async_admin_alias_on_an_instance_is_a_coroutine_function(store: MemoryStore, name: str) -> None:
-    # The bound alias on a live store reads like store.admin's bound method
-    assert inspect.iscoroutinefunction(getattr(store.admin, name))
-    assert inspect.iscoroutinefunction(getattr(store, name))
-
 
 # ---------------------------------------------------------------------------------------------
 # A plug-in channel with a plain (sync) search: the protocol allows it (runner._searched calls
@@ -180,62 +156,6 @@ def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_sil
     finally:
         first.close()
         second.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# Public API of c4d7fc4: memory_retrievers.recall.scoring.ScoringParams (in scoring.__all__) was a frozen
-# dataclass with 12 required fields, the first named decay_kind; RecallConfig.scoring_params()
-# returned one, and its docstring said "vary one with dataclasses.replace". The deprecated alias
-# now hands back ScoringConfig (a pydantic model whose field is `decay`): the deprecation warns,
-# then the old code breaks. "The public API of today keeps working (deprecations warn)".
-
-_OLD_PARAMS = {
-    "decay_kind": "exponential",
-    "decay_scale_days": 60.0,
-    "half_life_days": 30.0,
-    "decay_weight": 0.2,
-    "pinned_boost": 1.1,
-    "kind_boosts": {"fact": 1.0},
-    "same_project_boost": 1.3,
-    "other_project_penalty": 0.8,
-    "no_project_penalty": 0.9,
-    "cross_topic_penalty": 0.4,
-    "speaker_boost": 2.0,
-    "date_boost": 2.0,
-}
-
-
-def test_scoring_params_built_the_old_way_still_drives_decay() -> None:
-    import memory_retrievers.recall.scoring as scoring
-    from memory_retrievers import DecayKind, MemoryKind
-
-    with pytest.warns(DeprecationWarning):
-        params_type = scoring.ScoringParams
-    # Observed: ConfigError "invalid ScoringConfig: unknown key 'decay_kind'"
-    params = params_type(**{**_OLD_PARAMS, "decay_kind": DecayKind.EXPONENTIAL, "kind_boosts": {MemoryKind.FACT: 1.0}})
-    # 30 days at a 30-day half-life: 0.5; factor (1 - 0.2) + 0.2 * 0.5 = 0.9 (c4d7fc4 returned 0.9)
-    assert scoring.decay(30.0, params) == pytest.approx(0.9)
-
-
-def test_scoring_params_result_keeps_its_old_reads() -> None:
-    from memory_retrievers import RecallConfig
-
-    with pytest.warns(DeprecationWarning):
-        params = RecallConfig().scoring_params()
-    # Observed: AttributeError 'ScoringConfig' object has no attribute 'decay_kind'
-    assert params.decay_kind.value == "hyperbolic"  # type: ignore[attr-defined]
-
-
-def test_scoring_params_result_still_varies_with_dataclasses_replace() -> None:
-    import dataclasses
-
-    from memory_retrievers import RecallConfig
-
-    with pytest.warns(DeprecationWarning):
-        params = RecallConfig().scoring_params()
-    # Observed: TypeError "replace() should be called on dataclass instances"
-    varied = dataclasses.replace(params, decay_weight=0.5)  # type: ignore[type-var]
-    assert varied.decay_weight == 0.5
 
 
 # ---------------------------------------------------------------------------------------------
@@ -376,24 +296,6 @@ def test_a_blocking_plugin_channel_in_one_tenants_recall_does_not_stall_another_
     worker.join()
     # Observed: bob's add waits ~1.7 s, until alice's plug-in returns (one loop for the store)
     assert waited < 0.5, f"bob's add waited {waited:.2f} s behind alice's plug-in channel"
-
-
-# ---------------------------------------------------------------------------------------------
-# Flat config names given per call. recall() runs arecall on the store's private loop thread, so
-# recall_config._warn_flat walks up to the first frame outside the library and finds asyncio's
-# events.py: the DeprecationWarning is attributed to asyncio/events.py:80. Python's default
-# filters show a DeprecationWarning only when attributed to __main__, so a user's script passing
-# config={"mmr": False} per call is never told the name goes away in the next release.
-
-
-def test_a_flat_name_in_a_per_call_override_warns_at_the_callers_line(store: MemoryStore) -> None:
-    store.add("alice likes green tea", namespace="alice")
-    store.flush()
-    retriever = MemoryRetriever(store, namespace="alice")
-    with pytest.warns(DeprecationWarning, match="mmr") as caught:
-        retriever.recall("what does alice drink?", config={"mmr": False})
-    # Observed: .../asyncio/events.py
-    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
 
 
 # ---------------------------------------------------------------------------------------------

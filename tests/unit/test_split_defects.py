@@ -261,7 +261,7 @@ def test_recall_takes_a_long_query_and_its_cap_is_a_setting_the_error_names(
     result = r.recall(pasted)
     assert [m.text for m in result.memories] == ["green tea every morning"]
     assert result.query == pasted and any("long query" in note for note in result.plan["notes"])
-    with pytest.raises(InvalidInputError, match=r"over RecallConfig.max_query_chars \(1,000\)"):
+    with pytest.raises(InvalidInputError, match=r"over RecallConfig.query.max_query_chars \(1,000\)"):
         r.recall(pasted, config={"query": {"max_query_chars": 1_000}})
 
 

@@ -347,7 +347,7 @@ def test_cross_encoder_reranker_with_tiny_local_model(filled: MemoryStore) -> No
     [
         (lambda r: r.recall(""), InvalidInputError, "empty"),
         (lambda r: r.recall("   "), InvalidInputError, "empty"),
-        (lambda r: r.recall("x " * 100_001), InvalidInputError, "RecallConfig.max_query_chars"),
+        (lambda r: r.recall("x " * 100_001), InvalidInputError, "RecallConfig.query.max_query_chars"),
         (lambda r: r.recall("ok", k=0), InvalidInputError, "k must be"),
         (lambda r: r.recall("ok", k=-1), InvalidInputError, "k must be"),
         (lambda r: r.recall("ok", token_budget=-1), InvalidInputError, "token_budget"),

@@ -2,7 +2,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memory_retrievers import ConfigError, Memory, MemoryKind, RecallConfig
+from memory_retrievers import Memory, MemoryKind, RecallConfig
 from memory_retrievers.recall.scoring import DecayKind, ScoringConfig, ScoringContext, decay, multipliers
 from memory_retrievers.text.dates import DateSpan
 
@@ -92,29 +92,8 @@ def test_the_date_cue_boosts_memories_created_within_a_named_span() -> None:
     assert RecallConfig().scoring.date_boost == 2.0 and RecallConfig().scoring.speaker_boost == 2.0
 
 
-def test_the_old_scoring_params_name_is_a_deprecated_dataclass_of_the_scoring_section() -> None:
-    import dataclasses
-
+def test_the_scoring_functions_take_only_the_scoring_section() -> None:
+    # Before 1.0 there is no ScoringParams mirror: the section itself is the one way to pass them.
     import memory_retrievers.recall.scoring as scoring
 
-    with pytest.warns(DeprecationWarning, match="ScoringParams is deprecated; use ScoringConfig"):
-        params_type = scoring.ScoringParams
-    assert dataclasses.is_dataclass(params_type) and params_type.__name__ == "ScoringParams"
-    old_name = RecallConfig().scoring_params  # bound first: the codemod rewrites only calls
-    with pytest.warns(DeprecationWarning, match=r"scoring_params\(\) is deprecated; use config\.scoring"):
-        params = old_name()
-    assert isinstance(params, params_type)
-    assert params.to_config() == RecallConfig().scoring
-    memory = mem(created_at=NOW - timedelta(days=60))
-    assert multipliers(memory, ScoringContext(now=NOW), params) == multipliers(
-        memory, ScoringContext(now=NOW), RecallConfig().scoring
-    )
-
-
-def test_an_old_scoring_params_out_of_range_is_refused_with_a_config_error() -> None:
-    import dataclasses
-
-    with pytest.warns(DeprecationWarning):
-        params = RecallConfig().scoring_params()
-    with pytest.raises(ConfigError, match="decay_weight"):
-        decay(1.0, dataclasses.replace(params, decay_weight=2.0))
+    assert not hasattr(scoring, "ScoringParams") and not hasattr(RecallConfig(), "scoring_params")

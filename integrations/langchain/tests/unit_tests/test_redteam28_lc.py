@@ -37,23 +37,3 @@ def test_langgraph_store_still_refuses_a_non_store_with_invalid_input_error() ->
 
     with pytest.raises(InvalidInputError, match="MemoryStore"):
         MemoryStoreLangGraph("./not-a-store")  # type: ignore[arg-type]
-
-
-# The same for the adapter's entry points: the flat-name DeprecationWarning is attributed to
-# langchain_core/load/serializable.py (constructor) or asyncio/events.py (per call), both hidden by
-# Python's default warning filters, so an adapter user never sees it.
-
-
-def test_a_flat_name_in_recall_config_warns_at_the_callers_line(store: MemoryStore) -> None:
-    with pytest.warns(DeprecationWarning, match="mmr") as caught:
-        RecallRetriever(store=store, namespace="alice", recall_config={"mmr": False})
-    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]
-
-
-def test_a_flat_name_in_a_per_call_recall_config_warns_at_the_callers_line(store: MemoryStore) -> None:
-    store.add("alice likes green tea", namespace="alice")
-    store.flush()
-    retriever = RecallRetriever(store=store, namespace="alice")
-    with pytest.warns(DeprecationWarning, match="hyde") as caught:
-        retriever.invoke("what does alice drink?", recall_config={"hyde": False})
-    assert [w.filename for w in caught if w.category is DeprecationWarning] == [__file__]

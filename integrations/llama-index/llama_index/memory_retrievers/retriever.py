@@ -297,12 +297,7 @@ class RecallRetriever(BaseRetriever):
 
     def recall(self, query: str | QueryBundle, **overrides: Any) -> RecallResult:
         """Sync twin of :meth:`arecall`."""
-        # The namespace is read here, in the caller's context, not on the core's loop thread; so are
-        # the flat names of a recall_config dict, so that their DeprecationWarning points at the
-        # caller's line (on the loop thread it would point at threading.py, hidden by default).
-        given = overrides.get("recall_config")
-        if isinstance(given, Mapping):
-            overrides = {**overrides, "recall_config": RecallConfig.sectioned(given)}
+        # The namespace is read here, in the caller's context, not on the core's loop thread.
         return run_sync(self._arecall(self._namespace_now(), query, overrides))
 
     async def aretrieve_with(self, query: str | QueryBundle, **overrides: Any) -> list[NodeWithScore]:
