@@ -36,7 +36,7 @@ from memory_retrievers.storage.location import TableLocation
 from memory_retrievers.storage.vectors import VectorMaker
 from memory_retrievers.store.base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
 from memory_retrievers.store.call_checks import Checker, check_batch_size, check_progress, checker
-from memory_retrievers.store.memory_store import MemoryStore, _moved
+from memory_retrievers.store.memory_store import MemoryStore
 from memory_retrievers.store.pending import PendingWrite
 from memory_retrievers.store.reads import ReadAPI
 from memory_retrievers.store.writes import WriteAPI
@@ -408,8 +408,3 @@ class ShardedMemoryStore(MemoryStore):
 
 _ADD_LATER = checker(MemoryStore.add_later)
 _RECORD_ACCESS = checker(MemoryStore.record_access)
-
-# The deprecated admin aliases (``store.optimize()``...) reach the shards through ``store.admin`` too.
-for _name in ("optimize", "purge", "expire", "stats", "export", "restore", "flush_access"):
-    for _alias in (_name, f"a{_name}"):
-        setattr(ShardedMemoryStore, _alias, _moved(getattr(ShardedAdmin, _alias)))

@@ -65,7 +65,7 @@ class RestoreRow:
 
 @dataclass(frozen=True, slots=True)
 class RestoreResult:
-    """What one :meth:`~memory_retrievers.MemoryStore.restore` wrote.
+    """What one :meth:`~memory_retrievers.StoreAdmin.restore` wrote.
 
     Attributes:
         added: Memories whose (namespace, id) was not in the table.
@@ -99,7 +99,7 @@ def _timestamp(value: Any, field: str) -> datetime:
 
 
 def parse_restore_record(raw: Any, config: StoreConfig, *, namespace: str | None = None) -> RestoreRow:
-    """Check one export record (as :meth:`MemoryStore.export` returns it, or parsed from its JSON).
+    """Check one export record (as :meth:`StoreAdmin.export` returns it, or parsed from its JSON).
 
     Writable fields are validated like any write; ``id``, ``created_at`` and ``updated_at`` are
     required; ``content_hash`` is recomputed from the text (an edited text gets a correct hash).

@@ -16,33 +16,20 @@ import functools
 import os
 from collections.abc import Callable, Mapping, Sequence
 from datetime import datetime
-from typing import Any, Concatenate, ParamSpec, TypeVar, overload
+from typing import Any, overload
 
 import memory_retrievers.runtime.loop as _loop
 import memory_retrievers.store.lifecycle as _store_lifecycle
 from memory_retrievers.config import StoreConfig
 from memory_retrievers.embeddings import Embedder
 from memory_retrievers.models import Memory
-from memory_retrievers.runtime.twins import deprecated_forward, sync_twin
+from memory_retrievers.runtime.twins import sync_twin
 from memory_retrievers.store.admin import StoreAdmin
 from memory_retrievers.store.base import DEFAULT_TABLE, default_store_path
 from memory_retrievers.store.reads import ReadAPI
 from memory_retrievers.store.writes import WriteAPI
 
 __all__ = ["DEFAULT_TABLE", "MemoryStore", "default_store_path"]
-
-P = ParamSpec("P")
-R = TypeVar("R")
-
-
-def _admin(store: MemoryStore) -> StoreAdmin:
-    return store.admin
-
-
-def _moved(target: Callable[Concatenate[StoreAdmin, P], R]) -> Callable[Concatenate[MemoryStore, P], R]:
-    """``MemoryStore.<name>``, deprecated: warns, then runs ``store.admin.<name>``."""
-    name = target.__name__
-    return deprecated_forward(target, _admin, f"MemoryStore.{name}", f"store.admin.{name}")
 
 
 class MemoryStore(WriteAPI, ReadAPI):
@@ -220,19 +207,3 @@ class MemoryStore(WriteAPI, ReadAPI):
     fts_search = sync_twin(ReadAPI.afts_search)
     entity_search = sync_twin(ReadAPI.aentity_search)
     recency_search = sync_twin(ReadAPI.arecency_search)
-
-    # ------------------------------------------------------------------ deprecated: moved to store.admin
-    optimize = _moved(StoreAdmin.optimize)
-    aoptimize = _moved(StoreAdmin.aoptimize)
-    purge = _moved(StoreAdmin.purge)
-    apurge = _moved(StoreAdmin.apurge)
-    expire = _moved(StoreAdmin.expire)
-    aexpire = _moved(StoreAdmin.aexpire)
-    stats = _moved(StoreAdmin.stats)
-    astats = _moved(StoreAdmin.astats)
-    export = _moved(StoreAdmin.export)
-    aexport = _moved(StoreAdmin.aexport)
-    restore = _moved(StoreAdmin.restore)
-    arestore = _moved(StoreAdmin.arestore)
-    flush_access = _moved(StoreAdmin.flush_access)
-    aflush_access = _moved(StoreAdmin.aflush_access)

@@ -346,7 +346,7 @@ class MemoryStoreLangGraph(BaseStore):
             ``refresh_on_read`` (default ``True``: a get or search of an item restarts its TTL),
             ``sweep_interval_minutes`` (for :meth:`start_ttl_sweeper`, default 5). An item's TTL is the
             core's ``expires_at``: expired items leave get, search and listings at once, and
-            :meth:`sweep_ttl` (or ``MemoryStore.expire``/``optimize``) deletes them.
+            :meth:`sweep_ttl` (or ``store.admin.expire``/``optimize``) deletes them.
 
     Raises:
         ConfigError: Bad arguments.

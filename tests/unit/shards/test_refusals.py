@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import warnings
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -160,11 +159,9 @@ def test_every_namespace_method_has_bad_input_cases() -> None:
 
 def _call(target: Any, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     method: Callable[..., Any] = getattr(target, name)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)  # store.expire()...: the admin's, deprecated here
-        result = method(*args, **kwargs)
-        if inspect.isawaitable(result):
-            return asyncio.run(_awaited(result))
+    result = method(*args, **kwargs)
+    if inspect.isawaitable(result):
+        return asyncio.run(_awaited(result))
     return result
 
 

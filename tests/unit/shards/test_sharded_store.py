@@ -166,8 +166,6 @@ def test_admin_fans_out(tmp_path: Path) -> None:
         assert store.count(TENANTS[0]) == 1
         assert store.admin.expire() == 0 and store.admin.expire(TENANTS[0]) == 0
         assert store.admin.flush_access() == 0
-        with pytest.warns(DeprecationWarning, match=r"store\.admin\.stats"):
-            assert store.stats().rows == len(TENANTS)  # the deprecated aliases reach every shard too
 
 
 def test_a_retriever_recalls_from_the_tenants_shard(tmp_path: Path) -> None:

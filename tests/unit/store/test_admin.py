@@ -1,4 +1,4 @@
-"""Administration apart (``store.admin``), the deprecated old spellings, and the sync facade (issue 28)."""
+"""Administration apart (``store.admin``, and only there) and the sync facade (issue 28)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from memory_retrievers import HashEmbedder, MemoryStore
+from memory_retrievers import HashEmbedder, MemoryStore, ShardedMemoryStore
+from memory_retrievers.shards.admin import ShardedAdmin
 from memory_retrievers.storage.stats import StoreStats
 from memory_retrievers.store.admin import StoreAdmin
 
@@ -45,30 +46,11 @@ def test_admin_works_through_the_store(store: MemoryStore) -> None:
     assert store.count(namespace="alice") == 1
 
 
-@pytest.mark.parametrize("name", ADMIN)
-def test_the_old_spellings_warn_naming_store_admin_and_still_work(store: MemoryStore, name: str) -> None:
-    store.add("Bob reads", namespace="bob")
-    args: dict[str, tuple[object, ...]] = {"export": ("bob",), "restore": ([],)}
-    with pytest.warns(
-        DeprecationWarning, match=rf"MemoryStore\.{name}\(\) is deprecated; use store\.admin\.{name}\(\)"
-    ):
-        result = getattr(store, name)(*args.get(name, ()))  # codemod: keep
-    expected = getattr(store.admin, name)(*args.get(name, ()))
-    if name == "stats":
-        assert result.rows == expected.rows == 1
-    elif name == "restore":
-        assert result.added == expected.added == 0
-    else:
-        assert result == expected
-
-
-async def test_the_old_async_spellings_warn_too(store: MemoryStore) -> None:
-    await store.aadd("Carol swims", namespace="carol")
-    with pytest.warns(DeprecationWarning, match=r"store\.admin\.aexport\(\)"):
-        exported = await store.aexport("carol")  # codemod: keep
-    assert [r["text"] for r in exported] == ["Carol swims"]
-    with pytest.warns(DeprecationWarning, match=r"store\.admin\.aoptimize\(\)"):
-        await store.aoptimize()  # codemod: keep
+def test_the_admin_operations_are_only_on_store_admin() -> None:
+    # Before 1.0 there are no aliases: store.optimize() is an AttributeError, on a sharded store too.
+    for name in [*ADMIN, *(f"a{n}" for n in ADMIN)]:
+        assert hasattr(StoreAdmin, name) and hasattr(ShardedAdmin, name), name
+        assert not hasattr(MemoryStore, name) and not hasattr(ShardedMemoryStore, name), name
 
 
 def test_each_sync_method_is_its_async_twin_with_the_same_signature_and_docstring() -> None:
