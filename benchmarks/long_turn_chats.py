@@ -17,7 +17,7 @@ full text, ``RRFReranker``) and LanceDB's BM25 alone, top 10, on the same table.
 Metrics: turn recall@10 (the evidence turn among the first 10), session hit@10 (a turn of the
 evidence session among them), both per haystack and pooled, by depth of the detail and by whose
 turn holds it; for ours also whether the block's text holds the answer (a long memory is shown
-as an excerpt of ``RecallConfig.excerpt_chars``) and the block's size.
+as an excerpt of ``RecallConfig.selection.excerpt_chars``) and the block's size.
 
     python benchmarks/long_turn_chats.py        # ~4-6 min on 2 shared cores
     python benchmarks/long_turn_chats.py --details /tmp/long_blocks.json   # also ours' blocks and scores

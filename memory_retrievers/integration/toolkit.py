@@ -110,9 +110,9 @@ def clean_text(text: str, max_chars: int) -> str:
 def query_text(text: str, max_chars: int) -> str:
     """A chat message as a recall query, cut to ``max_chars``.
 
-    ``max_chars`` is a retriever's ``config.max_query_chars``, so an adapter never fails on a long
+    ``max_chars`` is a retriever's ``config.query.max_query_chars``, so an adapter never fails on a long
     message. Recall itself searches a long query by its opening and end
-    (``RecallConfig.searched_query_chars``).
+    (``RecallConfig.query.searched_query_chars``).
     """
     return text[:max_chars]
 

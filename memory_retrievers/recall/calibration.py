@@ -197,15 +197,15 @@ class Calibration(CheckedModel):
     intercept: float
     weights: Mapping[str, float]
     floor: float = Field(default=0.0, ge=0.0, le=1.0)
-    """The score below which recall leaves a memory out when ``RecallConfig.min_score`` is
+    """The score below which recall leaves a memory out when ``RecallConfig.relevance.min_score`` is
     ``None``, chosen on the fitting data (0: no floor)."""
     abstain: float = Field(default=0.0, ge=0.0, le=1.0)
-    """The best score below which recall returns nothing when ``RecallConfig.abstain_below`` is
+    """The best score below which recall returns nothing when ``RecallConfig.relevance.abstain_below`` is
     ``None``: a query none of whose memories is likely to answer it gets an empty block. Chosen on
     the fitting data (0: never abstain)."""
     abstain_relevance: float = Field(default=1.0, ge=0.0, le=1.0)
     """Recall abstains only when, besides, no memory's relevance (cosine, clipped to [0, 1]) reaches
-    this (``RecallConfig.abstain_relevance`` when set): a memory that close to the query is kept
+    this (``RecallConfig.relevance.abstain_relevance`` when set): a memory that close to the query is kept
     even when the channels' other signals are weak, as for a question worded unlike its answer.
     1 (the default): the score alone decides."""
 
@@ -369,8 +369,9 @@ def calibration_for(embedder: str, configured: Calibration | None) -> Calibratio
     if configured is not None:
         if not configured.suits(embedder):
             raise ConfigError(
-                f"RecallConfig.calibration {configured.name!r} was fitted for the embedder {configured.embedder!r}, "
-                f"but this store embeds with {embedder!r}; fit one for it (fit_calibration) or leave calibration unset"
+                f"RecallConfig.relevance.calibration {configured.name!r} was fitted for the embedder "
+                f"{configured.embedder!r}, but this store embeds with {embedder!r}; fit one for it (fit_calibration) "
+                "or leave calibration unset"
             )
         return configured
     if MINILM_CALIBRATION.suits(embedder):

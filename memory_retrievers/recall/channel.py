@@ -75,7 +75,7 @@ class ChannelQuery:
         vector: Its unit embedding, without the speakers' names when it names one (only for
             channels that need :attr:`Need.VECTOR`; ``None`` otherwise).
         asked_vector: The query as asked, embedded as well when it names a speaker and
-            ``RecallConfig.asked_vector_share`` is above 0 (else ``None``).
+            ``RecallConfig.query.asked_vector_share`` is above 0 (else ``None``).
     """
 
     text: str
@@ -110,7 +110,7 @@ class ChannelInput:
         query: The query.
         config: This call's config.
         weight: The channel's weight (``config.weights``, else its ``default_weight``).
-        depth: Hits a list should hold (``RecallConfig.candidate_depth``).
+        depth: Hits a list should hold (``RecallConfig.channels.candidate_depth``).
         fused: The fused hits so far, best first (after-fusion channels; empty otherwise).
     """
 

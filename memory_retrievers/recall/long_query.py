@@ -2,7 +2,7 @@
 
 The default model reads only its first 256 word pieces (about 1,000 characters of English), and
 BM25 over hundreds of words is slow and matches every memory a little. A query longer than
-``RecallConfig.searched_query_chars`` is searched by its opening and its end (its first and last
+``RecallConfig.query.searched_query_chars`` is searched by its opening and its end (its first and last
 lines, when it has several), cut at word boundaries: in a chat turn the ask is usually at one end
 of what was pasted ("here is the log: ... why does it fail?"). The plan's notes say what was
 searched.
@@ -57,7 +57,7 @@ def searched_query(query: str, limit: int) -> SearchedQuery:
     text = f"{head}\n…\n{tail}"
     note = (
         f"long query ({len(query):,} characters): searched by its {how} ({len(head):,} and {len(tail):,} "
-        f"characters; RecallConfig.searched_query_chars={limit:,})"
+        f"characters; RecallConfig.query.searched_query_chars={limit:,})"
     )
     return SearchedQuery(text, note)
 

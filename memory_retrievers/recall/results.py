@@ -33,12 +33,12 @@ class Explanation:
         phase: How selection took it: ``pinned``, ``session``, ``mmr`` or ``score``.
         superseded: True when it was replaced by a newer memory (``SupersededPolicy.FLAG``).
         folded: Ids of the extracted facts folded into this memory, their source
-            (``RecallConfig.fact_source_weight``); their votes are among ``channels``.
+            (``RecallConfig.channels.fact_source_weight``); their votes are among ``channels``.
         calibration: The value of each feature the calibrated score read (see
             :mod:`memory_retrievers.recall.calibration`), by name.
         calibrated_by: The name of the :class:`~memory_retrievers.recall.calibration.Calibration` used.
         copies: Ids of the memories that say the same line and were folded into this one
-            (``RecallConfig.collapse_copies``), oldest first.
+            (``RecallConfig.selection.collapse_copies``), oldest first.
     """
 
     channels: tuple[Contribution, ...]
@@ -99,11 +99,11 @@ class ScoredMemory:
         relevance: How close the memory is to the query, comparable across queries: the cosine
             similarity of their embeddings, clipped to [0, 1]. With the default model (MiniLM),
             a memory that answers the question is typically 0.4-0.8 and an unrelated one below 0.2
-            (figures: benchmarks/results/relevance.json). ``RecallConfig.min_relevance`` drops
+            (figures: benchmarks/results/relevance.json). ``RecallConfig.relevance.min_relevance`` drops
             memories below a threshold, so that a question nothing answers gets nothing.
         note: What the block says under it (facts folded into it, contradictions, copies).
         excerpt: The passage the block shows of a memory longer than
-            ``RecallConfig.excerpt_chars`` (``None``: the whole text).
+            ``RecallConfig.selection.excerpt_chars`` (``None``: the whole text).
     """
 
     memory: Memory

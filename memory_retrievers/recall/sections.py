@@ -4,7 +4,7 @@ A prompt reads better when standing instructions, what is known about the user, 
 are told apart: a model that sees "Alice: I might try sushi" next to "Alice is allergic to fish"
 under one heading cannot tell a passing remark from a fact. :meth:`RecallResult.to_context` groups
 the selected memories under one title per section, and selection reserves each section a share
-of the token budget (``RecallConfig.section_shares``) so that one kind cannot crowd out the others.
+of the token budget (``RecallConfig.selection.section_shares``) so that one kind cannot crowd out the others.
 """
 
 from __future__ import annotations

@@ -96,7 +96,7 @@ class SelectionParams:
     token_budget: int | None
     """Maximum total tokens, or ``None`` for no budget."""
     mmr_similarity_floor: float
-    """Similarity below which MMR applies no penalty (0 = classic MMR; ``RecallConfig.mmr_similarity_floor``
+    """Similarity below which MMR applies no penalty (0 = classic MMR; ``RecallConfig.selection.mmr_similarity_floor``
     is 0.9): related-but-distinct memories (two turns of one conversation) are then not pushed down;
     only near-duplicates are."""
     mmr_lambda: float | None = 0.6

@@ -95,7 +95,7 @@ class Channels:
     Args:
         source: The namespace under the recall's filter.
         tasks: The recall's task group (searches run concurrently).
-        depth: Hits taken from each list (``RecallConfig.candidate_depth``).
+        depth: Hits taken from each list (``RecallConfig.channels.candidate_depth``).
         embed: Embeds a text query (for LLM rewrites and HyDE texts).
     """
 

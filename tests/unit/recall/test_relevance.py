@@ -1,4 +1,4 @@
-"""``ScoredMemory.relevance`` and ``RecallConfig.min_relevance`` (hash embedder, real LanceDB).
+"""``ScoredMemory.relevance`` and ``RecallConfig.relevance.min_relevance`` (hash embedder, real LanceDB).
 
 Relevance is the cosine similarity of the query and the memory, clipped to [0, 1]: unlike the
 fused score it is comparable across queries, so a fixed threshold means the same thing for every

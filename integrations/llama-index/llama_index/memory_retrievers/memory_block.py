@@ -27,7 +27,7 @@ _Count = Annotated[int, Field(strict=True, ge=1)]
 def latest_query(messages: list[ChatMessage] | None, max_chars: int) -> str | None:
     """The text to recall for: the latest user message (else the latest message with text).
 
-    Cut to ``max_chars`` (the retriever's ``config.max_query_chars``).
+    Cut to ``max_chars`` (the retriever's ``config.query.max_query_chars``).
     """
     if not messages:
         return None
