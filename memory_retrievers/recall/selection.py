@@ -23,7 +23,6 @@ import enum
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
@@ -144,31 +143,16 @@ def maximal_marginal_relevance(
     return picked
 
 
-def select(
-    candidates: Sequence[Candidate], params: SelectionParams | None = None, **keywords: Any
-) -> tuple[list[Selected], list[Rejected]]:
+def select(candidates: Sequence[Candidate], params: SelectionParams) -> tuple[list[Selected], list[Rejected]]:
     """Pick up to ``params.k`` candidates within ``params.token_budget`` tokens.
-
-    The fields of :class:`SelectionParams` are also accepted as keyword arguments instead of
-    ``params`` (``select(candidates, k=5, token_budget=None, mmr_similarity_floor=0.0)``), the
-    form of earlier releases.
 
     Args:
         candidates: Sorted by score, best first.
         params: How to choose.
-        **keywords: The fields of :class:`SelectionParams`, when ``params`` is not given.
 
     Returns:
         The selected candidates in output order, and every other candidate with its reason.
-
-    Raises:
-        TypeError: Both ``params`` and keywords, or keywords that are not fields of
-            :class:`SelectionParams` (or miss a required one).
     """
-    if params is None:
-        params = SelectionParams(**keywords)
-    elif keywords:
-        raise TypeError(f"select() takes params or keyword arguments, not both (got {sorted(keywords)})")
     state = _State.start(candidates, params)
     if params.pinned_first:
         _take_pinned(state)

@@ -296,17 +296,3 @@ def test_a_blocking_plugin_channel_in_one_tenants_recall_does_not_stall_another_
     worker.join()
     # Observed: bob's add waits ~1.7 s, until alice's plug-in returns (one loop for the store)
     assert waited < 0.5, f"bob's add waited {waited:.2f} s behind alice's plug-in channel"
-
-
-# ---------------------------------------------------------------------------------------------
-# memory_retrievers.recall.selection.select (in selection.__all__) took `candidates` as an ordinary
-# parameter at c4d7fc4; it is now positional-only (`candidates, params=None, /, **keywords`), so
-# the keyword form of earlier releases, which the new docstring says is still accepted, fails
-# when it names candidates too. Observed: TypeError "select() missing 1 required positional
-# argument: 'candidates'"; c4d7fc4 returned ([], []).
-
-
-def test_select_still_takes_candidates_by_keyword() -> None:
-    from memory_retrievers.recall.selection import select
-
-    assert select(candidates=[], k=5, token_budget=None, mmr_similarity_floor=0.0) == ([], [])  # type: ignore[call-arg]

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from memory_retrievers import ConfigError, ContextSection, MemoryRetriever, MemoryStore, RecallConfig
 from memory_retrievers.recall.sections import SECTION_TITLES
-from memory_retrievers.recall.selection import Candidate, CutReason, select
+from memory_retrievers.recall.selection import Candidate, CutReason, SelectionParams, select
 
 QUIET = {
     "weights": {"entity": 0, "recency": 0, "links": 0, "hyde": 0, "context": 0},
@@ -30,15 +30,19 @@ def test_a_section_keeps_its_reservation_against_better_scored_memories() -> Non
     # Budget 100: conversation reserves 30, knowledge 40. Five chat turns outscore the one fact.
     turns = [Candidate(f"t{i}", 1.0 - i / 100, 20, section="conversation") for i in range(5)]
     fact = Candidate("fact", 0.5, 20, section="knowledge")
-    plain, _ = select([*turns, fact], k=10, token_budget=100, mmr_lambda=None, mmr_similarity_floor=0.0)
+    plain, _ = select(
+        [*turns, fact], SelectionParams(k=10, token_budget=100, mmr_lambda=None, mmr_similarity_floor=0.0)
+    )
     assert ids(plain) == ["t0", "t1", "t2", "t3", "t4"]  # without reservations the fact is crowded out
     reserved, rejected = select(
         [*turns, fact],
-        k=10,
-        token_budget=100,
-        mmr_lambda=None,
-        mmr_similarity_floor=0.0,
-        section_reserve={"conversation": 30, "knowledge": 40},
+        SelectionParams(
+            k=10,
+            token_budget=100,
+            mmr_lambda=None,
+            mmr_similarity_floor=0.0,
+            section_reserve={"conversation": 30, "knowledge": 40},
+        ),
     )
     # t0 (20) + t1 (20) + t2 (20): 60 + the fact's outstanding 40 = 100; t3 would need 120. Then
     # the fact (score order), then nothing fits: the reservation is spent, 80 + 20 = 100 for t3.
@@ -50,11 +54,13 @@ def test_a_section_without_candidates_reserves_nothing() -> None:
     turns = [Candidate(f"t{i}", 1.0 - i / 100, 20, section="conversation") for i in range(5)]
     chosen, _ = select(
         turns,
-        k=10,
-        token_budget=100,
-        mmr_lambda=None,
-        mmr_similarity_floor=0.0,
-        section_reserve={"pinned": 20, "knowledge": 40, "conversation": 30},
+        SelectionParams(
+            k=10,
+            token_budget=100,
+            mmr_lambda=None,
+            mmr_similarity_floor=0.0,
+            section_reserve={"pinned": 20, "knowledge": 40, "conversation": 30},
+        ),
     )
     assert ids(chosen) == ["t0", "t1", "t2", "t3", "t4"]
 
@@ -65,11 +71,13 @@ def test_a_released_reservation_goes_to_the_best_left() -> None:
     fact = Candidate("fact", 0.99, 120, section="knowledge")
     chosen, rejected = select(
         [fact, *turns],
-        k=10,
-        token_budget=100,
-        mmr_lambda=None,
-        mmr_similarity_floor=0.0,
-        section_reserve={"knowledge": 40, "conversation": 30},
+        SelectionParams(
+            k=10,
+            token_budget=100,
+            mmr_lambda=None,
+            mmr_similarity_floor=0.0,
+            section_reserve={"knowledge": 40, "conversation": 30},
+        ),
     )
     assert ids(chosen) == ["t0", "t1", "t2", "t3", "t4"]
     assert {r.id: r.reason for r in rejected} == {"fact": CutReason.OVER_BUDGET}
@@ -84,12 +92,14 @@ def test_when_nothing_fits_under_the_reservations_the_rest_is_not_wasted() -> No
     big = Candidate("big", 0.8, 60, section="knowledge")
     chosen, _ = select(
         [a, b, big],
-        k=10,
-        token_budget=110,
-        mmr_lambda=None,
-        pinned_first=False,
-        mmr_similarity_floor=0.0,
-        section_reserve={"pinned": 55, "knowledge": 55},
+        SelectionParams(
+            k=10,
+            token_budget=110,
+            mmr_lambda=None,
+            pinned_first=False,
+            mmr_similarity_floor=0.0,
+            section_reserve={"pinned": 55, "knowledge": 55},
+        ),
     )
     assert ids(chosen) == ["a", "b"]
 
@@ -97,15 +107,17 @@ def test_when_nothing_fits_under_the_reservations_the_rest_is_not_wasted() -> No
 def test_pinned_memories_get_their_share_not_the_whole_budget() -> None:
     pinned = [Candidate(f"p{i}", 0.5, 20, pinned=True, section="pinned") for i in range(5)]
     fact = Candidate("fact", 1.0, 20, section="knowledge")
-    old, _ = select([fact, *pinned], k=10, token_budget=100, mmr_lambda=None, mmr_similarity_floor=0.0)
+    old, _ = select([fact, *pinned], SelectionParams(k=10, token_budget=100, mmr_lambda=None, mmr_similarity_floor=0.0))
     assert ids(old) == ["p0", "p1", "p2", "p3", "p4"]  # pinned-first alone: the best fact is lost
     new, _ = select(
         [fact, *pinned],
-        k=10,
-        token_budget=100,
-        mmr_lambda=None,
-        mmr_similarity_floor=0.0,
-        section_reserve={"pinned": 20, "knowledge": 40},
+        SelectionParams(
+            k=10,
+            token_budget=100,
+            mmr_lambda=None,
+            mmr_similarity_floor=0.0,
+            section_reserve={"pinned": 20, "knowledge": 40},
+        ),
     )
     # Pinned first, as far as the budget not reserved for facts allows (100 - 40 = 60), then the
     # fact, then pinned memories again in what is left.
@@ -118,11 +130,13 @@ def test_titles_are_paid_once_a_second_section_opens() -> None:
     opening = {"conversation": 3, "knowledge": 4}
     # 20 + (20 + 4 + 3) = 47 > 46: the fact does not fit once both titles are counted.
     chosen, _ = select(
-        [turn, fact], k=10, token_budget=46, mmr_lambda=None, mmr_similarity_floor=0.0, section_opening=opening
+        [turn, fact],
+        SelectionParams(k=10, token_budget=46, mmr_lambda=None, mmr_similarity_floor=0.0, section_opening=opening),
     )
     assert ids(chosen) == ["turn"]
     chosen, _ = select(
-        [turn, fact], k=10, token_budget=47, mmr_lambda=None, mmr_similarity_floor=0.0, section_opening=opening
+        [turn, fact],
+        SelectionParams(k=10, token_budget=47, mmr_lambda=None, mmr_similarity_floor=0.0, section_opening=opening),
     )
     assert ids(chosen) == ["turn", "fact"]
 
@@ -136,15 +150,17 @@ def test_titles_are_paid_once_a_second_section_opens() -> None:
 def test_one_section_selects_exactly_as_without_sections(costs: list[int], budget: int, k: int) -> None:
     plain = [Candidate(str(i), 1.0 - i / 100, c) for i, c in enumerate(costs)]
     one = [Candidate(str(i), 1.0 - i / 100, c, section="conversation") for i, c in enumerate(costs)]
-    expected = select(plain, k=k, token_budget=budget, mmr_lambda=None, mmr_similarity_floor=0.0)
+    expected = select(plain, SelectionParams(k=k, token_budget=budget, mmr_lambda=None, mmr_similarity_floor=0.0))
     got = select(
         one,
-        k=k,
-        token_budget=budget,
-        mmr_lambda=None,
-        mmr_similarity_floor=0.0,
-        section_reserve={"pinned": budget // 5, "knowledge": budget * 2 // 5, "conversation": budget * 3 // 10},
-        section_opening={"conversation": 3, "knowledge": 4, "pinned": 2},
+        SelectionParams(
+            k=k,
+            token_budget=budget,
+            mmr_lambda=None,
+            mmr_similarity_floor=0.0,
+            section_reserve={"pinned": budget // 5, "knowledge": budget * 2 // 5, "conversation": budget * 3 // 10},
+            section_opening={"conversation": 3, "knowledge": 4, "pinned": 2},
+        ),
     )
     assert got == expected
 
@@ -163,7 +179,8 @@ def test_reservations_never_break_the_budget_nor_lose_a_candidate(
     cands = [Candidate(str(i), 1.0 - i / 100, c, section=s) for i, (c, s) in enumerate(items)]
     reserve = dict(zip(["pinned", "knowledge", "conversation"], (budget * s // 100 for s in shares), strict=True))
     chosen, rejected = select(
-        cands, k=100, token_budget=budget, mmr_lambda=None, mmr_similarity_floor=0.0, section_reserve=reserve
+        cands,
+        SelectionParams(k=100, token_budget=budget, mmr_lambda=None, mmr_similarity_floor=0.0, section_reserve=reserve),
     )
     cost = {c.id: c.tokens for c in cands}
     used = sum(cost[s.id] for s in chosen)

@@ -99,7 +99,7 @@ def test_every_candidate_is_accounted_for_once_within_k_and_budget(cands: list[C
 @given(cands=candidates(), k=st.integers(1, 10), budget=st.integers(0, 200))
 def test_pinned_come_first_and_a_candidate_over_budget_never_fit(cands: list[Candidate], k: int, budget: int) -> None:
     plain = [Candidate(c.id, c.score, c.tokens, c.vector, c.pinned, c.session) for c in cands]  # no sections
-    chosen, rejected = select(plain, k=k, token_budget=budget, mmr_similarity_floor=0.0)
+    chosen, rejected = select(plain, SelectionParams(k=k, token_budget=budget, mmr_similarity_floor=0.0))
     by_id = {c.id: c for c in plain}
     flags = [by_id[s.id].pinned for s in chosen]
     assert flags == sorted(flags, reverse=True)  # every pinned one before every other
@@ -109,21 +109,8 @@ def test_pinned_come_first_and_a_candidate_over_budget_never_fit(cands: list[Can
     assert all(by_id[r.id].tokens > left for r in rejected if r.reason is CutReason.OVER_BUDGET)
 
 
-@settings(max_examples=100, deadline=None)
-@given(cands=candidates(), p=params)
-def test_the_keyword_form_selects_as_the_params_form(cands: list[Candidate], p: SelectionParams) -> None:
-    keywords = {f: getattr(p, f) for f in SelectionParams.__dataclass_fields__}
-    assert select(cands, **keywords) == select(cands, p)
-
-
-def test_params_and_keywords_together_or_unknown_keywords_are_refused() -> None:
+def test_selection_params_are_frozen() -> None:
     p = SelectionParams(k=1, token_budget=None, mmr_similarity_floor=0.0)
-    with pytest.raises(TypeError, match="not both"):
-        select([], p, k=2)
-    with pytest.raises(TypeError):
-        select([], k=1, token_budget=None, mmr_similarity_floor=0.0, budget=5)
-    with pytest.raises(TypeError):
-        select([], k=1)  # token_budget and mmr_similarity_floor are required
     with pytest.raises(AttributeError):
         p.k = 3  # type: ignore[misc]
 
