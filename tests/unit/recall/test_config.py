@@ -62,8 +62,8 @@ def test_a_section_field_given_at_the_top_level_is_refused_naming_its_section() 
     assert not hasattr(RecallConfig(), "rrf_k")  # read through its section: config.fusion.rrf_k
 
 
-def test_a_flat_name_in_a_per_call_override_is_refused(filled: MemoryStore) -> None:
-    retriever = MemoryRetriever(filled, config={"record_access": False})
+def test_a_flat_name_in_a_per_call_override_is_refused(store: MemoryStore) -> None:
+    retriever = MemoryRetriever(store, config={"record_access": False})
     with pytest.raises(ConfigError, match=r"unknown key 'mmr'.*did you mean 'selection\.mmr'\?"):
         retriever.recall("which theme does Alice like?", namespace="alice", config={"mmr": False})
 
