@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import os
 import subprocess
 import sys
@@ -12,6 +13,9 @@ import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbedder
 from memory_retrievers.testing import ManualClock
+
+#: Tests that leave threads, child processes or sockets behind fail (testing/leaks.py).
+pytest_plugins = ["testing.leaks"]
 
 ROOT = Path(__file__).resolve().parent
 EXAMPLES = ROOT / "examples"
@@ -29,12 +33,34 @@ LONG_TIER = (
 )
 
 
+#: Folders whose tests share one pytest-xdist worker, by the expensive thing they share: one local
+#: Ray instance (2 CPUs, ~20 s to start) and one Chromium with a LoCoMo store built by the real model.
+SHARED_WORKER = {"tests/ray/": "ray", "tests/browser/": "browser"}
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's own -m selection looks at the markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     for item in items:
         path = Path(item.path).resolve()
-        if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix().startswith(LONG_TIER):
+        if not path.is_relative_to(ROOT):
+            continue
+        relative = path.relative_to(ROOT).as_posix()
+        if relative.startswith(LONG_TIER):
             item.add_marker(pytest.mark.long)
+        for folder, group in SHARED_WORKER.items():
+            if relative.startswith(folder):
+                item.add_marker(pytest.mark.xdist_group(group))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Move everything imported so far out of the garbage collector's sight.
+
+    The suite imports LanceDB, pyarrow, pydantic models, LangChain and LlamaIndex: a million
+    long-lived objects that every full collection walked again, about a fifth of the fast tier's
+    CPU time (py-spy). Frozen objects are never collected; everything a test makes still is.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 @pytest.fixture(scope="session")

@@ -61,24 +61,28 @@ def with_claims_checked(code: str) -> str:
 
 
 def run_page(page: str, folder: Path) -> list[str]:
-    """Run the page's blocks in order in ``folder``; returns each block's stdout."""
+    """Run the page's blocks in order in ``folder``, in one interpreter; returns each block's stdout.
+
+    Each block runs as its own ``__main__`` with fresh globals (testing/run_blocks.py), so a block
+    still cannot lean on another's names; the model loads once per page, not once per block.
+    """
     folder.mkdir(parents=True, exist_ok=True)
-    outputs = []
-    for i, code in enumerate(runnable(page)):
-        script = folder / f"block_{i}.py"
-        script.write_text(with_claims_checked(code))
-        done = subprocess.run(
-            [sys.executable, str(script)],
-            cwd=folder,
-            env={**os.environ, "HOME": str(folder)},
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
-        assert done.returncode == 0, f"{page}, python block {i} failed:\n{code}\n---\n{done.stderr[-3000:]}"
-        outputs.append(done.stdout)
-    return outputs
+    blocks = runnable(page)
+    for i, code in enumerate(blocks):
+        (folder / f"block_{i}.py").write_text(with_claims_checked(code))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "testing" / "run_blocks.py"), str(len(blocks))],
+        cwd=folder,
+        env={**os.environ, "HOME": str(folder)},
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    failed = re.search(r"python block (\d+) failed", done.stderr)
+    where = f"python block {failed[1]}:\n{blocks[int(failed[1])]}" if failed else "the page's run"
+    assert done.returncode == 0, f"{page}, {where} failed\n---\n{done.stderr[-3000:]}"
+    return [(folder / f"block_{i}.out").read_text() for i in range(len(blocks))]
 
 
 GENERIC = [p for p in pages() if p not in DEDICATED and runnable(p)]
@@ -150,11 +154,20 @@ def test_a_page_without_the_model_runs_as_pasted(tmp_path: Path, page: str) -> N
 
 
 @pytest.mark.long
-@pytest.mark.parametrize("page", [p for p in GENERIC if p not in FAST])
+@pytest.mark.parametrize(
+    "page",
+    [
+        # the bulk-jobs page starts a local Ray instance: on the worker that holds the Ray tests' one
+        pytest.param(p, marks=pytest.mark.xdist_group("ray")) if "bulk-jobs" in p else p
+        for p in GENERIC
+        if p not in FAST
+    ],
+)
 def test_a_page_runs_as_pasted(tmp_path: Path, page: str) -> None:
     check_prints(page, run_page(page, tmp_path))
 
 
+@pytest.mark.long  # mkdocs and mkdocstrings: about 40 s of CPU
 def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")],

@@ -10,9 +10,11 @@ thread starved of CPU does.
 
 from __future__ import annotations
 
+import _thread
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -23,6 +25,7 @@ import memory_retrievers.store.lifecycle as _store_lifecycle
 #: A debug widening of the race, run in a child process. Without the wait at exit, every run that
 #: exits without close() aborted or crashed (10 of 10); one that closed first did not (0 of 10).
 _WIDENED = """
+import _thread
 import threading
 import time
 
@@ -57,8 +60,30 @@ def test_exit_waits_for_lancedb_threads_still_in_python(tmp_path: Path, close: b
     assert done.returncode == 0, done.stderr[-3000:]
 
 
-def test_no_foreign_thread_is_reported_when_only_python_threads_run() -> None:
-    assert _store_lifecycle._foreign_threads_in_python() == []
+def test_threads_python_started_are_not_foreign_and_others_are() -> None:
+    # A thread started outside `threading` (as LanceDB's tokio workers, or execnet's under
+    # pytest-xdist) is foreign even once it asks threading.current_thread() for a dummy.
+    release = threading.Event()
+    ours = threading.Thread(target=release.wait, name="ours")
+    raw_ident: list[int] = []
+    raw_running = threading.Event()
+
+    def raw() -> None:
+        raw_ident.append(_thread.get_ident())
+        threading.current_thread()  # registers a _DummyThread: still foreign
+        raw_running.set()
+        release.wait()
+
+    ours.start()
+    _thread.start_new_thread(raw, ())
+    try:
+        assert raw_running.wait(10)
+        foreign = _store_lifecycle._foreign_threads_in_python()
+        assert ours.ident not in foreign and threading.get_ident() not in foreign
+        assert raw_ident[0] in foreign
+    finally:
+        release.set()
+        ours.join(10)
 
 
 def test_the_exit_wait_is_bounded_when_a_foreign_thread_never_leaves(monkeypatch: pytest.MonkeyPatch) -> None:
