@@ -66,6 +66,7 @@ def _text_any(result: Any) -> str:
     return "".join(part.text for part in result.content if getattr(part, "type", "") == "text")
 
 
+@pytest.mark.long  # a server process (test_one_namespace_per_server is the fast tier's one)
 async def test_namespace_per_call(env: dict[str, str], tmp_path: Path) -> None:
     async with await _session(env) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
@@ -88,6 +89,7 @@ FIXED_CALLS = [
 ]
 
 
+@pytest.mark.long  # a server process
 async def test_one_namespace_server_refuses_another_namespace_on_every_tool(env: dict[str, str]) -> None:
     # The SDK drops arguments a tool does not declare: namespace="bob" used to be served alice's memories.
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
@@ -113,6 +115,7 @@ async def test_one_namespace_server_refuses_another_namespace_on_every_tool(env:
         assert [m.text for m in store.list("alice")] == ["Alice's secret is 7"]
 
 
+@pytest.mark.long  # a server process
 async def test_item15_list_with_a_huge_limit_or_offset_is_a_typed_error(env: dict[str, str]) -> None:
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
         store.add("Alice keeps bees", namespace="alice")

@@ -312,6 +312,7 @@ def test_reranker_blend_and_failure(filled: MemoryStore) -> None:
     assert [m.id for m in out.memories] == [m.id for m in base.memories]
 
 
+@pytest.mark.long  # builds and runs a (tiny) torch cross-encoder: seconds of CPU
 def test_cross_encoder_reranker_with_tiny_local_model(filled: MemoryStore) -> None:
     torch = pytest.importorskip("torch")
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast

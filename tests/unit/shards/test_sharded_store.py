@@ -199,6 +199,7 @@ def test_open_stores_can_be_the_shards(tmp_path: Path) -> None:
         assert [a, b][shard_of("alice", 2)].count("alice") == 1
 
 
+@pytest.mark.long  # forked and spawned processes
 def test_a_sharded_store_is_refused_in_a_forked_child_and_per_process_makes_one(tmp_path: Path) -> None:
     store = _open(tmp_path, 2)
     store.add("Alice likes tea", namespace="alice")
@@ -291,6 +292,7 @@ def count(args):
 """
 
 
+@pytest.mark.long  # spawned worker processes
 def test_spawned_workers_find_each_tenant_in_the_same_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import multiprocessing
 

@@ -75,6 +75,7 @@ async def test_off_builds_in_process(table: MemoryTable, child_builds: list[tupl
     assert any(key.endswith(":vector") for key in table.indexed)
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 async def test_a_failed_child_raises_a_storage_error_with_its_stderr(tmp_path: Path) -> None:
     async def attempt() -> None:
         await build_in_child(str(tmp_path / "nowhere"), "memories", None, "vector", "HnswSq")
@@ -120,6 +121,7 @@ async def test_a_child_that_cannot_import_the_libraries_is_unavailable(
         await build_in_child(str(tmp_path / "db"), "memories", None, "vector", "HnswSq")
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 async def test_the_child_gets_the_paths_this_process_added(table: MemoryTable, monkeypatch: pytest.MonkeyPatch) -> None:
     # An application that put its packages on sys.path at run time (not in PYTHONPATH) still builds.
     monkeypatch.setenv("PYTHONPATH", "")
@@ -130,6 +132,7 @@ async def test_the_child_gets_the_paths_this_process_added(table: MemoryTable, m
     assert any(key.endswith(":vector") for key in await table.refresh_indexes())
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 async def test_python_files_in_the_working_directory_never_run_in_the_child(
     table: MemoryTable, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -147,6 +150,7 @@ async def test_python_files_in_the_working_directory_never_run_in_the_child(
     assert any(key.endswith(":vector") for key in await table.refresh_indexes())
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 async def test_a_relative_store_path_is_reopened_where_it_was_after_a_chdir(
     tmp_path: Path,
     monkeypatch: pytest.MonkeyPatch,
@@ -179,6 +183,7 @@ async def test_an_executable_that_exits_cleanly_without_building_is_not_taken_fo
         await build_in_child(str(tmp_path / "db"), "memories", None, "vector", "HnswSq")
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 async def test_a_build_reported_by_the_child_counts_even_if_its_exit_status_is_lost(
     table: MemoryTable, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -193,6 +198,7 @@ async def test_a_build_reported_by_the_child_counts_even_if_its_exit_status_is_l
     assert any(key.endswith(":vector") for key in await table.refresh_indexes())
 
 
+@pytest.mark.long  # a child Python process (the fast tier keeps test_the_vector_index_is_built_by_a_child_process)
 def test_the_child_stops_when_its_parent_is_gone(tmp_path: Path) -> None:
     # A lancedb that takes a minute to import stands in for a long build; closing the child's
     # stdin is what the parent's death does.

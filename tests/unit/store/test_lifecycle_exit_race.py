@@ -52,6 +52,7 @@ assert MemoryRetriever(store, namespace="bob").recall("dog").memories
 """
 
 
+@pytest.mark.long  # a child process per case
 @pytest.mark.parametrize("close", [False, True], ids=["exit-without-close", "closed-then-exit"])
 def test_exit_waits_for_lancedb_threads_still_in_python(tmp_path: Path, close: bool) -> None:
     script = _WIDENED.format(db=str(tmp_path / "db"), close="store.close()" if close else "")

@@ -499,20 +499,16 @@ def test_indexes_are_built_after_first_write_and_optimize_on_threshold(make_stor
     assert open_table(store).list_indices() == []
     store.add("first", namespace="n")
     kinds = {(i.index_type, i.columns[0]) for i in open_table(store).list_indices()}
-    assert {
-        ("FTS", "text"),
-        ("FTS", "search_text"),
-        ("FTS", "entities"),
-        ("Bitmap", "namespace"),
-        ("BTree", "id"),
-    } <= kinds
-    assert ("LabelList", "tags") in kinds
+    # full-text search needs its indexes at once; the scalar ones pay off on large tables only
+    assert kinds == {("FTS", "text"), ("FTS", "search_text"), ("FTS", "entities")}
     store.add("second", namespace="n")
     store.add("third", namespace="n")
     assert open_table(store).index_stats("text_idx").num_unindexed_rows == 2
     store.add("fourth", namespace="n")  # third commit since the index build: optimize runs, in the background
     store.flush()
     assert open_table(store).index_stats("text_idx").num_unindexed_rows == 0
+    kinds = {(i.index_type, i.columns[0]) for i in open_table(store).list_indices()}
+    assert {("Bitmap", "namespace"), ("BTree", "id"), ("LabelList", "tags")} <= kinds  # built by that optimize
 
 
 def test_ann_index_built_past_threshold(make_store: Make) -> None:
