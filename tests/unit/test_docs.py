@@ -33,8 +33,8 @@ EMPTY_CLAIM = re.compile(r"^(?P<call>.+\.memories)  # \(\) .*$", flags=re.M)
 #: Pages whose blocks another test runs (it must name the page), with the reason.
 DEDICATED = {
     "README.md": "tests/integration/test_readme_snippets.py",  # also checks each quickstart's claims
-    "docs/DEPLOYMENT.md": "tests/reliability/test_deployment_docs.py",  # gunicorn/uvicorn servers
-    "docs/OBJECT_STORAGE.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
+    "docs/how-to/deploy.md": "tests/reliability/test_deployment_docs.py",  # gunicorn/uvicorn servers
+    "docs/how-to/object-storage.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
 }
 #: Pages whose blocks need no model: run in the fast tier.
 FAST = {"docs/reference/configuration.md", "docs/how-to/shards.md"}
