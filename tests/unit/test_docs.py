@@ -220,7 +220,9 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     store = (api / "store" / "index.html").read_text(encoding="utf-8")
     recall = (api / "recall" / "index.html").read_text(encoding="utf-8")
     # The sync methods are made from their async twins at import: the reference must still show them.
-    for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list", "StoreAdmin.purge", "StoreAdmin.apurge"):
+    for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list"):
         assert f'id="memory_retrievers.{anchor}"' in store, anchor
+    for anchor in ("purge", "apurge", "optimize", "stats"):
+        assert f'id="memory_retrievers.StoreAdmin.{anchor}"' in store, anchor
     for anchor in ("MemoryRetriever.recall", "MemoryRetriever.arecall"):
         assert f'id="memory_retrievers.{anchor}"' in recall, anchor
