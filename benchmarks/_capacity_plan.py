@@ -1,4 +1,4 @@
-"""The arithmetic that scales measured per-operation figures to 10 million users (docs/DEPLOYMENT.md).
+"""The arithmetic that scales measured per-operation figures to 10 million users (docs/how-to/deploy.md).
 
 Pure functions of their arguments: every default is an assumption named here, every input that is
 a measurement comes from a results file of benchmarks/results/ (capacity.json, the per-operation

@@ -565,7 +565,7 @@ def print_constants(report: dict[str, Any]) -> None:
 
 
 def tables(results: dict[str, Any]) -> str:
-    """The results as the Markdown tables of docs/AGENT_CONTEXT.md."""
+    """The results as the Markdown tables of docs/explanation/agent-context.md."""
     systems = results["systems"]
     rows = [
         ("evidence recall@10", "evidence recall@10"),

@@ -1,6 +1,6 @@
 """What each store operation costs on object storage, in requests, bytes and milliseconds, as tables grow.
 
-Why: docs/DEPLOYMENT.md ("Toward 10 million users") plans a 10-billion-row deployment from these
+Why: docs/how-to/deploy.md ("Toward 10 million users") plans a 10-billion-row deployment from these
 figures. For each table size ``ROWSxNAMESPACES`` the script fills a store on a loopback SeaweedFS
 server, then, behind a proxy that counts every request and adds ``latency_ms`` before each one (a
 stand-in for a region's round trip), measures: opening a store, the first recall on the new handle

@@ -1,6 +1,6 @@
 """Object storage vs local folder: recall quality, recall latency and write latency, as ratios.
 
-Why: docs/OBJECT_STORAGE.md must say what moving a store to ``s3://`` costs. The same LoCoMo turns
+Why: docs/how-to/object-storage.md must say what moving a store to ``s3://`` costs. The same LoCoMo turns
 (with the same precomputed all-MiniLM-L6-v2 vectors, so embedding is not what is measured) go into
 a local folder and an S3 store, in alternating rounds in one process; then the same questions are
 asked of both. Reported per figure: local, S3, and S3 / local.

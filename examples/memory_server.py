@@ -16,7 +16,7 @@ ASGI (``asgi_app``):
 Environment: ``MEMORY_SERVER_STORE`` (folder, default ``./memories``); ``MEMORY_SERVER_EMBEDDER=hash``
 swaps the model for the hash test double (fast tests); ``MEMORY_SERVER_OPEN_IN_PARENT=1`` opens the
 store at import, i.e. in gunicorn's parent with ``--preload``, the pattern the library guards against
-(each worker then still opens its own store; see docs/DEPLOYMENT.md).
+(each worker then still opens its own store; see docs/how-to/deploy.md).
 """
 
 from __future__ import annotations

@@ -108,7 +108,7 @@ class StoreConfig(CheckedModel):
     cluster_on_optimize: bool = False
     """Run a clustering pass at the start of every ``optimize()`` (the automatic one included).
     Off by default: what it saves is object-store requests of cold reads (a 1,000-memory tenant in
-    a 100k-row table on S3: 1,048-1,140 requests before, 24-81 after; docs/OBJECT_STORAGE.md),
+    a 100k-row table on S3: 1,048-1,140 requests before, 24-81 after; docs/how-to/object-storage.md),
     while each pass rewrites the rows it moves, and they leave every index until the same
     optimize folds them back in (with a vector index, that re-indexes the moved rows). Turn it on
     for tables on object storage serving many namespaces."""

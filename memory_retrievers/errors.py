@@ -143,7 +143,7 @@ class ForkedStoreError(StorageError):
     """A :class:`~memory_retrievers.MemoryStore` was used in a child process forked after it was opened.
 
     Its LanceDB handles, loop thread and pending writes belong to the parent process; a forked
-    child cannot use them safely. Open a new store in the child instead (see docs/DEPLOYMENT.md).
+    child cannot use them safely. Open a new store in the child instead (see docs/how-to/deploy.md).
 
     Attributes:
         opened_in: The pid of the process that opened the store.

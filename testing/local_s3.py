@@ -13,7 +13,7 @@ test suite and ``benchmarks/object_storage.py`` run against, and the quickest wa
         store = MemoryStore(s3.uri("memories"), storage_options=s3.storage_options)
 
 SeaweedFS honours ``If-None-Match: *`` on ``PutObject``, the conditional PUT that LanceDB's
-commits need for concurrent writers (see docs/OBJECT_STORAGE.md).
+commits need for concurrent writers (see docs/how-to/object-storage.md).
 """
 
 from __future__ import annotations

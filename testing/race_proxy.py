@@ -1,7 +1,7 @@
 """An HTTP proxy in front of an S3 server that forces two commits to race, with or without conditional PUT.
 
 Used by tests/object_storage and benchmarks/commit_race.py to show what LanceDB's commits need
-from an object store (see docs/OBJECT_STORAGE.md); not part of the library (nor of its wheel). Put
+from an object store (see docs/how-to/object-storage.md); not part of the library (nor of its wheel). Put
 it in front of a :class:`~testing.local_s3.LocalS3Server` started with ``anonymous=True``: requests
 through it are unsigned, since removing a header would break a signature.
 """

@@ -25,7 +25,7 @@ Examples:
 \b
 Store: --store > MEMORY_RETRIEVERS_STORE > config file > per-user default.
 Namespace: -n > MEMORY_RETRIEVERS_NAMESPACE > config file.
-Every command takes --json; exit codes are listed in docs/CLI.md.
+Every command takes --json; exit codes are listed in docs/how-to/cli.md.
 """
 
 

@@ -4,7 +4,7 @@ A user's channel is other people's code: a plain ``search`` that does blocking I
 ``async def`` one with a blocking call inside, would stop the store's loop if run there. No timer
 fires on a stopped loop, so ``channel_timeout_s`` would not cut it, the built-in channels' own
 timeouts would expire in its place, and every write and recall of every namespace would wait
-(docs/RELIABILITY.md item 10). So, like rerankers and LLMs:
+(docs/explanation/reliability.md item 10). So, like rerankers and LLMs:
 
 - a plain ``search`` runs on the library's ``"channel"`` thread pool
   (:func:`memory_retrievers.runtime.plugins.pool`); one that never returns is written off at its timeout;

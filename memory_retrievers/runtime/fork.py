@@ -1,7 +1,7 @@
 """What a forked child inherits from its parent, and what the library does about it.
 
 ``os.fork()`` copies a process's memory but only the thread that called it. Measured on this
-project's machine (LanceDB 0.40, torch 2.13, details in docs/DEPLOYMENT.md):
+project's machine (LanceDB 0.40, torch 2.13, details in docs/how-to/deploy.md):
 
 - **LanceDB**: once a process has opened a LanceDB connection, its Rust runtimes are not safe in a
   forked child, even for a new connection. Of 30 children that each opened their own store and
@@ -71,7 +71,7 @@ def _after_fork_in_child() -> None:
         logger.warning(
             "memory-retrievers: this process was forked after torch ran in process %d; it uses one torch "
             "thread (GNU OpenMP hangs in forked children otherwise). Load the model after fork, or use the "
-            "'forkserver'/'spawn' start method, to keep every thread (docs/DEPLOYMENT.md)",
+            "'forkserver'/'spawn' start method, to keep every thread (docs/how-to/deploy.md)",
             _torch_pid,
         )
 

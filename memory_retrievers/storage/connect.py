@@ -169,6 +169,6 @@ async def create_or_open(db: Any, table_name: str, schema: pa.Schema) -> Any:
 def _damaged_folder(uri: str, table_name: str) -> Path | None:
     """A local table folder that has content although LanceDB found no table there."""
     if is_uri(uri):
-        return None  # object stores: LanceDB's own view is all there is (see docs/RELIABILITY.md)
+        return None  # object stores: LanceDB's own view is all there is (see docs/explanation/reliability.md)
     folder = Path(uri) / f"{table_name}.lance"
     return folder if folder.is_dir() and any(folder.iterdir()) else None

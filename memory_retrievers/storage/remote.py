@@ -221,7 +221,7 @@ def warn_engine(uri: str) -> None:
     logger.warning(
         "memory-retrievers: this process was forked from process %s after it had opened LanceDB, whose runtime "
         "is unsafe in a forked child; the store at %r uses a separate engine process instead. Open stores only "
-        "after fork (or use the 'forkserver'/'spawn' start method) to avoid the extra process (docs/DEPLOYMENT.md)",
+        "after fork (or use the 'forkserver'/'spawn' start method) to avoid the extra process (docs/how-to/deploy.md)",
         _fork.lancedb_started_in(),
         uri,
     )

@@ -57,7 +57,7 @@ class StoreAdmin:
         file system does not overwrite.
 
         It costs a rewrite of the table and a rebuild of every index (measured in
-        docs/DEPLOYMENT.md: about 1.3 s at 20,000 memories; 30-90 s with a vector index, at
+        docs/how-to/deploy.md: about 1.3 s at 20,000 memories; 30-90 s with a vector index, at
         20,000-100,000 memories, almost all of it rebuilding that index). Writes of this process
         wait for it. Writes of other processes may run meanwhile and are kept; their reads of an
         older version at that moment fail (retry them). Time travel to earlier versions is no
@@ -101,7 +101,7 @@ class StoreAdmin:
         rewrite is one commit. Ids, revisions and values are unchanged; moved rows stay findable
         by every search at once and are folded back into the indexes by :meth:`optimize`.
 
-        Measured in docs/DEPLOYMENT.md (``benchmarks/capacity.py --scenario cold-tenant``).
+        Measured in docs/how-to/deploy.md (``benchmarks/capacity.py --scenario cold-tenant``).
         ``StoreConfig.cluster_on_optimize`` runs a pass at the start of every optimize.
 
         Returns:

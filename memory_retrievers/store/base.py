@@ -261,7 +261,7 @@ class StoreBase:
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise ForkedStoreError(
             "a MemoryStore cannot be sent to another process (pickled): send its location and open a new "
-            "MemoryStore there, e.g. MemoryStore(store.uri); see docs/DEPLOYMENT.md",
+            "MemoryStore there, e.g. MemoryStore(store.uri); see docs/how-to/deploy.md",
             opened_in=self._pid,
         )
 
@@ -280,7 +280,7 @@ class StoreBase:
                 f"this MemoryStore was opened in process {self._pid} and cannot be used in process {os.getpid()}, "
                 "which was forked from it: open a new MemoryStore in each process after it starts (gunicorn without "
                 "--preload or in a post_fork hook, Celery's worker_process_init signal, multiprocessing with the "
-                "'forkserver' or 'spawn' start method, or memory_retrievers.PerProcess); see docs/DEPLOYMENT.md",
+                "'forkserver' or 'spawn' start method, or memory_retrievers.PerProcess); see docs/how-to/deploy.md",
                 opened_in=self._pid,
             )
 

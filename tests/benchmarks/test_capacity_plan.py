@@ -1,4 +1,4 @@
-"""The arithmetic of benchmarks/_capacity_plan.py, which docs/DEPLOYMENT.md's capacity plan shows."""
+"""The arithmetic of benchmarks/_capacity_plan.py, which docs/how-to/deploy.md's capacity plan shows."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The agent-context benchmark runs end to end (``--quick``) through every adapter, and the blocks
 it records hold what the issue asked for: no copies, no echoes, the evidence found.
 
-Not a quality gate on the numbers (those are in docs/AGENT_CONTEXT.md, from full runs); this proves
+Not a quality gate on the numbers (those are in docs/explanation/agent-context.md, from full runs); this proves
 the one documented command works on a fresh clone and that each adapter's path is really exercised.
 """
 

@@ -1,4 +1,4 @@
-"""benchmarks/capacity.py --quick runs end to end and writes the figures docs/DEPLOYMENT.md quotes."""
+"""benchmarks/capacity.py --quick runs end to end and writes the figures docs/how-to/deploy.md quotes."""
 
 from __future__ import annotations
 

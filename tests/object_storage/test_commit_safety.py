@@ -69,7 +69,7 @@ def test_racing_commits_both_land_on_a_store_with_conditional_put(
 def test_a_store_that_ignores_conditional_put_loses_a_racing_commit(
     anonymous_s3: LocalS3Server, race_proxy: Callable[..., Any]
 ) -> None:
-    """The failure mode docs/OBJECT_STORAGE.md warns about, shown rather than assumed."""
+    """The failure mode docs/how-to/object-storage.md warns about, shown rather than assumed."""
     proxy = race_proxy(drop_if_none_match=True)
     acked, found = _race(anonymous_s3.uri(f"race-unsafe-{uuid.uuid4().hex[:8]}"), proxy.storage_options, proxy)
     assert proxy.raced == 2, "the two commits did not race"

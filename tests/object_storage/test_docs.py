@@ -1,4 +1,4 @@
-"""Every code block of docs/OBJECT_STORAGE.md runs as pasted.
+"""Every code block of docs/how-to/object-storage.md runs as pasted.
 
 The blocks that talk to "your bucket" run with the ``AWS_*`` variables pointing at the test
 server (as a deployed app has them for its bucket), and with a bucket of that name created there.
@@ -15,7 +15,7 @@ from pathlib import Path
 from testing.local_s3 import LocalS3Server
 from testing.paths import ROOT
 
-DOC = ROOT / "docs" / "OBJECT_STORAGE.md"
+DOC = ROOT / "docs" / "how-to" / "object-storage.md"
 BLOCK = re.compile(r"(?:<!-- (?P<note>[^>]*) -->\n)?```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 
 

@@ -9,7 +9,7 @@ its interval before the read began (the interval is the guarantee itself, not a 
 The store is created before the processes start: processes that *create* a new table at the same
 moment can make LanceDB commit a late creator's empty table over the first one's writes (seen here
 as "Update ... incompatible with concurrent transaction Overwrite at version 2"; see
-docs/OBJECT_STORAGE.md).
+docs/how-to/object-storage.md).
 """
 
 from __future__ import annotations
@@ -115,7 +115,7 @@ def test_writers_and_readers_in_processes_on_s3(s3_server: LocalS3Server, s3_uri
         assert len(report["reads"]) > 10 and len(sizes) > 2, "the reader did not read while the writers wrote"
     assert checked > 0
     total = sum(len(a["ids"]) for a in acked if a["op"] == "add")
-    print(  # the figures docs/OBJECT_STORAGE.md quotes (pytest -s or -rA shows them)
+    print(  # the figures docs/how-to/object-storage.md quotes (pytest -s or -rA shows them)
         f"\n[object storage] {WRITERS} writers x {ROUNDS} calls: {total} memories acknowledged, "
         f"{sum(len(v) for v in stored.values())} expected, {sum(len(v) for v in found.values())} found, "
         f"{len(deleted)} deleted; {sum(len(r['reads']) for r in reports)} reads, {checked} visibility checks, "

@@ -73,5 +73,5 @@ def read_acks(acks: Path) -> list[dict[str, Any]]:
 
 
 def summary(name: str, **figures: int) -> None:
-    """Print the figures RELIABILITY.md quotes (visible with ``pytest -s`` or ``-rA``)."""
+    """Print the figures docs/explanation/reliability.md quotes (visible with ``pytest -s`` or ``-rA``)."""
     print(f"\n[reliability] {name}: " + ", ".join(f"{k}={v}" for k, v in figures.items()), file=sys.stderr)

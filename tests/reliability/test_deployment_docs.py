@@ -1,4 +1,4 @@
-"""Every snippet of docs/DEPLOYMENT.md runs as pasted, in order, from one empty folder.
+"""Every snippet of docs/how-to/deploy.md runs as pasted, in order, from one empty folder.
 
 Python blocks run as script files (a block whose first line is ``# NAME.py: ...`` is saved as NAME.py
 and its WSGI callable is called); the server commands run as real servers (on a free port instead
@@ -22,7 +22,7 @@ import pytest
 
 from testing.paths import ROOT
 
-DOC = ROOT / "docs" / "DEPLOYMENT.md"
+DOC = ROOT / "docs" / "how-to" / "deploy.md"
 BLOCK = re.compile(r"```(?P<lang>\w+)\n(?P<body>.*?)\n```", re.S)
 BIN = Path(sys.executable).parent
 TIMEOUT_S = 600

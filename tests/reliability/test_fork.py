@@ -103,7 +103,7 @@ def test_a_store_carried_into_a_forked_child_raises_a_typed_error_naming_the_fix
     store.record_access([added.id], namespace="shared")  # pending in the parent: the child must not write it
     result = _run("fork", _child_uses_the_parents_store, store)
     assert result["opened_in"] == os.getpid()
-    for fix in ("--preload", "post_fork", "worker_process_init", "forkserver", "spawn", "DEPLOYMENT.md"):
+    for fix in ("--preload", "post_fork", "worker_process_init", "forkserver", "spawn", "docs/how-to/deploy.md"):
         assert fix in result["message"]
     assert store.count(namespace="shared") == 1  # the parent's store is untouched and works
     assert store.admin.flush_access() == 1  # its pending access was written once, here

@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+from importlib import import_module
 from pathlib import Path
 
 import pytest
@@ -33,10 +34,11 @@ EMPTY_CLAIM = re.compile(r"^(?P<call>.+\.memories)  # \(\) .*$", flags=re.M)
 #: Pages whose blocks another test runs (it must name the page), with the reason.
 DEDICATED = {
     "README.md": "tests/integration/test_readme_snippets.py",  # also checks each quickstart's claims
-    "docs/DEPLOYMENT.md": "tests/reliability/test_deployment_docs.py",  # gunicorn/uvicorn servers
-    "docs/OBJECT_STORAGE.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
+    "docs/how-to/deploy.md": "tests/reliability/test_deployment_docs.py",  # gunicorn/uvicorn servers
+    "docs/how-to/object-storage.md": "tests/object_storage/test_docs.py",  # an S3 server and its buckets
 }
-#: Pages whose blocks need no model: run in the fast tier.
+#: Pages whose blocks need no model: run in the fast tier. (The extension how-tos need none either,
+#: but each block is a process of ~4 s CPU: they run in the long tier, like the pages with the model.)
 FAST = {"docs/reference/configuration.md", "docs/how-to/shards.md"}
 
 
@@ -116,6 +118,36 @@ def test_the_readme_is_the_short_front_door() -> None:
         assert (ROOT / link).is_file(), f"README links to a missing page: {link}"
 
 
+#: The public modules: the API reference documents every name of their ``__all__``, by these paths only.
+PUBLIC_MODULES = (
+    "memory_retrievers",
+    "memory_retrievers.recall",
+    "memory_retrievers.formation",
+    "memory_retrievers.integration",
+    "memory_retrievers.bulk",
+    "langchain_memory_retrievers",
+    "llama_index.memory_retrievers",
+)
+DIRECTIVE = re.compile(r"^::: (?P<target>\S+)$", flags=re.M)
+
+
+def test_the_api_reference_documents_every_public_name_by_its_public_path() -> None:
+    documented: set[str] = set()
+    for page in sorted((ROOT / "docs" / "reference").rglob("*.md")):
+        for target in DIRECTIVE.findall(page.read_text(encoding="utf-8")):
+            if target in PUBLIC_MODULES:  # a whole public module: its __all__
+                documented |= {f"{target}.{name}" for name in import_module(target).__all__}
+                continue
+            module, _, name = target.rpartition(".")
+            # A private module's path would show names users cannot import from there, and a name
+            # that left __all__ (removed or renamed) must leave the reference too.
+            assert module in PUBLIC_MODULES, f"{page.name}: `::: {target}` is not under a public module"
+            assert name in import_module(module).__all__, f"{page.name}: `::: {target}` is not a public name"
+            documented.add(target)
+    public = {f"{m}.{name}" for m in PUBLIC_MODULES for name in import_module(m).__all__ if name != "__version__"}
+    assert sorted(public - documented) == [], "public names missing from docs/reference"
+
+
 def test_the_claims_in_comments_become_assertions() -> None:
     code = 'm.action  # WriteAction.ADDED\nr.recall("x").memories  # () : nothing\n'
     assert with_claims_checked(code) == 'assert (m).action.name == "ADDED"\nassert r.recall("x").memories == ()\n'
@@ -135,6 +167,25 @@ PRINTS = {
         "[1, 1, 1, 0]\n['alice', 'bob', 'carol', 'dave']\n4\ndave prefers green tea in the morning"
     ),
     ("docs/how-to/shards.md", 1): "('carol', 'dave') 2\n1 0\n()",
+    ("docs/how-to/extend/channel.md", 0): "Order ORD-10482 was refunded on 3 March. ['bm25', 'order', 'vector']\nTrue",
+    ("docs/how-to/extend/embedder.md", 0): (
+        "Alice's favourite colour is teal\nchar-trigrams-256 256\nrefused: EmbedderMismatchError"
+    ),
+    ("docs/how-to/extend/llm.md", 0): (
+        "Alice prefers the dark theme\nllm llm\n['context:rewrite 1', 'vector:rewrite 1', 'hyde']\n"
+        "Alice prefers the dark theme ['LLMFallbackWarning']"
+    ),
+    ("docs/how-to/extend/reranker.md", 0): (
+        "The spare key is under the blue flower pot 0.8\nThe key to the shed is on the hook 0.6"
+    ),
+    ("docs/how-to/extend/token-counter.md", 0): "5\nTrue True True",
+    # the memories' dates are the day of the run: only the start is pinned ("...")
+    ("docs/how-to/extend/adapter.md", 0): "Relevant memories (most relevant first):\n- [...",
+    ("docs/how-to/extend/adapter.md", 1): (
+        "['assistant: Noted: Berlin!', 'user: I moved to Berlin last spring']\n[] True\n"
+        "['assistant: Noted: Berlin!', 'user: I moved to Berlin last spring']\n"
+        "refused: unknown argument(s) for RecallTool: 'recal_config' (did you mean 'recall_config'?)..."
+    ),
     # the valid keys follow; their list changes with RecallConfig, so only the start is pinned ("...")
     ("docs/reference/configuration.md", 0): "1.5 0.3\nrefused: invalid RecallConfig: unknown key 'kk'; valid keys ...",
 }
@@ -178,10 +229,13 @@ def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 0, done.stderr[-5000:]
-    core = (tmp_path / "site" / "reference" / "api" / "core" / "index.html").read_text(encoding="utf-8")
-    admin = (tmp_path / "site" / "reference" / "api" / "admin" / "index.html").read_text(encoding="utf-8")
+    api = tmp_path / "site" / "reference" / "api"
+    store = (api / "store" / "index.html").read_text(encoding="utf-8")
+    recall = (api / "recall" / "index.html").read_text(encoding="utf-8")
     # The sync methods are made from their async twins at import: the reference must still show them.
-    for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list", "MemoryRetriever.recall"):
-        assert f'id="memory_retrievers.{anchor}"' in core, anchor
+    for anchor in ("MemoryStore.add", "MemoryStore.aadd", "MemoryStore.list"):
+        assert f'id="memory_retrievers.{anchor}"' in store, anchor
     for anchor in ("purge", "apurge", "optimize", "stats"):
-        assert f'id="memory_retrievers.store.admin.StoreAdmin.{anchor}"' in admin, anchor
+        assert f'id="memory_retrievers.StoreAdmin.{anchor}"' in store, anchor
+    for anchor in ("MemoryRetriever.recall", "MemoryRetriever.arecall"):
+        assert f'id="memory_retrievers.{anchor}"' in recall, anchor

@@ -1,4 +1,4 @@
-"""The commands shown in docs/CLI.md and in the README's "Command line" quickstart run as pasted."""
+"""The commands shown in docs/how-to/cli.md and in the README's "Command line" quickstart run as pasted."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ def _run(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPro
 
 
 def test_the_cli_guide_runs_as_pasted(env: dict[str, str], tmp_path: Path) -> None:
-    text = (ROOT / "docs" / "CLI.md").read_text()
+    text = (ROOT / "docs" / "how-to" / "cli.md").read_text()
     scripts = [body for note, body in blocks(text, "bash") if not note.startswith("cwd: repo")]
     done = _run("\n".join(scripts), env, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
@@ -63,7 +63,7 @@ def test_the_cli_guide_runs_as_pasted(env: dict[str, str], tmp_path: Path) -> No
 
 @pytest.mark.skipif(not LOCOMO.exists(), reason=f"LoCoMo data not at {LOCOMO} (see shared/data/locomo/README.md)")
 def test_the_eval_example_runs_from_the_repository_root(env: dict[str, str]) -> None:
-    text = (ROOT / "docs" / "CLI.md").read_text()
+    text = (ROOT / "docs" / "how-to" / "cli.md").read_text()
     (script,) = [body for note, body in blocks(text, "bash") if note.startswith("cwd: repo")]
     done = _run(script, env, ROOT)
     assert done.returncode == 0, done.stderr[-3000:]

@@ -1,4 +1,4 @@
-"""Plug-in channels run off the store's loop, as other plug-ins do (docs/RELIABILITY.md item 10).
+"""Plug-in channels run off the store's loop, as other plug-ins do (docs/explanation/reliability.md item 10).
 
 A plain ``search`` runs on the ``"channel"`` pool, an ``async def`` one on the plug-in loop; the
 source they read still runs its searches on the store's loop. The red-team cases (timeouts,

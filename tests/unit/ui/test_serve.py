@@ -73,12 +73,12 @@ def test_the_command_refuses_a_public_bind_without_a_token(tmp_path: Path) -> No
 
 
 def test_the_commands_in_the_cli_guide_parse() -> None:
-    """docs/CLI.md shows ``ui`` command lines in a text block (they serve until Ctrl-C): each must parse."""
+    """docs/how-to/cli.md shows ``ui`` command lines in a text block (they serve until Ctrl-C): each must parse."""
     import shlex
 
     from memory_retrievers.cli.cmd_ui import ui
 
-    guide = (ROOT / "docs" / "CLI.md").read_text()
+    guide = (ROOT / "docs" / "how-to" / "cli.md").read_text()
     section = guide.split("## Memory inspector\n", 1)[1].split("\n## ", 1)[0]
     lines = [line.split("#")[0] for line in section.splitlines() if line.startswith("memory-retrievers ui")]
     assert len(lines) == 3

@@ -61,7 +61,7 @@ class TestRecallRetrieverStandard(RetrieversIntegrationTests):
 def test_minilm_recall_answers_semantic_questions() -> None:
     # Questions sharing no word with their answer, asked in the third person of memories written in
     # the first: MiniLM puts them as far from their answers as off-topic questions (cosine about
-    # 0.2), so by default recall abstains on them (docs/AGENT_CONTEXT.md). This checks the ranking.
+    # 0.2), so by default recall abstains on them (docs/explanation/agent-context.md). This checks the ranking.
     config = {"record_access": False, "relevance": {"abstain_below": 0.0}}
     retriever = RecallRetriever(**{"store": _store(), "namespace": "alice", "recall_config": config})
     assert retriever.invoke("Which city does she live in?", k=1)[0].page_content == "Alice moved to Berlin in March"
