@@ -271,7 +271,10 @@ def test_a_failing_plug_in_is_dropped_with_a_warning_naming_it(
 ) -> None:
     baseline = MemoryRetriever(store, namespace="u", config=cfg()).recall("alpha")
     flaky = Scripted(search, name="flaky", needs=needs)
-    r = MemoryRetriever(store, namespace="u", config=cfg(), channels=[flaky], channel_timeout_s=0.2)
+    # The timeout applies to every channel: only the hanging case needs a short one, and 0.2 s once
+    # timed out the built-in bm25 channel too on a loaded machine.
+    timeout = {"channel_timeout_s": 0.5} if search is _hangs else {}
+    r = MemoryRetriever(store, namespace="u", config=cfg(), channels=[flaky], **timeout)
     with pytest.warns(ChannelFailedWarning, match=f"channel 'flaky' {reason}"):
         res = r.recall("alpha")
     assert [(m.id, m.score) for m in res.memories] == [(m.id, m.score) for m in baseline.memories]
@@ -427,3 +430,43 @@ def test_routing_asks_each_registered_channel() -> None:
     assert route(analyze("cat"), RecallConfig(mode="vector"), has_llm=False, registry=registry).channels == ["vector"]
     off = RecallConfig(mode="hybrid", weights={"pin": 0})
     assert "pin" not in route(analyze("cat"), off, has_llm=False, registry=registry).channels
+
+
+# Found by the red team of the issue 28 refactor (behaviour users relied on at c4d7fc4):
+# A plug-in replacing a built-in: MemoryRetriever's docstring says "channels: ... or replacing the
+# built-in of the same name. Give each a weight in config.weights by its name (else it weighs its
+# default_weight)". ChannelRegistry.weight asks weights.get(name), and a built-in name is a
+# ChannelWeights field that always has a value, so the replacement's default_weight never applies.
+# docs/RELIABILITY.md item 10: "A plug-in that never returns, or blocks, costs itself, not the
+# process ... An `async def` plug-in runs on a loop of its own, so one that blocks inside
+# `async def` no longer stops every store's writes and recalls, and its timeout fires."
+# Channels are the new plug-ins (issue 28) and get neither: ChannelRunner awaits their search on
+# the store's loop.
+class _MyVector:
+    """A user's own vector channel (e.g. over an external ANN index), replacing the built-in."""
+
+    name = "vector"
+    needs: frozenset[Need] = frozenset({Need.VECTOR})
+    default_weight = 3.0
+
+    def __init__(self) -> None:
+        self.weights: list[float] = []
+
+    def runs(self, features: object, config: object, mode: object) -> bool:
+        return True
+
+    def search(self, given: ChannelInput) -> list[RankedList]:
+        self.weights.append(given.weight)
+        return []
+
+
+def test_a_plugin_replacing_a_built_in_weighs_its_default_weight_when_the_config_names_none(
+    store: MemoryStore,
+) -> None:
+    store.add("alice likes green tea", namespace="alice")
+    store.flush()
+    mine = _MyVector()
+    retriever = MemoryRetriever(store, channels=[mine])
+    retriever.recall("what does alice drink?", namespace="alice")
+    # Observed: [1.0] (ChannelWeights().vector, the built-in's default), not the plug-in's 3.0
+    assert mine.weights == [3.0]

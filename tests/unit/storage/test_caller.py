@@ -13,7 +13,13 @@ import lancedb
 import pyarrow as pa
 import pytest
 
-from memory_retrievers import ConfigError, ForkedStoreError, HashEmbedder, MemoryStore
+from memory_retrievers import (
+    ConfigError,
+    ForkedStoreError,
+    HashEmbedder,
+    MemoryRetriever,
+    MemoryStore,
+)
 
 EMBEDDER = HashEmbedder(32)
 
@@ -169,7 +175,7 @@ def test_a_table_the_store_created_is_migrated_as_on_a_uri(tmp_path: Path) -> No
 
 # ---------------------------------------------------------------------------------------------
 # The database URI of a store on a caller's table, and the store's read consistency on a caller's
-# connection (the red-team cases are in test_redteam28.py).
+# connection (the red-team cases are further down).
 
 
 async def test_afrom_table_on_an_async_handle_reports_the_database_uri(tmp_path: Path) -> None:
@@ -241,3 +247,92 @@ def test_no_read_consistency_interval_on_a_callers_connection_never_checks_on_re
     finally:
         first.close()
         second.close()
+
+
+# Found by the red team of the issue 28 refactor (behaviour users relied on at c4d7fc4):
+# The store on a caller's LanceDB connection (storage/caller.py): two stores on one connection.
+def test_two_stores_on_one_caller_connection_see_each_others_writes(tmp_path: Path, embedder: HashEmbedder) -> None:
+    # Given one application connection (lancedb.connect defaults) and two stores on it, as a
+    # service opening a store per worker/request on its shared connection would
+    db = lancedb.connect(tmp_path / "app")
+    first = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    second = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    try:
+        # When one store writes and flushes
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        # Then the other reads it: each store reports read_consistency_interval=0 ("every read
+        # checks", docs/RELIABILITY.md), and a URI store does see another store's commits.
+        # Observed: second.count() == 0 forever; the caller's connection never checks for updates
+        # and the store's own setting is silently not applied.
+        assert second.config.read_consistency_interval == timedelta(0)
+        assert second.count(namespace="alice") == 1
+        found = MemoryRetriever(second).recall("what does alice drink?", namespace="alice")
+        assert [m.text for m in found.memories] == ["alice likes green tea"]
+    finally:
+        first.close()
+        second.close()
+
+
+def test_an_explicit_read_consistency_interval_on_a_caller_connection_is_not_silently_ignored(
+    tmp_path: Path, embedder: HashEmbedder
+) -> None:
+    # storage_options + connection is refused with ConfigError ("set them on your connection");
+    # read_consistency_interval given explicitly with connection= is accepted, reported by
+    # store.config, and not applied. Either refuse it like storage_options or honour it.
+    db = lancedb.connect(tmp_path / "app")
+    cfg = {"read_consistency_interval": timedelta(0)}
+    try:
+        first = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+        second = MemoryStore(connection=db, table_name="memories", embedder=embedder, config=cfg)
+    except ConfigError:
+        return  # refused, like storage_options: fine
+    try:
+        first.add("alice likes green tea", namespace="alice")
+        first.flush()
+        assert second.count(namespace="alice") == 1, "read_consistency_interval=0 was accepted but not applied"
+    finally:
+        first.close()
+        second.close()
+
+
+# Found by the red team of the issue 28 refactor (behaviour users relied on at c4d7fc4):
+# MemoryStore.from_table: store.uri is the *table's* URI (<db>/memories.lance; CallerTable.open
+# returns str(await table.uri())), while every other store's uri is the database's. store_spec
+# (what pickle / model_dump / LangChain dumps of an adapter write) records that uri with the
+# table name, so another process reopens MemoryStore("<db>/memories.lance", table_name="memories"):
+# a new, empty table nested inside the caller's table directory. Recall there finds nothing and
+# writes land in the nested table. (End to end, a RecallRetriever on a from_table store pickled
+# and loaded in a subprocess returned [] where the original returned the memory.)
+def test_a_from_table_store_reopens_from_its_spec_on_the_same_table(tmp_path: Path, embedder: HashEmbedder) -> None:
+    from memory_retrievers.integration.handles import store_spec
+
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    owner.add("alice likes green tea", namespace="alice")
+    owner.flush()
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    spec = store_spec(mine, "RecallRetriever")
+    # What another process does with the spec (handles.open_store, without this process's live store)
+    reopened = MemoryStore(spec["uri"], table_name=spec["table_name"], embedder=embedder)
+    try:
+        # Observed: spec["uri"] == ".../app/memories.lance", reopened.count(...) == 0, and a
+        # directory memories.lance/memories.lance now exists inside the caller's table.
+        assert reopened.count(namespace="alice") == 1
+        assert not (tmp_path / "app" / "memories.lance" / "memories.lance").exists()
+    finally:
+        reopened.close()
+        mine.close()
+        owner.close()
+
+
+def test_a_from_table_store_reports_the_database_uri_like_any_store(tmp_path: Path, embedder: HashEmbedder) -> None:
+    db = lancedb.connect(tmp_path / "app")
+    owner = MemoryStore(connection=db, table_name="memories", embedder=embedder)
+    mine = MemoryStore.from_table(db.open_table("memories"), embedder=embedder)
+    try:
+        # Observed: owner.uri == ".../app", mine.uri == ".../app/memories.lance" for the same table
+        assert mine.uri == owner.uri
+    finally:
+        mine.close()
+        owner.close()

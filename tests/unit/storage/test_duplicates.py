@@ -11,7 +11,12 @@ from collections.abc import Callable
 
 import pytest
 
-from memory_retrievers import InvalidInputError, MemoryKind, MemoryStore, WriteAction
+from memory_retrievers import (
+    InvalidInputError,
+    MemoryKind,
+    MemoryStore,
+    WriteAction,
+)
 from memory_retrievers.text.dedup import content_words, same_words
 
 Make = Callable[..., MemoryStore]
@@ -129,3 +134,35 @@ def test_an_explicit_id_of_a_superseded_memory_is_refused(store: MemoryStore) ->
     with pytest.raises(InvalidInputError, match=f"superseded by '{new.id}'"):
         store.add("the office is on floor 3", namespace="u", id="office")
     assert store.get("office", namespace="u").text == "the office is on floor 2"
+
+
+# ---------------------------------------------------------------- dedup_policy="update" in one batch
+def test_update_policy_with_two_duplicates_of_a_stored_memory_in_one_batch(make_store) -> None:
+    store = make_store(config={"dedup_policy": "update"})
+    first = store.add("Alice likes the dark theme", namespace="u")
+    out = store.add_many(
+        [{"text": "Alice likes the dark  theme"}, {"text": "Alice likes the dark theme!"}], namespace="u"
+    )
+    assert [r.action for r in out] == [WriteAction.UPDATED, WriteAction.UPDATED]
+    assert [r.id for r in out] == [first.id, first.id]
+    assert [r.duplicate_of for r in out] == [first.id, first.id]
+    assert store.count("u") == 1
+    assert store.get(first.id, namespace="u").text == "Alice likes the dark theme!"  # the last record wins
+
+
+def test_update_policy_with_a_duplicate_inside_the_batch_after_an_earlier_batch(make_store) -> None:
+    store = make_store(config={"dedup_policy": "update"})
+    out = store.add_many(
+        [
+            {"text": "a note about tea"},
+            {"text": "a note about coffee"},
+            {"text": "plans for Friday"},
+            {"text": "plans for Friday."},
+        ],
+        namespace="u",
+        batch_size=2,
+    )
+    assert [r.action for r in out] == [WriteAction.ADDED, WriteAction.ADDED, WriteAction.ADDED, WriteAction.UPDATED]
+    assert out[2].id == out[3].id and out[3].duplicate_of == out[2].id
+    assert out[2].text == out[3].text == "plans for Friday."  # both report the memory as it was stored
+    assert store.count("u") == 3

@@ -15,12 +15,15 @@ import pytest
 
 from memory_retrievers import (
     ConfigError,
+    DimensionMismatchError,
+    EmbedderMismatchError,
     FilterError,
     HashEmbedder,
     InvalidInputError,
     MemoryRetriever,
     MemoryStore,
     RecallConfig,
+    SchemaMismatchError,
     StorageError,
     StoreConfig,
 )
@@ -150,3 +153,21 @@ def _deep(levels: int) -> dict:
         node["a"] = {}
         node = node["a"]
     return root
+
+
+# ---------------------------------------------------------------- wrong embedder at open
+@pytest.mark.parametrize("other", [HashEmbedder(64), HashEmbedder(32, name="another-model")])
+def test_a_wrong_embedder_at_open_raises_one_error_type(store: MemoryStore, other: HashEmbedder) -> None:
+    store.add("x", namespace="u")
+    with pytest.raises(EmbedderMismatchError, match="pass the original embedder") as info:
+        MemoryStore(Path(store.uri), embedder=other)
+    assert isinstance(info.value, SchemaMismatchError) and isinstance(info.value, DimensionMismatchError)
+
+
+# ---------------------------------------------------------------- use after close
+def test_record_access_after_close_raises(make_store) -> None:
+    store = make_store()
+    mem = store.add("x", namespace="u")
+    store.close()
+    with pytest.raises(StorageError, match="closed"):
+        store.record_access([mem.id], namespace="u")

@@ -211,7 +211,7 @@ def test_context_window_fills_neighbouring_turns(make_store: Make) -> None:
     assert [store.get(m.id, namespace="n").context for m in out] == ["turn 1", "turn 0\nturn 2", "turn 1"]
     # a later single turn is one commit; extending its predecessor's context is a second,
     # update-only one (so a predecessor deleted meanwhile, even by another process, stays deleted:
-    # see test_split_defects / tests/reliability for that race)
+    # see tests/reliability for that race)
     before = table_version(store)
     new = store.add("turn 3", namespace="n", kind="message", session_id="s")
     assert table_version(store) - before == 2

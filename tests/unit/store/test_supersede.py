@@ -12,7 +12,19 @@ from typing import Any
 import lancedb
 import pytest
 
-from memory_retrievers import InvalidInputError, MemoryStore, WriteAction
+from memory_retrievers import (
+    InvalidInputError,
+    MemoryRetriever,
+    MemoryStore,
+    WriteAction,
+)
+
+QUIET = {"scoring": {"decay": "none"}, "selection": {"mmr": False}, "record_access": False}
+
+
+def version(store: MemoryStore) -> int:
+    return int(lancedb.connect(store.uri).open_table(store.table_name).version)
+
 
 Make = Callable[..., MemoryStore]
 NS = "alice"
@@ -212,3 +224,26 @@ async def test_async_twin_skips_the_same(store: MemoryStore) -> None:
     second = await store.asupersede(m2.id, LIGHT, namespace=NS, dedup=None)
     assert second.id == first.id and second.action is WriteAction.SKIPPED
     assert sorted(m.text for m in await store.alist(NS)) == [LIGHT]
+
+
+# ---------------------------------------------------------------- supersede, then delete the successor
+def test_deleting_the_successor_makes_the_superseded_memory_live_again(store: MemoryStore) -> None:
+    old = store.add("Alice lives in Paris", namespace="u")
+    new = store.supersede(old.id, "Alice lives in Berlin", namespace="u")
+    assert store.get(old.id, namespace="u").superseded_by == new.id
+    before = version(store)
+    assert store.delete(new.id, namespace="u") == 1
+    assert version(store) == before + 1  # restored and deleted in one commit
+    assert store.get(old.id, namespace="u").superseded_by is None
+    assert [h.id for h in store.fts_search("Alice lives", namespace="u")] == [old.id]
+    assert [
+        m.id for m in MemoryRetriever(store, namespace="u", config=QUIET).recall("where does Alice live").memories
+    ] == [old.id]
+
+
+def test_deleting_both_ends_of_a_supersession_restores_nothing(store: MemoryStore) -> None:
+    old = store.add("the meeting is on Monday", namespace="u")
+    new = store.supersede(old.id, "the meeting moved to Tuesday", namespace="u")
+    store.add("an unrelated memory", namespace="u")
+    assert store.delete([old.id, new.id], namespace="u") == 2
+    assert store.count("u", filter={"include_superseded": True}) == 1

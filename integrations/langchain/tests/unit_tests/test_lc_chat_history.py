@@ -114,3 +114,15 @@ def test_a_longmemeval_length_reply_is_stored_whole_and_recalled_by_its_passage(
     assert docs and docs[0].metadata["session_id"] == "s1" and docs[0].page_content.startswith("assistant: The build")
     excerpt = docs[0].metadata["excerpt"]
     assert "The nightly export runs on worker-3." in excerpt and len(excerpt) <= 1_202
+
+
+# At c4d7fc4 MemoryChatMessageHistory and MemoryStoreLangGraph refused a non-store with
+# InvalidInputError (their docstrings' Raises); the adapter base now raises ConfigError, which is
+# not an InvalidInputError (both are ValueErrors): an `except InvalidInputError` written against
+# the release before no longer catches it, and nothing warned.
+def test_chat_history_still_refuses_a_non_store_with_invalid_input_error() -> None:
+    from langchain_memory_retrievers import MemoryChatMessageHistory
+    from memory_retrievers import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="MemoryStore"):
+        MemoryChatMessageHistory("./not-a-store", namespace="alice", session_id="s1")  # type: ignore[arg-type]

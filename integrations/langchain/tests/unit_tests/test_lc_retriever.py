@@ -205,3 +205,12 @@ def test_exclude_ids_per_call(filled: MemoryStore) -> None:
     top, second = retriever.invoke(query)
     docs = retriever.invoke(query, exclude_ids=[top.id])
     assert [d.id for d in docs] == [second.id, docs[1].id] and top.id not in {d.id for d in docs}
+
+
+def test_a_misspelled_channel_weight_is_refused_when_the_retriever_is_built(store: MemoryStore) -> None:
+    # At c4d7fc4, RecallRetriever(recall_config={"weights": {"vectr": 2}}) raised at construction
+    # (ChannelWeights refused unknown names). Now ChannelWeights takes any name (plug-in weights)
+    # and the AdapterModel builds its RecallBinding lazily, so the typo passes construction and the
+    # first invoke in production raises instead.
+    with pytest.raises((ConfigError, ValueError), match="vectr"):
+        RecallRetriever(store=store, namespace="alice", recall_config={"weights": {"vectr": 2.0}})

@@ -155,3 +155,11 @@ def test_invalid_input(lg: MemoryStoreLangGraph, store: MemoryStore) -> None:
     with pytest.raises(InvalidInputError, match="index_fields"):
         MemoryStoreLangGraph(store, index_fields="summary")  # type: ignore[arg-type]
     assert [i.key for i in lg.search(("m",))] == ["k"]  # the failed writes left only the good one
+
+
+def test_langgraph_store_still_refuses_a_non_store_with_invalid_input_error() -> None:
+    from langchain_memory_retrievers import MemoryStoreLangGraph
+    from memory_retrievers import InvalidInputError
+
+    with pytest.raises(InvalidInputError, match="MemoryStore"):
+        MemoryStoreLangGraph("./not-a-store")  # type: ignore[arg-type]

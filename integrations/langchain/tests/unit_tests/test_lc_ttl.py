@@ -84,7 +84,7 @@ def test_bad_ttl_config_is_refused(store: MemoryStore, ttl: dict, match: str) ->
 
 
 # start_ttl_sweeper() without an interval sweeps every 5 minutes, as LangGraph's Postgres store
-# (issue 27 case d): test_lc_stores_issue27.py::test_basestore_case_d_*.
+# (issue 27 case d): test_lc_stores_basestore_cases.py::test_basestore_case_d_*.
 
 
 def _race_puts_against_sweeps(lg: MemoryStoreLangGraph, keys: list[str], sweep: Callable[[], int]) -> list[str]:

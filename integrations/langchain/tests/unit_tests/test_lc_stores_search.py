@@ -1,4 +1,7 @@
-"""MemoryStoreLangGraph regression tests from the trust and first-hour reviews (issues 13 and 15)."""
+"""MemoryStoreLangGraph's search and listing: prefixes, filters, paging, scores, index fields, concurrency.
+
+First written as regressions found by the trust and first-hour reviews (issues 13 and 15).
+"""
 
 from __future__ import annotations
 
@@ -96,7 +99,7 @@ def test_reads_accept_the_langgraph_root_that_only_put_refuses(lg: MemoryStoreLa
     with pytest.raises(InvalidNamespaceError, match="langgraph"):
         lg.put(("langgraph", "x"), "k", {"text": "v"})
     # A PutOp sent through batch may write there, as in LangGraph's own stores (issue 27 case a:
-    # test_lc_stores_issue27.py::test_basestore_case_a_a_put_op_under_the_reserved_root_goes_through_batch).
+    # test_lc_stores_basestore_cases.py::test_basestore_case_a_a_put_op_under_the_reserved_root_goes_through_batch).
 
 
 # ---------------------------------------------------------------- (f) many concurrent writers

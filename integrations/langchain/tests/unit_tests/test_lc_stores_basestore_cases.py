@@ -1,4 +1,6 @@
-"""MemoryStoreLangGraph regressions from issue 27: LangGraph's BaseStore cases (a-d) and typed errors (item 15).
+"""MemoryStoreLangGraph on LangGraph's BaseStore cases (a-d), labels in two Unicode spellings, and typed errors.
+
+First written as regressions of issue 27 (cases a-d; item 15, typed errors; item 16, NFC/NFD labels).
 
 Cases a-d are the ones LangGraph's in-memory and Postgres stores pass in LangGraph's own tests
 (``libs/checkpoint/tests/test_store.py``, ``libs/checkpoint-postgres/tests/test_store.py``).

@@ -1,4 +1,7 @@
-"""Regression tests from the trust review: copies keep no stale tenant, typos fail, objects serialise or refuse."""
+"""The adapter objects as values: copies keep no stale tenant, typos fail, objects serialise or refuse.
+
+First written as regressions found by the trust review.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,7 @@
-"""Regression tests from the trust review: stale tenants, lost sessions, dropped arguments, serialisation."""
+"""The adapter objects as values: no stale tenant, no lost session, no dropped argument, serialisation.
+
+First written as regressions found by the trust review.
+"""
 
 from __future__ import annotations
 
