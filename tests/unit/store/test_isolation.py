@@ -72,7 +72,8 @@ def store_add(store: MemoryStore, ns: str) -> None:
 
 
 @pytest.mark.long
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+# 40 cases here: tests/reliability/test_isolation_property.py runs the same rule at 300 (2,000 deep).
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(ns=names, filter_value=names)
 def test_no_read_api_leaks_across_namespaces(shared_store: MemoryStore, ns: str, filter_value: str) -> None:
     if ns == "victim" or not _valid(filter_value):
