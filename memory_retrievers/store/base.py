@@ -132,6 +132,7 @@ class StoreBase:
             read_consistency_interval=cfg.read_consistency_interval,
             caches=CacheSizes(cfg.index_cache_bytes, cfg.metadata_cache_bytes),
             timeout=cfg.storage_timeout,
+            maintenance_timeout=cfg.maintenance_timeout,
             caller=_caller,
             cloud=cloud,
         )
