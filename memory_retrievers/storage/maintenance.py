@@ -185,11 +185,23 @@ class Maintainer:
         except Exception as exc:  # background work: report, never raise into nowhere; the next commit retries
             logger.warning("maintenance after writes failed and will be retried: %s", exc)
 
-    async def await_idle(self) -> None:
-        """Wait for background maintenance to finish (before a store closes)."""
+    async def await_idle(self, timeout: float | None = None) -> bool:
+        """Wait for background maintenance to finish; whether it did within ``timeout`` s (``None``: no limit)."""
         running = self._background
-        if running is not None and not running.done():
-            await asyncio.wrap_future(running)
+        if running is None or running.done():
+            return True
+        # asyncio.wait, not wait_for: the deadline passing must not cancel the maintenance itself.
+        done, _ = await asyncio.wait({asyncio.wrap_future(running)}, timeout=timeout)
+        return bool(done)
+
+    def abandon(self) -> bool:
+        """Stop the background maintenance still running (a store closing past its deadline); whether one was.
+
+        Every step of maintenance is one commit, so a step cut short leaves the table as it was
+        before it; the next optimize starts it over.
+        """
+        running = self._background
+        return running is not None and running.cancel()
 
     def has_base_indexes(self) -> bool:
         """Whether the text FTS and namespace indexes exist (built after the first write)."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import threading
 import time
 from collections.abc import Callable
 from datetime import timedelta
@@ -17,6 +16,7 @@ from memory_retrievers import AddedMemory, MemoryStore, StorageError, StoreConfi
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer
 from memory_retrievers.storage.table import MemoryTable
+from testing.threads import outcome_within
 
 from .conftest import T0, rows
 
@@ -100,24 +100,6 @@ def test_only_old_temp_files_are_removed(tmp_path: Path) -> None:
     assert not old.exists() and young.exists() and data.exists()
 
 
-def _bounded_call(call: Callable[[], object], bound_s: float = 30.0) -> BaseException | None:
-    """Run ``call`` in a thread so that a hang fails the test instead of hanging it; what it raised."""
-    outcome: list[BaseException | None] = []
-
-    def run() -> None:
-        try:
-            call()
-            outcome.append(None)
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(bound_s)
-    assert outcome, f"still waiting after {bound_s:g} s: the deadline did not hold"
-    return outcome[0]
-
-
 async def _hang(*args: object, **kwargs: object) -> None:
     await asyncio.sleep(3600)  # a LanceDB call that never answers (a storage server gone silent)
 
@@ -138,7 +120,7 @@ def test_a_hung_lancedb_call_of_maintenance_raises_past_its_deadline(
     store = make_store(config=deadline)
     store.add("Alice likes green tea", namespace="u")
     monkeypatch.setattr(AsyncTable, method, _hang)
-    failed = _bounded_call(getattr(store.admin, admin))
+    failed = outcome_within(getattr(store.admin, admin))
     assert isinstance(failed, StorageError) and f"StoreConfig.{setting}" in str(failed), failed
     monkeypatch.undo()
     assert store.add("Bob likes coffee", namespace="u").action is WriteAction.ADDED  # nothing left locked
@@ -151,7 +133,7 @@ def test_a_hung_index_build_after_the_first_write_keeps_the_write(
     store = make_store(config={"maintenance_timeout": timedelta(seconds=0.5)})
     monkeypatch.setattr(AsyncTable, "create_index", _hang)
     added: list[AddedMemory] = []
-    assert _bounded_call(lambda: added.append(store.add("Alice likes green tea", namespace="u"))) is None
+    assert outcome_within(lambda: added.append(store.add("Alice likes green tea", namespace="u"))) is None
     assert added[0].action is WriteAction.ADDED and [m.text for m in store.list("u")] == ["Alice likes green tea"]
     assert "maintenance_timeout" in caplog.text  # logged; the next write or optimize builds them
     monkeypatch.undo()
