@@ -1,4 +1,4 @@
-"""The reshard lease on a table (issue 40 item 1): taken by one run at a time, taken over only from a run that stopped."""
+"""The reshard lease on a table (issue 40 item 1): one run at a time, taken over only from a run that stopped."""
 
 from __future__ import annotations
 
