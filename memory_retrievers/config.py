@@ -189,8 +189,18 @@ class StoreConfig(CheckedModel):
     waiting out the object-store client's retries (a server that accepts connections but never
     answers blocked opening a store for over 190 s with 1 s request timeouts, about 12 minutes with
     LanceDB's defaults). A write whose commit timed out is checked for having landed before it is
-    reported as failed. ``None`` waits as long as LanceDB does. Maintenance (``optimize``, index
-    builds, ``purge``) is not bounded by it."""
+    reported as failed. ``None`` waits as long as LanceDB does. Maintenance's reads and small
+    commits (listing indexes and versions, dropping an index) take this deadline too; its long steps
+    take ``maintenance_timeout``."""
+
+    maintenance_timeout: timedelta | None = timedelta(hours=1)
+    """Longest wait for one long step of maintenance: an index build, a compaction or pruning of
+    ``optimize``, a rewrite of ``purge``. These legitimately take minutes on large tables (an ANN
+    index over 100,000 rows takes about 100 s on 2 cores), so they do not take ``storage_timeout``;
+    past this deadline the step raises :class:`~memory_retrievers.StorageError` naming it (the
+    automatic maintenance after writes logs it, and the next run starts over: the data is intact),
+    instead of holding ``optimize``, ``purge`` and ``close`` for good when the storage stops
+    answering. ``None`` waits as long as LanceDB does."""
 
     queue_full_timeout: timedelta = timedelta(seconds=30)
     """How long ``add_later`` waits for room in a full queue before it raises
@@ -214,7 +224,7 @@ class StoreConfig(CheckedModel):
             raise ValueError("must be between timedelta(0) (commit at once) and timedelta(seconds=10)")
         return value
 
-    @field_validator("storage_timeout")
+    @field_validator("storage_timeout", "maintenance_timeout")
     @classmethod
     def _deadline_positive(cls, value: timedelta | None) -> timedelta | None:
         if value is not None and value <= timedelta(0):

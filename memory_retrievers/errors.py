@@ -14,6 +14,9 @@ subclass also inherits the built-in exception a caller would naturally catch, so
     ├── EmbeddingError (RuntimeError)        the embedder failed or returned unusable vectors
     │   └── DimensionMismatchError (ValueError)  vector width differs from the table's
     └── StorageError (RuntimeError)          the LanceDB table could not be read or written
+        ├── QueueFullError                   add_later found the write queue full for too long
+        ├── FlushTimeoutError (TimeoutError) flush()/close() passed their deadline with work pending
+        ├── ReshardInProgressError           another reshard() holds the lease on a store it touches
         ├── SchemaMismatchError              the table was written by another schema/embedder
         │   └── EmbedderMismatchError        ...by another embedding model (also a DimensionMismatchError)
         └── ForkedStoreError                 a store opened in a parent process, used in a forked child
@@ -31,12 +34,15 @@ __all__ = [
     "EmbedderMismatchError",
     "EmbeddingError",
     "FilterError",
+    "FlushTimeoutError",
     "ForkedStoreError",
     "InvalidInputError",
     "MemoryRetrieversError",
     "NamespaceForgottenError",
     "NotAStoreError",
     "NotFoundError",
+    "QueueFullError",
+    "ReshardInProgressError",
     "SchemaMismatchError",
     "StorageError",
 ]
@@ -125,6 +131,39 @@ class QueueFullError(StorageError):
     waits for the queue to drain below the bound, at most ``StoreConfig.queue_full_timeout``, then
     raises this. Slow down, or call ``add``/``add_many`` (which wait for their own commit).
     """
+
+
+class FlushTimeoutError(StorageError, TimeoutError):
+    """``flush()`` or ``close()`` passed its deadline while writes were still queued or committing.
+
+    Nothing was dropped: the queued writes still commit in the background, and a store whose
+    ``close()`` raised this stays open (call ``close()`` again, or let the interpreter's exit
+    commit them). Raise ``timeout`` for a store on slow storage.
+
+    Attributes:
+        queued: Writes (operations) still queued or committing when the deadline passed.
+    """
+
+    def __init__(self, message: str, queued: int = 0) -> None:
+        super().__init__(message)
+        self.queued = queued
+
+
+class ReshardInProgressError(StorageError):
+    """Another :func:`~memory_retrievers.reshard` run holds the lease on a table this one would touch.
+
+    Two runs at once could each take the other's copy for a crash's leftover and forget it, so a
+    run takes a lease on every table it reads or writes, and refuses to start while another run
+    holds one. Nothing was changed. Wait for that run to finish; a run that crashed (its process
+    is gone, or its lease expired) is taken over by the next run.
+
+    Attributes:
+        holder: Who holds the lease (host, process id, when it expires), as recorded with it.
+    """
+
+    def __init__(self, message: str, holder: str | None = None) -> None:
+        super().__init__(message)
+        self.holder = holder
 
 
 class SchemaMismatchError(StorageError):

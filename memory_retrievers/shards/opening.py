@@ -94,8 +94,12 @@ class ShardOpener:
             raise StorageError("this ShardedMemoryStore is closed; open a new one")
         return store
 
-    async def aclose(self) -> None:
+    async def aclose(self, deadline: float | None = None, timeout: float | None = None) -> None:
         """Wait for the openings under way, then close every open shard (the others still close on a failure).
+
+        Args:
+            deadline: When closing must be done (a ``time.monotonic()`` time; ``None``: no limit).
+            timeout: The caller's timeout, for messages.
 
         Raises:
             MemoryRetrieversError: The first shard that failed to close.
@@ -110,7 +114,7 @@ class ShardOpener:
         errors = []
         for store in self.opened().values():
             try:
-                await store.aclose()
+                await store._close_by(deadline, timeout)
             except MemoryRetrieversError as exc:
                 errors.append(exc)
         if errors:

@@ -6,8 +6,9 @@ import builtins
 from dataclasses import dataclass
 
 import memory_retrievers.runtime.loop as _loop
-from memory_retrievers.errors import ConfigError, MemoryRetrieversError
+from memory_retrievers.errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from memory_retrievers.shards.calls import table_identity
+from memory_retrievers.shards.lease import Leases, TableLease, lease_ttl
 from memory_retrievers.shards.sharded_store import ShardedMemoryStore
 from memory_retrievers.store.memory_store import MemoryStore
 
@@ -45,6 +46,22 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
             f"source and target use different embedders ({source.embedder.name!r}, {target.embedder.name!r}): "
             "reshard copies vectors as they are; re-embed with a restore into a new store instead"
         )
+    if not isinstance(purge, bool):
+        raise InvalidInputError(f"purge must be True or False, got {purge!r}")
+    async with _leases(source, target) as leases:
+        return await _run(source, target, purge, leases)
+
+
+def _leases(source: MemoryStore, target: ShardedMemoryStore) -> Leases:
+    """The leases of a run: one per table of either store, each table once, in one order for every run."""
+    tables = {table_identity(t.uri, t.table_name): t for s in (source, target) for t in s.table_locations()}
+    ttl = lease_ttl([source.config.storage_timeout, target.config.storage_timeout])
+    timeouts = [s.config.storage_timeout for s in (source, target) if s.config.storage_timeout is not None]
+    timeout_s = max(t.total_seconds() for t in timeouts) if len(timeouts) == 2 else None
+    return Leases([TableLease(tables[key], ttl_s=ttl, timeout_s=timeout_s) for key in sorted(tables)], ttl)
+
+
+async def _run(source: MemoryStore, target: ShardedMemoryStore, purge: bool, leases: Leases) -> ReshardResult:
     moved: builtins.list[str] = []
     stayed: builtins.list[str] = []
     memories = 0
@@ -58,16 +75,17 @@ async def areshard(source: MemoryStore, target: ShardedMemoryStore, *, purge: bo
             # tables (moved there by an earlier run, or written through the target since).
             stayed.append(namespace)
             continue
-        memories += await _move(namespace, old, new)
+        memories += await _move(namespace, old, new, leases)
         moved.append(namespace)
         emptied[table_identity(old.uri, old.table_name)] = old
     if purge:
         for old in emptied.values():
+            await leases.check()
             await old.admin.apurge()
     return ReshardResult(moved=tuple(moved), stayed=tuple(stayed), memories=memories)
 
 
-async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
+async def _move(namespace: str, old: MemoryStore, new: MemoryStore, leases: Leases) -> int:
     """Copy ``namespace`` from ``old`` to ``new`` (ids, timestamps, links, vectors), check, then forget it in ``old``.
 
     Idempotent: a move cut short by a crash is done again whole by the next run; ``old`` loses the
@@ -76,7 +94,9 @@ async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
     leftover (not served from ``new`` before the move returns): it is forgotten first, so that a
     memory deleted in ``old`` since then does not come back.
     """
+    # Every change starts under the lease (see lease.py): only then can no other run be moving this namespace.
     if await new.admin.aexport(namespace, limit=1, include_vectors=False):
+        await leases.check()
         await new.aforget(namespace)
     ids: set[str] = set()
     offset = 0
@@ -84,6 +104,7 @@ async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
         page = await old.admin.aexport(namespace, limit=_PAGE, offset=offset, include_vectors=True)
         if not page:
             break
+        await leases.check()
         await new.admin.arestore(page)
         ids.update(str(r["id"]) for r in page)
         offset += len(page)
@@ -91,6 +112,7 @@ async def _move(namespace: str, old: MemoryStore, new: MemoryStore) -> int:
     copied = {m.id for m in (found if isinstance(found, builtins.list) else [found])}
     if copied != ids:  # get() raises on a missing id already; this guards the contract itself
         raise MemoryRetrieversError(f"reshard: {namespace!r} was not fully copied; its old copy is kept")
+    await leases.check()
     await old.aforget(namespace)
     return len(ids)
 

@@ -34,7 +34,14 @@ from memory_retrievers.shards.routing import shard_of
 from memory_retrievers.storage.connect import CloudAccess
 from memory_retrievers.storage.location import TableLocation
 from memory_retrievers.storage.vectors import VectorMaker
-from memory_retrievers.store.base import DEFAULT_TABLE, _now_utc, check_embedder, check_table_name
+from memory_retrievers.store.base import (
+    DEFAULT_TABLE,
+    FLUSH_TIMEOUT_S,
+    _now_utc,
+    check_embedder,
+    check_table_name,
+    deadline_in,
+)
 from memory_retrievers.store.call_checks import Checker, check_batch_size, check_progress, checker
 from memory_retrievers.store.memory_store import MemoryStore
 from memory_retrievers.store.pending import PendingWrite
@@ -284,18 +291,27 @@ class ShardedMemoryStore(MemoryStore):
         """Administration across the shards (see :class:`~memory_retrievers.shards.admin.ShardedAdmin`)."""
         return ShardedAdmin(self)
 
-    async def aclose(self) -> None:
-        """Close every open shard (each writes its pending access statistics and queued writes)."""
+    async def aclose(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
+        """Close every open shard (each writes its pending access statistics and queued writes).
+
+        ``timeout`` bounds the whole close, as :meth:`MemoryStore.close`'s does: every shard's
+        queued writes are waited for first, so a close that raises ``FlushTimeoutError`` leaves
+        every shard open.
+        """
         if self._closed or self._forked():
             return
-        self._closed = True
-        await self._shards.aclose()
-
-    async def aflush(self) -> None:
-        """Wait for every open shard's queued writes and background maintenance."""
-        self._check_process()
+        deadline = deadline_in(timeout)
         for store in self._opened():
-            await store.aflush()
+            await store._writes_by(deadline, timeout, "close")
+        self._closed = True
+        await self._shards.aclose(deadline, timeout)
+
+    async def aflush(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
+        """Wait for every open shard's queued writes and background maintenance (``timeout``: for all of them)."""
+        self._check_process()
+        deadline = deadline_in(timeout)
+        for store in self._opened():
+            await store._flush_by(deadline, timeout)
 
     # ------------------------------------------------------------------ routed to one shard
     aadd = _routed(WriteAPI.aadd)

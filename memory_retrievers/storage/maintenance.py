@@ -71,6 +71,8 @@ async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *,
     for n in range(_CONFLICT_ATTEMPTS):
         try:
             return await attempt()
+        except StorageError:  # the store's own: a deadline that passed (it names the action), a failed read
+            raise
         except Exception as exc:
             conflict = "retryable commit conflict" in str(exc).lower()
             if conflict and defer_ok and n == _CONFLICT_ATTEMPTS - 1:
@@ -185,11 +187,23 @@ class Maintainer:
         except Exception as exc:  # background work: report, never raise into nowhere; the next commit retries
             logger.warning("maintenance after writes failed and will be retried: %s", exc)
 
-    async def await_idle(self) -> None:
-        """Wait for background maintenance to finish (before a store closes)."""
+    async def await_idle(self, timeout: float | None = None) -> bool:
+        """Wait for background maintenance to finish; whether it did within ``timeout`` s (``None``: no limit)."""
         running = self._background
-        if running is not None and not running.done():
-            await asyncio.wrap_future(running)
+        if running is None or running.done():
+            return True
+        # asyncio.wait, not wait_for: the deadline passing must not cancel the maintenance itself.
+        done, _ = await asyncio.wait({asyncio.wrap_future(running)}, timeout=timeout)
+        return bool(done)
+
+    def abandon(self) -> bool:
+        """Stop the background maintenance still running (a store closing past its deadline); whether one was.
+
+        Every step of maintenance is one commit, so a step cut short leaves the table as it was
+        before it; the next optimize starts it over.
+        """
+        running = self._background
+        return running is not None and running.cancel()
 
     def has_base_indexes(self) -> bool:
         """Whether the full-text indexes exist (built inline after the first write)."""
@@ -228,18 +242,21 @@ class Maintainer:
         backend = self._table.backend
         # Re-read on every attempt: after a conflict, the other writer may have built the index.
         indexed = await self._table.refresh_indexes()
+        build = self._table.maintain
         for column in FTS_COLUMNS.values():
             if f"FTS:{column}" not in indexed:
-                await backend.create_index(column, "FTS")
+                await build(backend.create_index(column, "FTS"), f"build the full-text index of {column}")
         if not scalar:
             await self._table.refresh_indexes()
             return
         for column, kind in SCALAR_INDEXES.items():
             if f"{kind}:{column}" not in indexed:
-                await backend.create_index(column, kind)
+                await build(backend.create_index(column, kind), f"build the {column} index")
         wanted = rows >= self._config.ann_index_min_rows or (self._large_namespace and rows >= _ANN_MIN_ROWS)
         if wanted and not any(k.endswith(":vector") for k in indexed):
-            await build_vector_index(self._table, in_child=self._config.index_in_child_process)
+            # A build in a child process is killed when its deadline passes (see index_child).
+            in_child = self._config.index_in_child_process
+            await build(build_vector_index(self._table, in_child=in_child), "build the vector index")
         await self._table.refresh_indexes()
 
     async def _flush_access(self) -> int:
@@ -288,7 +305,7 @@ class Maintainer:
         # found at would compact the same fragments again and lose to the same commit every time
         # (seen with writers in other processes, and its rewritten files left for cleanup).
         await self._table.refresh()
-        await self._table.backend.optimize(self._config.version_retention)
+        await self._table.maintain(self._table.backend.optimize(self._config.version_retention), "optimize the table")
 
     async def purge(self, *, remove_uncommitted: bool = False) -> None:
         """Remove deleted memories from disk: their rows, index entries, older versions and files.
@@ -328,7 +345,9 @@ class Maintainer:
 
     async def _hides_deleted_rows(self) -> bool:
         """Whether the latest version has deletion files (deleted rows still in its data files)."""
-        versions = await self._table.backend.versions()
+        versions = await self._table.bounded(
+            self._table.backend.versions(), f"list the versions of {self._table.where}"
+        )
         latest = max(versions, key=lambda v: int(v["version"]), default=None)
         if latest is None:
             return False
@@ -343,7 +362,7 @@ class Maintainer:
         revision and timestamps are unchanged.
         """
         await self._table.refresh()  # as in _compact
-        await self._table.backend.rewrite_all_rows()
+        await self._table.maintain(self._table.backend.rewrite_all_rows(), "rewrite the rows of the table")
 
     async def _rebuild_indexes(self) -> None:
         """Rebuild every index from the live rows (or drop it when no row is left).
@@ -354,7 +373,8 @@ class Maintainer:
         backend = self._table.backend
         await self._table.refresh()
         rows = await self._table.count()
-        for name, index_type, column in await backend.listed_indexes():
+        listed = await self._table.bounded(backend.listed_indexes(), f"list the indexes of {self._table.where}")
+        for name, index_type, column in listed:
             kind = _own_kind(index_type, column)
             if rows == 0 or kind is None:
                 if kind is None:
@@ -364,14 +384,20 @@ class Maintainer:
                         name,
                         column,
                     )
-                await retry_conflicts("drop an index", functools.partial(backend.drop_index, name))
+                await retry_conflicts("drop an index", functools.partial(self._drop_index, name))
                 continue
-            build = functools.partial(backend.create_index, column, kind)
-            await retry_conflicts(f"rebuild the {column} index", build)
+            await retry_conflicts(f"rebuild the {column} index", functools.partial(self._rebuild, column, kind))
+
+    async def _drop_index(self, name: str) -> None:
+        await self._table.bounded(self._table.backend.drop_index(name), f"drop the index {name}")
+
+    async def _rebuild(self, column: str, kind: IndexKind) -> None:
+        await self._table.maintain(self._table.backend.create_index(column, kind), f"rebuild the {column} index")
 
     async def _prune_everything(self, remove_uncommitted: bool) -> None:
         await self._table.refresh()  # as in _compact
-        await self._table.backend.optimize(timedelta(0), delete_unverified=remove_uncommitted)
+        prune = self._table.backend.optimize(timedelta(0), delete_unverified=remove_uncommitted)
+        await self._table.maintain(prune, "prune old versions")
 
     def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
         """Delete temporary files that a killed writer left in a local table folder.

@@ -104,8 +104,10 @@ async def connect_table(
     return table, await table.schema()
 
 
-async def within(awaitable: Awaitable[T], timeout_s: float | None, action: str, uri: str) -> T:
-    """Await one LanceDB call within the store's deadline (``StoreConfig.storage_timeout``).
+async def within(
+    awaitable: Awaitable[T], timeout_s: float | None, action: str, uri: str, *, setting: str = "storage_timeout"
+) -> T:
+    """Await one LanceDB call within the store's deadline (``StoreConfig.storage_timeout``, or ``setting``).
 
     Object-store clients retry an unanswered request for minutes (a server that accepts
     connections and never answers blocked opening a store for more than 190 s, issue 27 item 19).
@@ -118,8 +120,14 @@ async def within(awaitable: Awaitable[T], timeout_s: float | None, action: str, 
     try:
         return await asyncio.wait_for(awaitable, timeout_s)
     except asyncio.TimeoutError:  # not the builtin TimeoutError before Python 3.11
+        if setting == "storage_timeout":
+            why, after = (
+                "does not answer",
+                "a write given up on may still land: check with get() before writing it again",
+            )
+        else:
+            why, after = "does not answer, or the step needs longer", "the data is intact; the next run starts it over"
         raise StorageError(
-            f"LanceDB did not {action} within {timeout_s:g} s (StoreConfig.storage_timeout): the storage at {uri!r} "
-            "does not answer. Check that it is reachable, or raise storage_timeout (a write given up on may still "
-            "land: check with get() before writing it again)"
+            f"LanceDB did not {action} within {timeout_s:g} s (StoreConfig.{setting}): the storage at {uri!r} "
+            f"{why}. Check that it is reachable, or raise {setting} ({after})"
         ) from None

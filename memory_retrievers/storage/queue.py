@@ -213,12 +213,22 @@ class WriteQueue:
             self._hurry = True
         return self._idle.wait(timeout)
 
-    async def await_idle(self) -> None:
-        """Async twin of :meth:`wait_idle`."""
+    async def await_idle(self, timeout: float | None = None) -> bool:
+        """Async twin of :meth:`wait_idle`: whether the queue emptied within ``timeout`` s (``None``: no limit)."""
         if not self._idle.is_set():
             self._hurry = True
+        deadline = None if timeout is None else time.monotonic() + timeout
         while not self._idle.is_set():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
             await asyncio.sleep(0.005)
+        return True
+
+    def waiting(self) -> int:
+        """Operations queued or being applied now (a group of adds counts each caller's batch; a given-up one, none)."""
+        with self._lock:
+            ops = (*self._current, *self._pending)
+            return sum(1 for op in ops if not op.future.done() and not op.given_up)
 
     def _next(self) -> list[_Op]:
         """The next unit of work: one exclusive op, or consecutive add batches up to the size limit."""

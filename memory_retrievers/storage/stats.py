@@ -15,6 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from memory_retrievers.errors import StorageError
 from memory_retrievers.storage.backend import Request
 from memory_retrievers.storage.schema import META_DIMENSION, META_EMBEDDER, META_SCHEMA_VERSION
 from memory_retrievers.storage.table import MemoryTable, is_uri, storage_error
@@ -149,14 +150,18 @@ async def read_stats(table: MemoryTable) -> StoreStats:
     columns = await table.search(request, "read the namespace and kind columns")
     namespaces = _namespace_counts(columns)
     backend = table.backend
+    action = f"read the statistics of {table.where}"
     try:
         indexes = [
-            IndexCoverage(i.name, i.kind, i.columns, i.indexed_rows, i.unindexed_rows) for i in await backend.indexes()
+            IndexCoverage(i.name, i.kind, i.columns, i.indexed_rows, i.unindexed_rows)
+            for i in await table.bounded(backend.indexes(), action)
         ]
-        table_stats = await backend.table_stats()
-        versions = await backend.versions()
-        version = await backend.version()
-        schema = await backend.schema()
+        table_stats = await table.bounded(backend.table_stats(), action)
+        versions = await table.bounded(backend.versions(), action)
+        version = await table.bounded(backend.version(), action)
+        schema = await table.bounded(backend.schema(), action)
+    except StorageError:
+        raise
     except Exception as exc:
         raise storage_error(f"read the statistics of {table.where}", exc) from exc
     meta = schema.metadata or {}

@@ -52,6 +52,7 @@ class MemoryTable:
         read_consistency_interval: How often the handle looks for other processes' commits (see :meth:`_follow`).
         caches: Ceilings of LanceDB's index and metadata caches for this handle.
         timeout: Deadline of each LanceDB call (``StoreConfig.storage_timeout``; ``None``: none).
+        maintenance_timeout: Deadline of each long maintenance step (``StoreConfig.maintenance_timeout``).
         caller: The caller's connection or table, instead of ``uri`` (with its own options; never closed).
         cloud: API key, region and host of LanceDB Cloud or Enterprise (``db://`` URIs, ``connect.CloudAccess``).
     """
@@ -66,6 +67,7 @@ class MemoryTable:
         read_consistency_interval: timedelta | None,
         caches: CacheSizes | None = None,
         timeout: timedelta | None = None,
+        maintenance_timeout: timedelta | None = None,
         caller: CallerTable | None = None,
         cloud: CloudAccess | None = None,
     ) -> None:
@@ -73,6 +75,7 @@ class MemoryTable:
         self.reopen_uri = uri if is_uri(uri) else os.path.abspath(uri)  # for a child process: cwds change
         self._caller, self._cloud = caller, cloud
         self._timeout_s = timeout.total_seconds() if timeout is not None else None
+        self._maintenance_s = maintenance_timeout.total_seconds() if maintenance_timeout is not None else None
         self.table_name = table_name
         self.schema = schema
         self._storage_options = dict(storage_options) if storage_options else None
@@ -136,6 +139,10 @@ class MemoryTable:
     async def bounded(self, awaitable: Awaitable[T], action: str) -> T:
         """Await one LanceDB call within the store's deadline (see :func:`.opening.within`)."""
         return await within(awaitable, self._timeout_s, action, self.uri)
+
+    async def maintain(self, awaitable: Awaitable[T], action: str) -> T:
+        """Await one long maintenance step (an index build, a compaction) within ``maintenance_timeout``."""
+        return await within(awaitable, self._maintenance_s, action, self.uri, setting="maintenance_timeout")
 
     def close(self) -> None:
         """Release what the table holds outside this process (the engine process of a forked child)."""

@@ -151,6 +151,10 @@ def parse_restore_record(raw: Any, config: StoreConfig, *, namespace: str | None
     return RestoreRow(row, None if vector is None else np.asarray(vector, dtype=np.float32))
 
 
+def _key(item: RestoreRow) -> tuple[str, str]:
+    return item.row["namespace"], item.row["id"]
+
+
 class Transfer:
     """Reads a namespace out whole and writes export records back.
 
@@ -199,9 +203,9 @@ class Transfer:
         if missing:
             matrix[missing] = await self._vectors.embed([rows[i].row["text"] for i in missing])
         # The last record for a key wins, as in a write batch; one row per key reaches the commit.
-        last: dict[tuple[str, str], int] = {(r.row["namespace"], r.row["id"]): i for i, r in enumerate(rows)}
+        last: dict[tuple[str, str], int] = {_key(r): i for i, r in enumerate(rows)}
         todo = sorted(last.values())
-        replaced = 0
+        added = replaced = 0
         for _ in range(_ATTEMPTS):
             # A commit replaces a stored row only at the revision it read (see ``table``): read them now.
             stored: dict[tuple[str, str], int] = {}
@@ -213,14 +217,17 @@ class Transfer:
                     stored[(ns, id_)] = int(got["revision"])
             batch = []
             for i in todo:
-                key = (rows[i].row["namespace"], rows[i].row["id"])
+                key = _key(rows[i])
                 batch.append({**rows[i].row, "revision": stored[key] + 1 if key in stored else 0})
             event = await self._writer.commit(batch, matrix[todo], upsert=True)
-            if event.landed == len(todo):
-                replaced += len(stored)
-                return RestoreResult(added=len(last) - replaced, replaced=replaced, embedded=len(missing))
-            # Some rows changed under another writer between our read and our commit: those go again.
-            missed = await self._writer.not_landed(batch)
+            # Asked of the stamps this commit drew: a restore writes the revision and updated_at
+            # another restore of the same records writes too, so those cannot tell whose row landed
+            # (issue 40 item 13: concurrent restores of new ids were each told "added").
+            missed = set() if event.landed == len(todo) else await self._writer.not_landed(batch, event)
             replaced += sum(1 for k in stored if k not in missed)
-            todo = [i for i in todo if (rows[i].row["namespace"], rows[i].row["id"]) in missed]
+            added += sum(1 for i in todo if _key(rows[i]) not in stored and _key(rows[i]) not in missed)
+            # Rows another writer inserted or changed between our read and our commit go again.
+            todo = [i for i in todo if _key(rows[i]) in missed]
+            if not todo:
+                return RestoreResult(added=added, replaced=replaced, embedded=len(missing))
         raise StorageError(f"{len(todo)} record(s) could not be restored: their memories kept changing; retry")

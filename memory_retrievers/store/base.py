@@ -7,9 +7,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import logging
 import os
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -21,6 +23,7 @@ from memory_retrievers.config import StoreConfig, validated
 from memory_retrievers.embeddings import Embedder, SentenceTransformerEmbedder
 from memory_retrievers.errors import (
     ConfigError,
+    FlushTimeoutError,
     ForkedStoreError,
     InvalidInputError,
     MemoryRetrieversError,
@@ -47,11 +50,16 @@ from memory_retrievers.validation import check_key, check_namespace, validate_re
 if TYPE_CHECKING:
     from memory_retrievers.storage.caller import CallerTable
 
-__all__ = ["DEFAULT_TABLE", "StoreBase", "default_store_path"]
+__all__ = ["DEFAULT_TABLE", "FLUSH_TIMEOUT_S", "StoreBase", "default_store_path", "deadline_in"]
 
 logger = logging.getLogger("memory_retrievers.store.memory_store")
 
 DEFAULT_TABLE = "memories"
+
+#: How long ``flush()`` and ``close()`` wait by default, in seconds: a full write queue (4,096
+#: records embed in about 8 s with the default model on 2 cores) behind a commit as slow as
+#: ``StoreConfig.storage_timeout`` allows (120 s), with room to spare.
+FLUSH_TIMEOUT_S = 300.0
 
 MAX_QUERY_K = 10_000
 # LanceDB takes limit and offset as unsigned 32-bit ints: larger ones raise OverflowError inside it.
@@ -88,6 +96,28 @@ def check_table_name(table_name: Any) -> str:
     if not isinstance(table_name, str) or not table_name.replace("_", "").replace("-", "").isalnum():
         raise ConfigError(f"table_name must be letters, digits, '_' or '-', got {table_name!r}")
     return table_name
+
+
+def deadline_in(timeout: float | None) -> float | None:
+    """The monotonic time ``timeout`` seconds from now (``None``: none).
+
+    Raises:
+        InvalidInputError: ``timeout`` is not a positive, finite number or ``None``.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or not 0 < timeout < float("inf"):
+        raise InvalidInputError(f"timeout must be a positive number of seconds or None (no limit), got {timeout!r}")
+    return time.monotonic() + timeout
+
+
+def _seconds(timeout: float | None) -> str:
+    return "without limit" if timeout is None else f"{timeout:g}"
+
+
+def _left(deadline: float | None) -> float | None:
+    """Seconds left until ``deadline`` (never negative; ``None``: no limit)."""
+    return None if deadline is None else max(0.0, deadline - time.monotonic())
 
 
 class StoreBase:
@@ -132,6 +162,7 @@ class StoreBase:
             read_consistency_interval=cfg.read_consistency_interval,
             caches=CacheSizes(cfg.index_cache_bytes, cfg.metadata_cache_bytes),
             timeout=cfg.storage_timeout,
+            maintenance_timeout=cfg.maintenance_timeout,
             caller=_caller,
             cloud=cloud,
         )
@@ -220,43 +251,104 @@ class StoreBase:
         return f"MemoryStore(uri={self.uri!r}, table={self.table_name!r}, embedder={self._embedder.name!r})"
 
     # ------------------------------------------------------------------ open / close
-    def close(self) -> None:
-        """Write pending access statistics. The store must not be used afterwards.
+    def close(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
+        """Commit queued writes and write pending access statistics. The store must not be used afterwards.
 
         In a child forked after the store was opened, this does nothing: the store belongs to the
         parent process, which still writes and closes it. A store opened on a caller's LanceDB
         connection or table leaves that connection open: it is the caller's to close.
+
+        Args:
+            timeout: Longest wait, in seconds (``None``: no limit), for queued writes to commit and
+                background maintenance to finish. Past it, maintenance still running is stopped
+                (each of its steps is one commit: the table is left as before that step), but
+                queued writes are never dropped: the store stays open and this raises.
+
+        Raises:
+            FlushTimeoutError: Writes were still queued or committing at the deadline; they still
+                commit in the background. Call ``close()`` again.
+            InvalidInputError: ``timeout`` is not a positive number or ``None``.
         """
         if self._forked():
             return
-        _loop.run_sync(self.aclose())
+        _loop.run_sync(self.aclose(timeout=timeout))
 
-    async def aclose(self) -> None:
+    async def aclose(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
         """Async twin of :meth:`close`: waits for queued writes and running maintenance too."""
+        await self._close_by(deadline_in(timeout), timeout)
+
+    async def _close_by(self, deadline: float | None, timeout: float | None) -> None:
+        """:meth:`aclose` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
         if self._closed or self._forked():
             return
         try:
-            await self._queue.exclusive(self._access.flush)
+            # Queued behind every write handed over before close: those commit first.
+            await asyncio.wait_for(self._queue.exclusive(self._access.flush), _left(deadline))
+        except asyncio.TimeoutError:  # the access log keeps what it holds: a later close writes it
+            raise self._late("close", timeout) from None
         except MemoryRetrieversError as exc:  # e.g. a read-only store: closing must still work
             logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)
-        await self.aflush()
+        await self._writes_by(deadline, timeout, "close")
+        if not await self._maintainer.await_idle(_left(deadline)) and self._maintainer.abandon():
+            logger.warning(
+                "memory-retrievers: closing %s stopped maintenance still running after %s s (the table is intact; "
+                "the next optimize starts it over)",
+                self.uri,
+                _seconds(timeout),
+            )
         self._closed = True
         self._table.close()
         _store_lifecycle.unregister(self)
 
-    def flush(self) -> None:
+    def flush(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
         """Wait until every write handed to this store is committed and background maintenance is done.
 
         Writes return once committed anyway; this also waits for maintenance that a write started
         in the background (``optimize`` after ``optimize_after_commits``...), e.g. before measuring.
-        """
-        _loop.run_sync(self.aflush())
 
-    async def aflush(self) -> None:
+        Args:
+            timeout: Longest wait, in seconds (``None``: no limit). Nothing is stopped or dropped
+                when it passes: the writes still commit and the maintenance goes on.
+
+        Raises:
+            FlushTimeoutError: Writes or maintenance were still running at the deadline.
+            InvalidInputError: ``timeout`` is not a positive number or ``None``.
+        """
+        _loop.run_sync(self.aflush(timeout=timeout))
+
+    async def aflush(self, *, timeout: float | None = FLUSH_TIMEOUT_S) -> None:
         """Async twin of :meth:`flush`."""
         self._check_process()
-        await self._queue.await_idle()
-        await self._maintainer.await_idle()
+        await self._flush_by(deadline_in(timeout), timeout)
+
+    async def _flush_by(self, deadline: float | None, timeout: float | None) -> None:
+        """:meth:`aflush` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
+        await self._writes_by(deadline, timeout, "flush")
+        if not await self._maintainer.await_idle(_left(deadline)):
+            raise FlushTimeoutError(
+                f"flush() waited {_seconds(timeout)} s and background maintenance of {self.uri!r} is still running "
+                "(every write is committed; maintenance goes on): call flush() again, or pass a longer timeout"
+            )
+
+    async def _writes_by(self, deadline: float | None, timeout: float | None, call: str) -> None:
+        """Wait until nothing is queued or committing, at most until ``deadline``.
+
+        Raises:
+            FlushTimeoutError: Writes were still queued or committing at the deadline (nothing is dropped).
+        """
+        if not await self._queue.await_idle(_left(deadline)):
+            raise self._late(call, timeout)
+
+    def _late(self, call: str, timeout: float | None) -> FlushTimeoutError:
+        """The error of a ``flush``/``close`` whose deadline passed with writes still queued or committing."""
+        queued = self._queue.waiting()
+        after = " The store stays open: call close() again." if call == "close" else ""
+        return FlushTimeoutError(
+            f"{call}() waited {_seconds(timeout)} s and {queued} write(s) to {self.uri!r} are still queued or "
+            f"committing; nothing was dropped: they commit in the background.{after} Pass a longer timeout on slow "
+            "storage",
+            queued=queued,
+        )
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         raise ForkedStoreError(

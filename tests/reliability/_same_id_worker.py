@@ -1,11 +1,11 @@
 """A writer process for tests/reliability/test_unique_ids.py: races other processes on the same ids.
 
-    python _same_id_worker.py STORE OPTIONS_JSON GO_FILE OUT NAME ROUNDS
+    python _same_id_worker.py STORE OPTIONS_JSON GO_FILE OUT NAME ROUNDS [add|restore]
 
 Opens a store at ``STORE`` (a folder or an ``s3://`` URI with ``OPTIONS_JSON`` storage options),
 waits until ``GO_FILE`` exists (every writer starts its writes together), then for each round
-``i`` adds ``"<NAME> wrote round i"`` with id ``key-i`` and writes one JSON line per acknowledged
-add to ``OUT``: the round, the action and the text it reported.
+``i`` adds ``"<NAME> wrote round i"`` with id ``key-i`` (or restores an export record of it) and
+writes one JSON line per acknowledged write to ``OUT``: the round, the action and the text.
 """
 
 from __future__ import annotations
@@ -22,7 +22,16 @@ from memory_retrievers import HashEmbedder, MemoryStore
 WAIT_S = 180
 
 
-def main(store_uri: str, options: str, go: str, out: str, name: str, rounds: int) -> None:
+def _restore(store: MemoryStore, text: str, id_: str) -> tuple[str, str]:
+    """Restore one export record (no vector: the store embeds it); ``added`` or ``updated`` as told."""
+    at = "2024-05-01T12:00:00+00:00"
+    record = {"id": id_, "namespace": "n", "text": text, "created_at": at, "updated_at": at}
+    done = store.admin.restore([record])
+    assert done.written == 1, done
+    return ("added" if done.added else "updated"), text
+
+
+def main(store_uri: str, options: str, go: str, out: str, name: str, rounds: int, op: str = "add") -> None:
     opts = json.loads(options) or None
     store = MemoryStore(store_uri, embedder=HashEmbedder(32), storage_options=opts)
     store.count("n")  # the table is open and read before the race starts
@@ -31,8 +40,12 @@ def main(store_uri: str, options: str, go: str, out: str, name: str, rounds: int
         time.sleep(0.002)
     with open(out, "a", encoding="utf-8") as fh:
         for i in range(rounds):
-            got = store.add(f"{name} wrote round {i}", namespace="n", id=f"key-{i}", dedup=False)
-            fh.write(json.dumps({"round": i, "action": got.action.value, "text": got.text}) + "\n")
+            if op == "restore":
+                action, text = _restore(store, f"{name} wrote round {i}", f"key-{i}")
+            else:
+                got = store.add(f"{name} wrote round {i}", namespace="n", id=f"key-{i}", dedup=False)
+                action, text = got.action.value, got.text
+            fh.write(json.dumps({"round": i, "action": action, "text": text}) + "\n")
             fh.flush()
             while not Path(f"{go}.{i}").exists():  # the next round starts together again
                 time.sleep(0.002)
@@ -40,15 +53,25 @@ def main(store_uri: str, options: str, go: str, out: str, name: str, rounds: int
 
 
 def race(
-    store_uri: str, options: dict[str, str] | None, folder: Path, writers: int, rounds: int
+    store_uri: str, options: dict[str, str] | None, folder: Path, writers: int, rounds: int, op: str = "add"
 ) -> list[dict[str, Any]]:
-    """Start ``writers`` processes racing on ``rounds`` ids; every acknowledgement, with its writer."""
+    """Start ``writers`` processes racing on ``rounds`` ids (``op``: add or restore); every acknowledgement."""
     go = folder / "go"
     procs, outs = [], []
     for w in range(writers):
         out = folder / f"w{w}.jsonl"
         outs.append(out)
-        args = [sys.executable, __file__, store_uri, json.dumps(options or {}), str(go), str(out), f"w{w}", str(rounds)]
+        args = [
+            sys.executable,
+            __file__,
+            store_uri,
+            json.dumps(options or {}),
+            str(go),
+            str(out),
+            f"w{w}",
+            str(rounds),
+            op,
+        ]
         with open(folder / f"w{w}.log", "ab") as err:
             procs.append(subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err))
     try:
@@ -85,4 +108,4 @@ def _wait(done: Any, procs: list[subprocess.Popen[bytes]], folder: Path) -> None
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]))
+    main(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], int(sys.argv[6]), *sys.argv[7:])

@@ -53,3 +53,15 @@ def test_item3_one_id_one_row_across_processes_on_a_local_folder(tmp_path: Path)
     acks = load_worker().race(str(store_dir), None, tmp_path, writers, rounds)
     with MemoryStore(str(store_dir), embedder=HashEmbedder(32)) as store:
         check_unique(store, acks, writers, rounds)
+
+
+@pytest.mark.long
+def test_concurrent_restores_of_one_new_id_across_processes_report_it_added_once(tmp_path: Path) -> None:
+    # Issue 40 item 13: processes restoring the same new id were each told "added".
+    store_dir = tmp_path / "store"
+    with MemoryStore(str(store_dir), embedder=HashEmbedder(32)) as store:
+        store.add("seed", namespace="other")
+    writers, rounds = 2, 4
+    acks = load_worker().race(str(store_dir), None, tmp_path, writers, rounds, op="restore")
+    with MemoryStore(str(store_dir), embedder=HashEmbedder(32)) as store:
+        check_unique(store, acks, writers, rounds)

@@ -5,12 +5,18 @@ from __future__ import annotations
 import asyncio
 import os
 import time
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 
-from memory_retrievers import StoreConfig
+import pytest
+from lancedb.table import AsyncTable
+
+from memory_retrievers import AddedMemory, MemoryStore, StorageError, StoreConfig, WriteAction
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer
 from memory_retrievers.storage.table import MemoryTable
+from testing.threads import outcome_within
 
 from .conftest import T0, rows
 
@@ -95,3 +101,44 @@ def test_only_old_temp_files_are_removed(tmp_path: Path) -> None:
     os.utime(data, (an_hour_ago, an_hour_ago))
     assert Maintainer(table, StoreConfig(), AccessLog(table)).remove_stale_temp_files() == 1
     assert not old.exists() and young.exists() and data.exists()
+
+
+async def _hang(*args: object, **kwargs: object) -> None:
+    await asyncio.sleep(3600)  # a LanceDB call that never answers (a storage server gone silent)
+
+
+@pytest.mark.parametrize(
+    ("method", "admin", "setting"),
+    [
+        ("optimize", "optimize", "maintenance_timeout"),  # compaction: the long step of optimize
+        ("list_versions", "purge", "storage_timeout"),  # a plain read of maintenance
+    ],
+)
+def test_a_hung_lancedb_call_of_maintenance_raises_past_its_deadline(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch, method: str, admin: str, setting: str
+) -> None:
+    # Issue 40 item 13: maintenance did not go through the store's deadline; a storage that stopped
+    # answering hung optimize() (and close(), which waits for it) for good.
+    deadline = {"storage_timeout": timedelta(seconds=0.5), "maintenance_timeout": timedelta(seconds=0.5)}
+    store = make_store(config=deadline)
+    store.add("Alice likes green tea", namespace="u")
+    monkeypatch.setattr(AsyncTable, method, _hang)
+    failed = outcome_within(getattr(store.admin, admin))
+    assert isinstance(failed, StorageError) and f"StoreConfig.{setting}" in str(failed), failed
+    monkeypatch.undo()
+    assert store.add("Bob likes coffee", namespace="u").action is WriteAction.ADDED  # nothing left locked
+    store.admin.optimize()
+
+
+def test_a_hung_index_build_after_the_first_write_keeps_the_write(
+    make_store: Callable[..., MemoryStore], monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store(config={"maintenance_timeout": timedelta(seconds=0.5)})
+    monkeypatch.setattr(AsyncTable, "create_index", _hang)
+    added: list[AddedMemory] = []
+    assert outcome_within(lambda: added.append(store.add("Alice likes green tea", namespace="u"))) is None
+    assert added[0].action is WriteAction.ADDED and [m.text for m in store.list("u")] == ["Alice likes green tea"]
+    assert "maintenance_timeout" in caplog.text  # logged; the next write or optimize builds them
+    monkeypatch.undo()
+    store.admin.optimize()
+    assert [h.id for h in store.fts_search("tea", namespace="u")] == [added[0].id]

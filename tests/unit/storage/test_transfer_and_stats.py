@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from pathlib import Path
 
@@ -11,7 +13,7 @@ import pytest
 
 from memory_retrievers import InvalidInputError, MemoryStore
 from memory_retrievers.config import StoreConfig
-from memory_retrievers.storage.transfer import parse_restore_record
+from memory_retrievers.storage.transfer import RestoreResult, parse_restore_record
 from memory_retrievers.testing import ManualClock
 
 
@@ -152,3 +154,30 @@ def test_item11_an_access_count_past_int64_is_a_typed_error_naming_it(
         store.admin.restore([{**record, "id": "other", "access_count": count}])
     assert [m.id for m in store.list("u")] == [record["id"]]
     assert store.admin.restore([{**record, "access_count": 2**63 - 1}]).replaced == 1
+
+
+def test_concurrent_restores_of_the_same_new_ids_report_each_added_once(
+    make_store: Callable[..., MemoryStore], clock: ManualClock, tmp_path: Path
+) -> None:
+    # Issue 40 item 13: stores on one folder restoring the same export at once were all told
+    # "added" for every memory. A restore reproduces a row's revision and updated_at exactly, so
+    # "did my row land?" must be asked of the stamp the commit drew, not of those.
+    source = make_store()
+    source.add_many([{"text": f"fact number {i} about the garden", "id": f"m{i}"} for i in range(4)], namespace="u")
+    records = source.admin.export("u")
+    stores = [MemoryStore(tmp_path / "copy", embedder=source.embedder, clock=clock) for _ in range(3)]
+    start = threading.Barrier(len(stores))
+
+    def restore(store: MemoryStore) -> RestoreResult:
+        start.wait()
+        return store.admin.restore(records)
+
+    try:
+        with ThreadPoolExecutor(len(stores)) as pool:
+            results = list(pool.map(restore, stores))
+        assert sum(r.added for r in results) == len(records), results  # each id added by exactly one
+        assert all(r.added + r.replaced == len(records) for r in results), results  # the others replaced it
+        assert stores[0].admin.export("u") == records  # one row per id, as exported
+    finally:
+        for store in stores:
+            store.close()

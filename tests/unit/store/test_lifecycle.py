@@ -2,22 +2,27 @@
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import shutil
 import subprocess
 import sys
 import textwrap
+import threading
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 import pytest
+from lancedb.table import AsyncTable
 
 from memory_retrievers import (
     ConfigError,
     DimensionMismatchError,
     EmbedderMismatchError,
     FilterError,
+    FlushTimeoutError,
     HashEmbedder,
     InvalidInputError,
     MemoryRetriever,
@@ -26,7 +31,9 @@ from memory_retrievers import (
     SchemaMismatchError,
     StorageError,
     StoreConfig,
+    WriteAction,
 )
+from testing.threads import outcome_within
 
 Make = Callable[..., MemoryStore]
 
@@ -124,6 +131,8 @@ FAR = timezone(timedelta(hours=23, minutes=59))
             "now",
         ),
         (lambda s: s.add("x", namespace="u", metadata=_deep(5000)), InvalidInputError, "nested too deeply"),
+        (lambda s: s.flush(timeout=0), InvalidInputError, "timeout must be a positive number"),
+        (lambda s: s.close(timeout=True), InvalidInputError, "timeout must be a positive number"),
         (
             lambda s: StoreConfig(read_consistency_interval=timedelta(seconds=-1)),
             ConfigError,
@@ -171,3 +180,59 @@ def test_record_access_after_close_raises(make_store) -> None:
     store.close()
     with pytest.raises(StorageError, match="closed"):
         store.record_access([mem.id], namespace="u")
+
+
+def _held_until(release: threading.Event, method: Callable[..., Any]) -> Callable[..., Any]:
+    """``method`` of LanceDB's table, held (a storage that stopped answering) until ``release`` is set."""
+
+    async def held(*args: Any, **kwargs: Any) -> Any:
+        while not release.is_set():
+            await asyncio.sleep(0.01)
+        return await method(*args, **kwargs)
+
+    return held
+
+
+def test_flush_and_close_past_their_deadline_raise_and_drop_nothing(
+    make_store: Make, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # Issue 40 item 13: flush() and close() had no deadline: a commit that never ended held them for good.
+    store = make_store(config={"storage_timeout": None})
+    store.add("the first memory builds the indexes", namespace="u")
+    release = threading.Event()
+    monkeypatch.setattr(AsyncTable, "add", _held_until(release, AsyncTable.add))
+    try:
+        pending = store.add_later("Alice likes green tea", namespace="u")  # acknowledged: queued
+        for call in (store.flush, store.close):
+            failed = outcome_within(lambda call=call: call(timeout=0.3))
+            assert isinstance(failed, FlushTimeoutError) and failed.queued == 1, failed
+        assert store.count("u") == 1  # close() raised: the store is still open
+    finally:
+        release.set()
+    store.close()
+    assert pending.result(timeout=30).action is WriteAction.ADDED
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32)) as reopened:
+        assert sorted(m.text for m in reopened.list("u")) == [
+            "Alice likes green tea",
+            "the first memory builds the indexes",
+        ]
+
+
+def test_close_past_its_deadline_stops_running_maintenance_and_closes(
+    make_store: Make, monkeypatch: pytest.MonkeyPatch, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = make_store(config={"optimize_after_commits": 2})
+    release = threading.Event()
+    monkeypatch.setattr(AsyncTable, "optimize", _held_until(release, AsyncTable.optimize))
+    try:
+        for text in ("Alice likes green tea", "Bob likes coffee", "Carol likes cocoa"):
+            store.add(text, namespace="u")  # the second commit since the index build starts an optimize
+        assert isinstance(outcome_within(lambda: store.flush(timeout=0.3)), FlushTimeoutError)
+        assert outcome_within(lambda: store.close(timeout=0.3)) is None
+        assert "stopped maintenance still running" in caplog.text
+    finally:
+        release.set()
+    with pytest.raises(StorageError, match="closed"):
+        store.add("after close", namespace="u")
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(32)) as reopened:
+        assert reopened.count("u") == 3
