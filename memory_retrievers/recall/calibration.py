@@ -42,6 +42,7 @@ from memory_retrievers.text.lines import LineFacts, line_facts, stem
 __all__ = [
     "COSINE_FEATURES",
     "FEATURES",
+    "MAX_WEIGHT",
     "MINILM_CALIBRATION",
     "RANK_CALIBRATION",
     "Calibration",
@@ -76,6 +77,10 @@ FEATURES: tuple[str, ...] = (
 )
 #: The features that read the embedder's cosine scale (left out of an embedder-agnostic model).
 COSINE_FEATURES: frozenset[str] = frozenset({"cosine", "cosine_gap", "question_cosine", "question_close"})
+
+#: The largest weight (and intercept) a calibration may have: a fitted logistic model's are a few
+#: units; a larger one is a mistake, and would overflow the score.
+MAX_WEIGHT = 1_000.0
 
 #: Cosine above which a question memory counts as close to the query (``question_close``).
 QUESTION_CLOSE = 0.7
@@ -194,8 +199,10 @@ class Calibration(CheckedModel):
     embedder: str | None = None
     """The embedder whose cosines it reads (``Embedder.name``); ``None``: it reads no cosine, so it
     suits any embedder."""
-    intercept: float
+    intercept: float = Field(ge=-MAX_WEIGHT, le=MAX_WEIGHT, allow_inf_nan=False)
+    """The log-odds of a candidate whose features are all 0 (a finite number)."""
     weights: Mapping[str, float]
+    """Each feature's weight, by name (finite, at most :data:`MAX_WEIGHT` in size)."""
     floor: float = Field(default=0.0, ge=0.0, le=1.0)
     """The score below which recall leaves a memory out when ``RecallConfig.relevance.min_score`` is
     ``None``, chosen on the fitting data (0: no floor)."""
@@ -215,8 +222,8 @@ class Calibration(CheckedModel):
         unknown = sorted(set(value) - set(FEATURES))
         if unknown:
             raise ValueError(f"unknown feature(s) {unknown}; features are: {', '.join(FEATURES)}")
-        if not all(math.isfinite(float(w)) for w in value.values()):
-            raise ValueError("weights must be finite numbers")
+        if not all(math.isfinite(float(w)) and abs(float(w)) <= MAX_WEIGHT for w in value.values()):
+            raise ValueError(f"weights must be finite numbers between -{MAX_WEIGHT:g} and {MAX_WEIGHT:g}")
         return {k: float(v) for k, v in value.items()}
 
     def suits(self, embedder: str) -> bool:
@@ -226,7 +233,10 @@ class Calibration(CheckedModel):
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         """The calibrated score of each row of a :func:`feature_matrix`."""
         w = np.asarray([self.weights.get(f, 0.0) for f in FEATURES], dtype=np.float64)
-        z = features @ w + self.intercept
+        with np.errstate(over="ignore", invalid="ignore"):
+            z = features @ w + self.intercept
+        # Huge features can still overflow (inf - inf is NaN): a score is always a number in [0, 1].
+        z = np.nan_to_num(z, nan=0.0, posinf=40.0, neginf=-40.0)
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
 
 

@@ -6,8 +6,10 @@ import math
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from memory_retrievers import ConfigError, MemoryKind
+from memory_retrievers import ConfigError, MemoryKind, RecallConfig
 from memory_retrievers.recall.calibration import (
     COSINE_FEATURES,
     FEATURES,
@@ -135,3 +137,38 @@ def test_the_shipped_models_are_fitted_and_only_minilm_has_a_floor() -> None:
         assert shipped.weights and "LoCoMo" in shipped.name
     assert MINILM_CALIBRATION.floor > 0 and RANK_CALIBRATION.floor == 0
     assert "cosine" in MINILM_CALIBRATION.weights and not set(RANK_CALIBRATION.weights) & COSINE_FEATURES
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), -float("inf")])
+def test_a_calibration_refuses_an_intercept_that_is_not_a_finite_number(bad: float) -> None:
+    # Issue 40 item 5: a NaN intercept made every score NaN, so min_score and abstention stopped
+    # cutting; inf made every score 1.0.
+    with pytest.raises(ConfigError, match="intercept"):
+        Calibration(name="t", intercept=bad, weights={"cosine": 1.0})
+    with pytest.raises(ConfigError, match="intercept"):
+        RecallConfig(relevance={"calibration": {"name": "t", "intercept": bad, "weights": {}}})
+
+
+def test_a_calibration_refuses_weights_no_fit_would_give() -> None:
+    with pytest.raises(ConfigError, match="weights"):
+        Calibration(name="t", intercept=0.0, weights={"cosine": 1e300, "cosine_gap": -1e300})
+
+
+_finite = st.floats(min_value=-1e6, max_value=1e6, allow_nan=False)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    intercept=st.floats(allow_nan=True, allow_infinity=True),
+    weights=st.dictionaries(st.sampled_from(FEATURES), st.floats(allow_nan=True, allow_infinity=True), max_size=6),
+    rows=st.lists(st.lists(_finite, min_size=len(FEATURES), max_size=len(FEATURES)), min_size=1, max_size=5),
+)
+def test_every_score_is_finite_and_in_0_1_or_the_calibration_is_refused(
+    intercept: float, weights: dict[str, float], rows: list[list[float]]
+) -> None:
+    try:
+        calibration = Calibration(name="t", intercept=intercept, weights=weights)
+    except ConfigError:
+        return
+    scores = calibration.probabilities(np.asarray(rows, dtype=np.float64))
+    assert np.isfinite(scores).all() and ((scores >= 0) & (scores <= 1)).all()

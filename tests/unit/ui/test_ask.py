@@ -200,6 +200,11 @@ async def test_compare_needs_a_second_config(alice: MemoryStore) -> None:
         ({"config": "support", "overrides": '{"weights": "heavy"}'}, ConfigError, "overrides"),
         ({"compare": "support", "compare_overrides": '{"fusion": {"rrf_k": -1}}'}, ConfigError, "compare_overrides"),
         ({"compare_overrides": '{"k": 3}'}, InvalidInputError, "compare"),
+        (  # issue 40 item 5: JSON's NaN made every score NaN, so nothing was cut
+            {"overrides": '{"relevance": {"calibration": {"name": "x", "intercept": NaN, "weights": {}}}}'},
+            ConfigError,
+            "overrides",
+        ),
         ({"q": "x" * 101, "overrides": '{"query": {"max_query_chars": 100}}'}, InvalidInputError, "q"),
     ],
 )
