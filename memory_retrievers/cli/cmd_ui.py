@@ -43,20 +43,14 @@ def ui(inv: Invocation, /, **params: Any) -> None:
         from memory_retrievers.ui.security import check_bind
     except ImportError as exc:
         raise exits.CliError(str(exc), exits.CONFIG) from None
-    from datetime import timedelta
-
-    from memory_retrievers.cli.runtime import make_embedder, store_exists
-    from memory_retrievers.store.memory_store import MemoryStore
+    from memory_retrievers.cli.runtime import StoreProvider
 
     check_bind(params["host"], params["token"])  # before loading a model: a ConfigError, exit code 6
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
-    if not store_exists(settings.store):
-        raise exits.CliError(f"no store at {settings.store} (from {settings.store_source})", exits.NOT_FOUND)
-    store = MemoryStore(
-        settings.store,
-        embedder=make_embedder(settings.embedder),
-        config={"read_consistency_interval": timedelta(0)},
-    )
+    # Opened as every command opens it (a folder, a URI or shards://...), long-lived: it sees what
+    # other processes (the command line, the agent) commit meanwhile.
+    stores = StoreProvider(keep_open=True)
+    store = stores.open(settings, create=False)
 
     def ready(url: str) -> None:
         if params["as_json"]:
@@ -79,7 +73,7 @@ def ui(inv: Invocation, /, **params: Any) -> None:
             on_ready=ready,
         )
     finally:
-        store.close()
+        stores.close()
 
 
 COMMANDS = [ui]
