@@ -24,7 +24,7 @@ Examples:
 \b
 Binds to 127.0.0.1 unless --host says otherwise; any other address needs --token (the URL printed
 at start carries it once, then a cookie keeps it). Needs the ui extra:
-pip install 'memory-retrievers[ui]'.""",
+python -m pip install "./memory-retrievers[ui]" (from the folder that holds your clone).""",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (not loopback: needs --token).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
