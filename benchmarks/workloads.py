@@ -466,7 +466,7 @@ def chat(size: int, turns: Sequence[Turn], model: SentenceTransformerEmbedder, h
             else None
         )
         on_disk = disk_mb(path)
-        # Old versions are kept for version_retention (an hour) so that readers on them never
+        # Old versions are kept for version_retention (twice storage_timeout) so that readers on them never
         # break; a bulk load's compactions leave many behind. What stays once they are pruned:
         store.admin.purge()
         result = {

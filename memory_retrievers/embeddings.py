@@ -7,12 +7,13 @@ any embedder returns (:func:`check_vectors`) before a vector reaches the table.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import re
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -228,6 +229,27 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_new_locks_in_child)
 
 
+@contextlib.contextmanager
+def _no_progress_bars() -> Iterator[None]:
+    """No progress bar while a model loads: transformers draws "Loading weights 103/103" on stderr.
+
+    A library's cold start must print nothing the caller did not ask for (issue 40 item 11). The
+    bars are turned back on afterwards if they were on, so the caller's own loads keep theirs.
+    """
+    try:
+        from transformers.utils import logging as hf_logging
+    except ImportError:  # pragma: no cover - sentence-transformers depends on transformers
+        yield
+        return
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
+    try:
+        yield
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
+
+
 def _shared_model(model_name: str, device: str) -> Any:
     with _models_lock:
         model = _models.get((model_name, device))
@@ -239,7 +261,8 @@ def _shared_model(model_name: str, device: str) -> Any:
             raise EmbeddingError("sentence-transformers is not installed: pip install sentence-transformers") from None
         path = resolve_model_path(model_name)
         try:
-            model = SentenceTransformer(path, device=device)
+            with _no_progress_bars():
+                model = SentenceTransformer(path, device=device)
         except Exception as exc:
             raise EmbeddingError(
                 f"could not load embedding model {model_name!r} from {path!r}: {exc}. "

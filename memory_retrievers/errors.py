@@ -48,6 +48,15 @@ __all__ = [
 ]
 
 
+def install_extra(extra: str) -> str:
+    """How to install an optional extra, as the README's install does it: from a clone (for error messages).
+
+    memory-retrievers is not on the package index yet, so ``pip install 'memory-retrievers[mcp]'``
+    fails there; the extra is installed from the clone's folder.
+    """
+    return f'python -m pip install "./memory-retrievers[{extra}]" (from the folder that holds your clone)'
+
+
 class MemoryRetrieversError(Exception):
     """Base class of every error raised on purpose by memory-retrievers.
 

@@ -76,7 +76,8 @@ class MemoryFilter(CheckedModel):
     Lists mean "any of" (``tags_all`` means "all of"). ``None`` means no constraint. Superseded
     memories are excluded unless ``include_superseded`` is true. ``ids`` restricts a search to the
     given memories (e.g. those an application already selected by its own criteria), so ranking
-    happens among them only. Expired memories (``expires_at`` at or before ``live_at``) are
+    happens among them only; ``links_any`` to the memories whose ``links`` name any of the given
+    ids (e.g. the facts formed from a chat turn). Expired memories (``expires_at`` at or before ``live_at``) are
     excluded unless ``include_expired`` is true; the store sets ``live_at`` to its clock's now on
     every read that does not set it. On those reads archived memories (``lifecycle="archived"``)
     are excluded too, unless ``include_archived`` is true.
@@ -94,6 +95,7 @@ class MemoryFilter(CheckedModel):
     tags_any: tuple[str, ...] | None = None
     tags_all: tuple[str, ...] | None = None
     entities_any: tuple[str, ...] | None = None
+    links_any: tuple[str, ...] | None = None
     pinned: StrictBool | None = None
     created_after: datetime | None = None
     created_before: datetime | None = None
@@ -107,7 +109,9 @@ class MemoryFilter(CheckedModel):
         """Keep ``ids`` as a set too: the in-Python form tests every row of a view against it."""
         self._id_set = frozenset(self.ids or ())
 
-    @field_validator("ids", "session_ids", "projects", "topics", "tags_any", "tags_all", "entities_any", mode="before")
+    @field_validator(
+        "ids", "session_ids", "projects", "topics", "tags_any", "tags_all", "entities_any", "links_any", mode="before"
+    )
     @classmethod
     def _strings(cls, value: Any) -> Any:
         if value is None:
@@ -192,16 +196,20 @@ def created_within(spans: Sequence[DateSpan]) -> str:
     )
 
 
-def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None) -> str:
-    """The SQL predicate for one namespace plus a filter; the namespace clause is always first.
+def build_where(
+    namespace: str | Sequence[str], flt: MemoryFilter | None = None, *, ids: Sequence[str] | None = None
+) -> str:
+    """The SQL predicate for one namespace (or a list of them) plus a filter; the namespace clause is always first.
 
     Args:
-        namespace: Already validated namespace.
+        namespace: Already validated namespace, or a non-empty list of them (an administrative read).
         flt: Optional metadata filter.
         ids: Optional id restriction (an empty list is rejected: ``id IN ()`` is a SQL error and
             would mean "nothing" anyway).
     """
-    clauses = [f"namespace = {sql_literal(namespace)}"]
+    clauses = [
+        f"namespace = {sql_literal(namespace)}" if isinstance(namespace, str) else sql_in("namespace", namespace)
+    ]
     if ids is not None:
         if not ids:
             raise InvalidInputError("ids is empty; pass at least one id")
@@ -222,6 +230,8 @@ def build_where(namespace: str, flt: MemoryFilter | None = None, *, ids: Sequenc
         clauses.append(f"array_has_all(tags, {sql_list(flt.tags_all)})")
     if flt.entities_any:
         clauses.append(f"array_has_any(entities, {sql_list(e.strip().casefold() for e in flt.entities_any)})")
+    if flt.links_any:
+        clauses.append(f"array_has_any(links, {sql_list(flt.links_any)})")
     if flt.pinned is not None:
         clauses.append(f"pinned = {sql_literal(flt.pinned)}")
     if flt.created_after is not None:
@@ -270,6 +280,8 @@ def matches(memory: Memory, flt: MemoryFilter) -> bool:
     if flt.tags_all is not None and not set(flt.tags_all) <= set(memory.tags):
         return False
     if flt.entities_any is not None and not {e.strip().casefold() for e in flt.entities_any} & set(memory.entities):
+        return False
+    if flt.links_any is not None and not set(flt.links_any) & set(memory.links):
         return False
     if flt.pinned is not None and memory.pinned != flt.pinned:
         return False

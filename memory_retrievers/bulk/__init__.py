@@ -3,7 +3,7 @@
 Each job spreads its expensive part (embedding, LLM calls) over Ray workers and writes through the
 store's own write path. Ray is an optional extra, imported only when a job runs::
 
-    pip install "memory-retrievers[ray]"
+    python -m pip install "./memory-retrievers[ray]"   # from the folder that holds your clone
 
 A job starts a local Ray instance unless one is running: call ``ray.init(address=...)`` first to
 run it on a cluster. See docs/how-to/bulk-jobs.md.

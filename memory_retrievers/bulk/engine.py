@@ -1,6 +1,6 @@
 """Ray underneath the bulk jobs: importing it on demand, shipping the embedder to workers, embedding in parallel.
 
-Ray is an optional extra (``pip install "memory-retrievers[ray]"``): nothing imports it until a
+Ray is an optional extra (``python -m pip install "./memory-retrievers[ray]"`` from a clone): nothing imports it until a
 job runs, so ``import memory_retrievers`` never pays for it.
 """
 
@@ -14,7 +14,7 @@ import numpy as np
 
 from memory_retrievers.bulk.batching import text_blocks
 from memory_retrievers.embeddings import Embedder, HashEmbedder, SentenceTransformerEmbedder, check_vectors
-from memory_retrievers.errors import ConfigError, EmbedderMismatchError, EmbeddingError
+from memory_retrievers.errors import ConfigError, EmbedderMismatchError, EmbeddingError, install_extra
 from memory_retrievers.storage.vectors import unit
 
 __all__ = [
@@ -30,8 +30,6 @@ __all__ = [
 EmbedderFactory = Callable[[], Embedder]
 """Builds an embedder in a Ray worker (a model is loaded once per worker, not shipped)."""
 
-_INSTALL = 'pip install "memory-retrievers[ray]"'
-
 
 def require_ray(address: str | None = None) -> Any:
     """The ``ray`` module, initialised (a local instance when none is running).
@@ -45,7 +43,7 @@ def require_ray(address: str | None = None) -> Any:
     try:
         import ray
     except ImportError:
-        raise ConfigError(f"the bulk jobs run on Ray, which is not installed: {_INSTALL}") from None
+        raise ConfigError(f"the bulk jobs run on Ray, which is not installed: {install_extra('ray')}") from None
     if address is not None:
         ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
     if not ray.is_initialized():

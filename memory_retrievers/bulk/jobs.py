@@ -337,9 +337,9 @@ def _read_one(location: str, table: str, where: str | None, storage_options: Map
     try:
         from lance_ray.datasource import LanceDatasource
     except ImportError:
-        from memory_retrievers.errors import ConfigError
+        from memory_retrievers.errors import ConfigError, install_extra
 
-        raise ConfigError('reembed reads tables with lance-ray: pip install "memory-retrievers[ray]"') from None
+        raise ConfigError(f"reembed reads tables with lance-ray: {install_extra('ray')}") from None
     ray = require_ray()
     uri = f"{location.rstrip('/')}/{table}.lance"
     # lance_ray.read_lance with its read tasks taking no CPU slot: reading a fragment is I/O and

@@ -42,7 +42,9 @@ def _join(address: str | None) -> None:
     try:
         import ray
     except ImportError:
-        raise exits.CliError('the bulk commands need Ray: pip install "memory-retrievers[ray]"', exits.CONFIG) from None
+        from memory_retrievers.errors import install_extra
+
+        raise exits.CliError(f"the bulk commands need Ray: {install_extra('ray')}", exits.CONFIG) from None
     ray.init(address=address, ignore_reinit_error=True, log_to_driver=False)
 
 

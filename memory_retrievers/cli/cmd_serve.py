@@ -38,27 +38,22 @@ def mcp(inv: Invocation, /, **params: Any) -> None:
     try:
         import mcp.server.mcpserver  # noqa: F401
     except ImportError:
-        raise exits.CliError(
-            "the mcp command needs the mcp extra: pip install 'memory-retrievers[mcp]'", exits.CONFIG
-        ) from None
-    from datetime import timedelta
+        from memory_retrievers.errors import install_extra
 
+        raise exits.CliError(f"the mcp command needs the mcp extra: {install_extra('mcp')}", exits.CONFIG) from None
     from memory_retrievers.cli.mcp_server import build_server
-    from memory_retrievers.cli.runtime import make_embedder
-    from memory_retrievers.store.memory_store import MemoryStore
+    from memory_retrievers.cli.runtime import StoreProvider
 
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     namespace = None if params["namespace_per_call"] else settings.namespace
-    # Long-lived: see what other processes (the command line, an app) commit meanwhile.
-    store = MemoryStore(
-        settings.store,
-        embedder=make_embedder(settings.embedder),
-        config={"read_consistency_interval": timedelta(0)},
-    )
+    # Opened as every command opens it (a sharded shards://... store too), long-lived: it sees what
+    # other processes (the command line, an app) commit meanwhile.
+    stores = StoreProvider(keep_open=True)
+    store = stores.open(settings, create=True)
     try:
         build_server(store, namespace=namespace).run("stdio")
     finally:
-        store.close()
+        stores.close()
 
 
 @click.group("worker")

@@ -131,16 +131,34 @@ def _summary(inv: Invocation, /, tally: Tally, files: list[str], fmt: str, as_js
             f"{tally.replaced} replaced (id already stored), "
             f"{tally.deduplicated} deduplicated, {len(tally.rejected)} rejected"
         )
-    for where, error in tally.rejected[:_SHOWN_REJECTS]:
-        inv.err(f"  rejected {where}: {error}")
-    if len(tally.rejected) > _SHOWN_REJECTS:
-        inv.err(f"  ... and {len(tally.rejected) - _SHOWN_REJECTS} more (all of them with --json)")
+    groups = _grouped(tally.rejected)
+    for wheres, error in groups[:_SHOWN_REJECTS]:
+        inv.err(f"  rejected {_places(wheres)}: {error}")
+    if len(groups) > _SHOWN_REJECTS:
+        hidden = sum(len(wheres) for wheres, _ in groups[_SHOWN_REJECTS:])
+        inv.err(f"  ... and {hidden} more (all of them with --json)")
     if tally.interrupted:
         inv.err(
             f"interrupted: {tally.committed} records committed in {tally.batches} whole batches, nothing after them; "
             f"resume with --skip {tally.committed}",
             style="bold yellow",
         )
+
+
+def _grouped(rejected: list[tuple[str, str]]) -> list[tuple[list[str], str]]:
+    """Rejections with the same reason as one entry (in order of first appearance): 20 alike are one line."""
+    groups: dict[str, list[str]] = {}
+    for where, error in rejected:
+        groups.setdefault(error, []).append(where)
+    return [(wheres, error) for error, wheres in groups.items()]
+
+
+def _places(wheres: list[str]) -> str:
+    """``line 4``, or ``20 records (line 2, line 3, ..., line 21)``."""
+    if len(wheres) == 1:
+        return wheres[0]
+    shown = wheres if len(wheres) <= 3 else [wheres[0], wheres[1], "...", wheres[-1]]
+    return f"{len(wheres)} records ({', '.join(shown)})"
 
 
 @click.command(
@@ -151,6 +169,7 @@ Examples:
   memory-retrievers import notes.jsonl -n alice             # {"text": ..., "kind": ...} per line
   memory-retrievers import chat.json -n alice --session support-42   # OpenAI-style messages
   memory-retrievers import locomo10.json --format locomo    # one namespace per conversation
+  memory-retrievers import alice.jsonl --into-namespace alice-copy   # copy a namespace's export
   cat notes.jsonl | memory-retrievers import - -n alice --dry-run
 
 Malformed records are reported with their line numbers and the rest imported (exit code 5).
@@ -169,10 +188,24 @@ Ctrl-C finishes the batch being written and stops; a batch is never half written
 @click.option("--no-dedup", is_flag=True, help="Write duplicates too (memory formats).")
 @click.option("--reembed", is_flag=True, help="Embed an export's texts again when it came from another model.")
 @click.option("--dry-run", is_flag=True, help="Check every record and report; write nothing.")
+@click.option(
+    "--into-namespace",
+    metavar="NAME",
+    help="Write every record into NAME, whatever namespace it names (copy a namespace's export).",
+)
 @common_options
 @click.pass_obj
 def import_(inv: Invocation, /, files: tuple[str, ...], **params: Any) -> None:
     """Import memory files (- for stdin): JSONL memories, exports, chat transcripts, LoCoMo."""
+    into = params["into_namespace"]
+    if into is not None:
+        if params["namespace"] is not None and params["namespace"] != into:
+            raise exits.CliError(
+                f"-n {params['namespace']!r} and --into-namespace {into!r} disagree: --into-namespace alone "
+                "says where every record goes",
+                exits.INVALID_INPUT,
+            )
+        params["namespace"] = into
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"], namespace=params["namespace"])
     tally = Tally()
     pending, fmt = _parse_files(inv, files, params, settings.namespace, tally)
@@ -223,11 +256,18 @@ def _parse_files(
         formats.add(parsed.format)
         prefix = f"{path}: " if len(files) > 1 else ""
         kind = "export" if parsed.format == "export" else "write"
-        items = [Item(prefix + i.where, i.record, i.error) for i in parsed.items]
+        items = [Item(prefix + i.where, _moved(i.record, params["into_namespace"]), i.error) for i in parsed.items]
         forced = params["namespace"]  # -n itself, not a default from the environment or config file
         good = check_records(items, parsed.format, store_config, namespace, forced, tally.rejected)
         pending += [(where, record, kind, parsed.header) for where, record in good]
     return pending, ",".join(sorted(formats))
+
+
+def _moved(record: dict[str, Any] | None, into: str | None) -> dict[str, Any] | None:
+    """``record`` with its namespace replaced by ``into`` (``--into-namespace``), or as it is."""
+    if record is None or into is None:
+        return record
+    return {**record, "namespace": into}
 
 
 def _write_batches(

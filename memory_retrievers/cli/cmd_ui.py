@@ -24,7 +24,7 @@ Examples:
 \b
 Binds to 127.0.0.1 unless --host says otherwise; any other address needs --token (the URL printed
 at start carries it once, then a cookie keeps it). Needs the ui extra:
-pip install 'memory-retrievers[ui]'.""",
+python -m pip install "./memory-retrievers[ui]" (from the folder that holds your clone).""",
 )
 @click.option("--host", default="127.0.0.1", show_default=True, help="Address to bind (not loopback: needs --token).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (0: any free one).")
@@ -43,20 +43,14 @@ def ui(inv: Invocation, /, **params: Any) -> None:
         from memory_retrievers.ui.security import check_bind
     except ImportError as exc:
         raise exits.CliError(str(exc), exits.CONFIG) from None
-    from datetime import timedelta
-
-    from memory_retrievers.cli.runtime import make_embedder, store_exists
-    from memory_retrievers.store.memory_store import MemoryStore
+    from memory_retrievers.cli.runtime import StoreProvider
 
     check_bind(params["host"], params["token"])  # before loading a model: a ConfigError, exit code 6
     settings = settings_for(inv, store=params["store"], embedder=params["embedder"])
-    if not store_exists(settings.store):
-        raise exits.CliError(f"no store at {settings.store} (from {settings.store_source})", exits.NOT_FOUND)
-    store = MemoryStore(
-        settings.store,
-        embedder=make_embedder(settings.embedder),
-        config={"read_consistency_interval": timedelta(0)},
-    )
+    # Opened as every command opens it (a folder, a URI or shards://...), long-lived: it sees what
+    # other processes (the command line, the agent) commit meanwhile.
+    stores = StoreProvider(keep_open=True)
+    store = stores.open(settings, create=False)
 
     def ready(url: str) -> None:
         if params["as_json"]:
@@ -79,7 +73,7 @@ def ui(inv: Invocation, /, **params: Any) -> None:
             on_ready=ready,
         )
     finally:
-        store.close()
+        stores.close()
 
 
 COMMANDS = [ui]

@@ -70,8 +70,8 @@ def _record_problem(
     if not same:
         return (
             f"names namespace {named!r} but -n is {forced!r}: an import writes only into the namespace it is "
-            'given; drop -n to import it into its own, or remove its "namespace" field to import it into '
-            f"{forced!r}"
+            f"given; drop -n to import it into its own, or pass --into-namespace {forced!r} instead of -n to "
+            "copy it there"
         )
     return None
 

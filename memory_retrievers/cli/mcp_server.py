@@ -7,7 +7,8 @@ argument). Recall returns the context block exactly as
 :meth:`RecallResult.to_context` builds it; a namespace without memories recalls nothing rather
 than failing, as a new user's first conversation must.
 
-Built on the ``mcp`` SDK's ``MCPServer`` (the ``mcp`` extra: ``pip install "memory-retrievers[mcp]"``).
+Built on the ``mcp`` SDK's ``MCPServer`` (the ``mcp`` extra: ``python -m pip install "./memory-retrievers[mcp]"``
+from a clone).
 """
 
 from __future__ import annotations
@@ -147,7 +148,8 @@ def build_server(store: MemoryStore, *, namespace: str | None) -> MCPServer:
     from memory_retrievers import __version__
 
     tools = Tools(store)
-    settings: dict[str, Any] = {"instructions": INSTRUCTIONS, "version": __version__}
+    # WARNING, not the SDK's INFO: a tool error goes to the agent; the terminal hears only of trouble.
+    settings: dict[str, Any] = {"instructions": INSTRUCTIONS, "version": __version__, "log_level": "WARNING"}
     if namespace is None:
         server = MCPServer("memory-retrievers", **settings)
         _add_per_call_tools(server, tools)

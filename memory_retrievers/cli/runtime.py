@@ -58,7 +58,14 @@ def make_embedder(spec: str) -> Embedder:
 
 
 def store_exists(location: str, table: str = "memories") -> bool:
-    """Whether a local store already holds a table (URIs are assumed to exist: LanceDB will say)."""
+    """Whether a local store already holds a table (URIs are assumed to exist: LanceDB will say).
+
+    A sharded store (``shards://…``) exists when any of its shards does: a shard is created by the
+    first write to one of its namespaces.
+    """
+    shards = shard_locations(location)
+    if shards is not None:
+        return any(store_exists(shard, table) for shard in shards)
     if "://" in location:
         return True
     return (Path(location) / f"{table}.lance").is_dir()

@@ -15,6 +15,10 @@ once:
   copies (``copy``, ``deepcopy``, ``model_copy``) and ``pickle`` that share the store.
 - :data:`DEFAULT_K` and :data:`DEFAULT_TOKEN_BUDGET`: the defaults every adapter shares, those of
   :class:`~memory_retrievers.RecallConfig`.
+- The block a chat adapter hands its model (:mod:`memory_retrievers.integration.window`):
+  :class:`ModelWindow` (the query and what the prompt already shows), :func:`recall_window` /
+  :func:`arecall_window` and :func:`headed_block`; the memory inspector models the adapters with
+  the same functions.
 - The store handle helpers (:mod:`memory_retrievers.integration.handles`): :func:`check_arguments`,
   :func:`check_store_key`, :func:`store_spec`, :func:`open_store`, :func:`register`,
   :func:`deepcopy_memo`, :func:`check_former`.
@@ -40,6 +44,7 @@ from memory_retrievers.integration.adapter import (
     RecallBinding,
     StoreBinding,
 )
+from memory_retrievers.integration.chat import chat_text, clean_text, query_text
 from memory_retrievers.integration.handles import (
     SPEC_KEY,
     check_arguments,
@@ -50,6 +55,13 @@ from memory_retrievers.integration.handles import (
     open_store,
     register,
     store_spec,
+)
+from memory_retrievers.integration.window import (
+    MIDDLEWARE_HEADER,
+    ModelWindow,
+    arecall_window,
+    headed_block,
+    recall_window,
 )
 from memory_retrievers.llm import as_llm
 from memory_retrievers.models import Memory, MemoryKind
@@ -63,7 +75,9 @@ __all__ = [
     "ADAPTER_MODEL_CONFIG",
     "DEFAULT_K",
     "DEFAULT_TOKEN_BUDGET",
+    "MIDDLEWARE_HEADER",
     "AdapterModel",
+    "ModelWindow",
     "RecallBinding",
     "StoreBinding",
     "MAX_QUERY_CHARS",
@@ -73,6 +87,7 @@ __all__ = [
     "aall_memories",
     "adelete_ids",
     "aiter_memories",
+    "arecall_window",
     "as_llm",
     "chat_record",
     "chat_text",
@@ -83,11 +98,13 @@ __all__ = [
     "clean_text",
     "coerce_filter",
     "deepcopy_memo",
+    "headed_block",
     "is_store_spec",
     "next_stamp",
     "open_store",
     "ordered_messages",
     "query_text",
+    "recall_window",
     "register",
     "render_line",
     "run_sync",
@@ -95,37 +112,6 @@ __all__ = [
     "unit_rows",
     "validated",
 ]
-
-
-def clean_text(text: str, max_chars: int) -> str:
-    """``text`` made storable: NUL replaced by U+FFFD, lone surrogates by ``?``, cut to ``max_chars``.
-
-    For the *searchable* text of framework objects whose exact form is kept elsewhere (in
-    metadata), so cleaning loses nothing the adapter returns.
-    """
-    cleaned = text.replace("\x00", "\ufffd").encode("utf-8", "replace").decode("utf-8")
-    return cleaned[:max_chars]
-
-
-def query_text(text: str, max_chars: int) -> str:
-    """A chat message as a recall query, cut to ``max_chars``.
-
-    ``max_chars`` is a retriever's ``config.query.max_query_chars``, so an adapter never fails on a long
-    message. Recall itself searches a long query by its opening and end
-    (``RecallConfig.query.searched_query_chars``).
-    """
-    return text[:max_chars]
-
-
-def chat_text(role: str, body: str, *, max_chars: int, kind: str | None = None) -> str:
-    """What recall searches for a chat message: ``"role: body"``, cleaned and cut.
-
-    A message without text becomes ``"role: [kind message without text]"`` (``kind`` defaults to
-    the role), so tool calls and images still leave a findable turn.
-    """
-    if not body.strip():
-        body = f"[{kind or role} message without text]"
-    return clean_text(f"{role}: {body}", max_chars)
 
 
 def chat_record(

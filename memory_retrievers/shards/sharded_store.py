@@ -21,10 +21,13 @@ from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
+import pyarrow as pa
+
 import memory_retrievers.runtime.loop as _loop
 from memory_retrievers.config import StoreConfig, validated
 from memory_retrievers.embeddings import Embedder
 from memory_retrievers.errors import ConfigError, InvalidInputError
+from memory_retrievers.filters import MemoryFilter
 from memory_retrievers.models import AddedMemory
 from memory_retrievers.runtime.twins import sync_twin
 from memory_retrievers.shards.admin import ShardedAdmin
@@ -330,6 +333,7 @@ class ShardedMemoryStore(MemoryStore):
     ahas_entities = _routed(ReadAPI.ahas_entities, 0)
     aspeakers = _routed(ReadAPI.aspeakers, 0)
     arecall_source = _routed(ReadAPI.arecall_source, 0)
+    aversion = _routed(ReadAPI.aversion, 0)
     arecord_access = _routed(ReadAPI.arecord_access)
 
     def add_later(self, text: str, *, namespace: str, dedup: bool | None = None, **fields: Any) -> PendingWrite:
@@ -397,6 +401,27 @@ class ShardedMemoryStore(MemoryStore):
             found.update(await store.anamespaces())
         return sorted(found)
 
+    async def acolumns(
+        self,
+        namespace: str | Sequence[str],
+        columns: Sequence[str],
+        *,
+        filter: MemoryFilter | Mapping[str, Any] | None = None,
+        limit: int | None = None,
+    ) -> pa.Table:
+        """Columns of one or several namespaces' memories, one query per shard (see :meth:`MemoryStore.columns`)."""
+        self._ensure_open()
+        names, wanted, _ = self._column_read(namespace, columns, filter, limit)  # checked before a shard opens
+        groups: dict[int, builtins.list[str]] = {}
+        for ns in names:
+            groups.setdefault(self.shard_index(ns), []).append(ns)
+        parts = [
+            await (await self.ashard(index)).acolumns(group, wanted, filter=filter, limit=limit)
+            for index, group in sorted(groups.items())
+        ]
+        table = pa.concat_tables(parts)
+        return table if limit is None else table.slice(0, limit)
+
     async def aembed_query(self, query: str) -> Any:
         """Embed a query with the shards' embedder (the same for every shard; no shard is opened)."""
         return await self._queries.query(query)
@@ -416,6 +441,8 @@ class ShardedMemoryStore(MemoryStore):
     list = _sync(alist)
     count = _sync(acount)
     namespaces = _sync(anamespaces)
+    columns = _sync(acolumns)
+    version = _sync(aversion)
     vector_search = _sync(avector_search)
     fts_search = _sync(afts_search)
     entity_search = _sync(aentity_search)

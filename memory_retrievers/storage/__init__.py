@@ -18,3 +18,14 @@
 
 The facade wires them together; nothing here is public API except what the facade returns.
 """
+
+import os
+
+# LanceDB's Rust logger reads LANCEDB_LOG once, when ``lancedb`` is first imported; every module of
+# this package that imports it is in this package, so this line runs first. Lance logs a compaction
+# that a concurrent commit preempted as a WARN with a Rust source path ("Compaction commit failed
+# ... preempted by concurrent transaction"), although maintenance retries it and, if it keeps
+# failing, says so in its own log line with what to do (``maintenance.retry_conflicts``): that one
+# module is turned down to errors. A LANCEDB_LOG already set (the user's) wins; a process that
+# imported lancedb before this package keeps the level it got then.
+os.environ.setdefault("LANCEDB_LOG", "warn,lance::dataset::optimize=error")

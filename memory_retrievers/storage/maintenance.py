@@ -76,7 +76,14 @@ async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *,
         except Exception as exc:
             conflict = "retryable commit conflict" in str(exc).lower()
             if conflict and defer_ok and n == _CONFLICT_ATTEMPTS - 1:
-                logger.warning("%s deferred: concurrent writes kept preempting it (%s)", action, exc)
+                logger.warning(
+                    "memory-retrievers: %s was deferred: concurrent writes preempted it %d times. Nothing is "
+                    "lost, and the next optimize tries again; if this keeps happening, run "
+                    "`memory-retrievers optimize` (store.admin.optimize()) while fewer processes write (%s)",
+                    action,
+                    _CONFLICT_ATTEMPTS,
+                    exc,
+                )
                 return None
             if not conflict or n == _CONFLICT_ATTEMPTS - 1:
                 raise storage_error(action, exc) from exc
@@ -273,7 +280,7 @@ class Maintainer:
             if self._config.cluster_on_optimize:  # first, so the same optimize folds moved rows back in
                 await retry_conflicts("cluster the table", self._clusterer().run, defer_ok=True)
             await retry_conflicts("build indexes", self._build_missing)
-            await retry_conflicts("optimize the table", self._compact, defer_ok=True)
+            await retry_conflicts("optimize the table", self._compact_between_writes, defer_ok=True)
 
         if not await self._exclusive(work, wait=wait):
             return
@@ -300,12 +307,25 @@ class Maintainer:
         await self._exclusive(work, wait=True)
         return done[0]
 
+    async def _compact_between_writes(self) -> None:
+        """Compact while no write of this store commits: they wait behind it in the queue, in order.
+
+        Beside them it lost: a chat turn's write updates its neighbours' context (an Update), which
+        preempts a compaction of the same fragments; all ten attempts failed on a single-process chat
+        loop, so compaction and pruning never ran and versions piled up (issue 40 items 11 and 12).
+        Other processes' writes can still preempt it: those conflicts are what the retries are for.
+        """
+        if self._queue is None:
+            await self._compact()
+        else:
+            await self._queue.exclusive(self._compact)
+
     async def _compact(self) -> None:
         # From the latest version on every attempt: a handle left at the version a conflict was
         # found at would compact the same fragments again and lose to the same commit every time
         # (seen with writers in other processes, and its rewritten files left for cleanup).
         await self._table.refresh()
-        await self._table.maintain(self._table.backend.optimize(self._config.version_retention), "optimize the table")
+        await self._table.maintain(self._table.backend.optimize(self._config.kept_versions_age), "optimize the table")
 
     async def purge(self, *, remove_uncommitted: bool = False) -> None:
         """Remove deleted memories from disk: their rows, index entries, older versions and files.

@@ -203,6 +203,8 @@ class MemoryStore(WriteAPI, ReadAPI):
     list = sync_twin(ReadAPI.alist)
     count = sync_twin(ReadAPI.acount)
     namespaces = sync_twin(ReadAPI.anamespaces)
+    columns = sync_twin(ReadAPI.acolumns)
+    version = sync_twin(ReadAPI.aversion)
     vector_search = sync_twin(ReadAPI.avector_search)
     fts_search = sync_twin(ReadAPI.afts_search)
     entity_search = sync_twin(ReadAPI.aentity_search)

@@ -1,6 +1,6 @@
 """The memory inspector: a local web app over a store (``memory-retrievers ui``, or mount it in your app).
 
-Needs the ``ui`` extra (``pip install 'memory-retrievers[ui]'``: Starlette, uvicorn, Jinja2,
+Needs the ``ui`` extra (``python -m pip install "./memory-retrievers[ui]"`` from a clone: Starlette, uvicorn, Jinja2,
 python-multipart). ``import memory_retrievers`` never imports this package.
 
 Example:
@@ -16,8 +16,10 @@ try:
     import python_multipart  # noqa: F401
     import starlette  # noqa: F401
 except ImportError as exc:  # pragma: no cover - depends on the installed extras
+    from memory_retrievers.errors import install_extra
+
     raise ImportError(
-        f"the memory inspector needs the ui extra ({exc.name} is missing): pip install 'memory-retrievers[ui]'"
+        f"the memory inspector needs the ui extra ({exc.name} is missing): {install_extra('ui')}"
     ) from exc
 
 from memory_retrievers.ui.app import ROUTES, create_app

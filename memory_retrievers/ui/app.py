@@ -43,6 +43,7 @@ ROUTES: list[BaseRoute] = [
     Route("/", routes_pages.namespaces, name="namespaces"),
     Route("/ns/{namespace:ns}", routes_pages.namespace, name="namespace"),
     Route("/ns/{namespace:ns}/review", routes_pages.review, name="review"),
+    Route("/ns/{namespace:ns}/review", routes_actions.scan, methods=["POST"], name="scan"),
     Route("/ns/{namespace:ns}/m/{id:key}", routes_pages.memory, name="memory"),
     Route("/ns/{namespace:ns}/m/{id:key}/confirm/{action}", routes_actions.confirm_memory, name="confirm"),
     Route("/ns/{namespace:ns}/confirm/{action}", routes_actions.confirm_namespace, name="confirm_namespace"),

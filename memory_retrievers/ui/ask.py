@@ -1,10 +1,15 @@
 """The inspector's "ask as the agent would" page, as data: the block an agent receives, and why.
 
-:func:`ask_view` runs the recall the adapters run (a :class:`~memory_retrievers.MemoryRetriever`
-whose :meth:`~memory_retrievers.RecallResult.to_context` is the block; the LlamaIndex
-``RecallMemoryBlock`` returns it as is, the LangChain ``MemoryMiddleware`` puts its header line
-before it), with ``explain=True`` and without recording an access: looking at a recall in the
-inspector is not the agent reading its memories, so it must not move their decay.
+:func:`ask_view` runs the recall of a :class:`~memory_retrievers.MemoryRetriever` (its
+:meth:`~memory_retrievers.RecallResult.to_context` is the block), with ``explain=True`` and
+without recording an access: looking at a recall in the inspector is not the agent reading its
+memories, so it must not move their decay.
+
+What each chat adapter hands its model is built by the functions the adapters build it with
+(:mod:`memory_retrievers.integration.window`), with their defaults: the question is the latest
+user message of the model's window, so a stored copy of it is left out, as the adapters leave
+out whatever the window shows. The page sees the question only, not the rest of a running
+conversation: :data:`WINDOW_NOTE` says so on the page.
 
 A second, wider recall of the same query at the same instant (no ``k`` cap, no budget, no
 floors) gives the candidates that lost the same explanation as the winners; fusion, blending and
@@ -22,6 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from memory_retrievers.errors import InvalidInputError
+from memory_retrievers.integration.window import MIDDLEWARE_HEADER, ModelWindow, arecall_window, headed_block
 from memory_retrievers.recall.fusion import Contribution
 from memory_retrievers.recall.results import RecallResult, ScoredMemory
 from memory_retrievers.recall.retriever import MemoryRetriever
@@ -31,9 +37,10 @@ from memory_retrievers.store.memory_store import MemoryStore
 from memory_retrievers.ui.ask_form import CONFIG_CHOICES, AskForm
 
 __all__ = [
+    "ADAPTERS",
     "CONFIG_CHOICES",
     "CUT_REASONS",
-    "LANGCHAIN_HEADER",
+    "WINDOW_NOTE",
     "AdapterBlock",
     "AskForm",
     "AskView",
@@ -48,8 +55,19 @@ __all__ = [
     "diff_of",
 ]
 
-LANGCHAIN_HEADER = "Long-term memory about the user (recalled; may be outdated):"
-"""The LangChain ``MemoryMiddleware``'s default header, the line it puts before the block."""
+ADAPTERS: tuple[tuple[str, str | None], ...] = (
+    ("LlamaIndex RecallMemoryBlock (the block's text in Memory's system message)", None),
+    ("LangChain MemoryMiddleware (added to the system message)", MIDDLEWARE_HEADER),
+)
+"""Each chat adapter the page models, and the header line it puts in place of the block's own."""
+
+WINDOW_NOTE = (
+    "Modelled as each adapter built with its defaults, this config and this budget, at the first "
+    "message of a conversation: the question is in the prompt, so a stored copy of it is left out. "
+    "Later in a conversation, the adapters also leave out memories that repeat an earlier message "
+    "of the model's window; this page does not see that window."
+)
+"""What the adapters' panels model, and the one thing they cannot."""
 
 LOSERS = 5
 """How many of the best candidates that were not selected the page explains."""
@@ -134,7 +152,7 @@ class CutView:
 
 @dataclass(frozen=True, slots=True)
 class AdapterBlock:
-    """What one adapter hands the agent for this recall."""
+    """What one adapter hands the agent for this question (``""``: nothing, the prompt is left as it was)."""
 
     adapter: str
     text: str
@@ -146,7 +164,7 @@ class AskView:
 
     Attributes:
         block: ``RecallResult.to_context()``, byte for byte.
-        adapters: What each adapter hands the agent (the block, or the block under a header).
+        adapters: What each chat adapter hands its model (see :data:`WINDOW_NOTE`).
         plan: The routing decisions (``RecallResult.plan``) as ``(name, text)`` pairs.
         explained: Every selected memory, in block order.
         cut: Every candidate left out, with its reason.
@@ -229,8 +247,11 @@ async def ask_view(
     at = now or store.clock()
     retriever = MemoryRetriever(store, config=config)
     quiet: dict[str, Any] = {"record_access": False}
-    # Both passes at once: the wide one needs nothing of the real one (at k's maximum it keeps the best 1,000).
-    result, wide = await asyncio.gather(
+    window = ModelWindow.of_question(
+        form.query, max_query_chars=config.query.max_query_chars, max_text_chars=store.config.max_text_chars
+    )
+    # The passes at once: none needs another (at k's maximum the wide one keeps the best 1,000).
+    result, wide, adapted = await asyncio.gather(
         retriever.arecall(
             form.query, namespace=namespace, token_budget=form.budget, explain=True, now=at, config=quiet
         ),
@@ -242,6 +263,7 @@ async def ask_view(
             now=at,
             config={**quiet, "relevance": _NO_FLOORS, "selection": {"collapse_copies": False, "mmr": False}},
         ),
+        arecall_window(retriever, window, namespace=namespace, k=None, token_budget=form.budget, now=at, config=quiet),
     )
     return AskView(
         query=form.query,
@@ -251,7 +273,7 @@ async def ask_view(
         block=result.to_context(),
         tokens_used=result.tokens_used,
         trimmed_count=result.trimmed_count,
-        adapters=_adapters(result),
+        adapters=tuple(AdapterBlock(name, headed_block(adapted, header)) for name, header in ADAPTERS),
         sections=_sections(result),
         plan=tuple((key, _plan_text(value)) for key, value in result.plan.items()),
         explained=tuple(_explained(m, rank) for rank, m in enumerate(result.memories, 1)),
@@ -302,15 +324,6 @@ def diff_of(left: AskView, right: AskView) -> CompareDiff:
 
 def _rank(ranks: Mapping[str, ExplainedMemory], id_: str) -> int | None:
     return ranks[id_].rank if id_ in ranks else None
-
-
-def _adapters(result: RecallResult) -> tuple[AdapterBlock, ...]:
-    """What each adapter hands the agent (as each one's code builds it from the result)."""
-    block = result.to_context()
-    return (
-        AdapterBlock("LlamaIndex RecallMemoryBlock", block),
-        AdapterBlock("LangChain MemoryMiddleware (system message)", f"{LANGCHAIN_HEADER}\n{block}" if block else ""),
-    )
 
 
 def _sections(result: RecallResult) -> tuple[SectionView, ...]:

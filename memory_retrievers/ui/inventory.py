@@ -17,11 +17,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from memory_retrievers.errors import InvalidInputError
-from memory_retrievers.filters import MemoryFilter, build_where, sql_in
 from memory_retrievers.models import Memory, MemoryKind
 from memory_retrievers.storage.stats import StoreStats
 from memory_retrievers.ui.reads import columns as read_columns
-from memory_retrievers.ui.reads import get_many, store_version
+from memory_retrievers.ui.reads import get_many, namespace_version
 from memory_retrievers.ui.scans import ReviewScan
 
 if TYPE_CHECKING:
@@ -228,7 +227,8 @@ async def namespaces_page(
     for counts in shown:
         text_bytes, oldest, newest, expired = figures.get(counts.namespace, (0, None, None, 0))
         scan = (scans or {}).get(counts.namespace)
-        current = scan is not None and scan.version == stats.version
+        # A scan is current while the namespace's own table is unchanged (a shard's, on a sharded store).
+        current = scan is not None and scan.version == await namespace_version(store, counts.namespace)
         rows.append(
             NamespaceRow(
                 counts.namespace, counts.live, counts.superseded, counts.kinds, text_bytes, oldest, newest, expired,
@@ -244,9 +244,10 @@ async def _page_figures(
     """Text bytes, oldest, newest and expired count of the live memories of ``namespaces``, in one read."""
     if not namespaces:
         return {}
-    where = f"{sql_in('namespace', namespaces)} AND superseded_by IS NULL"
     wanted = ["namespace", "created_at", "expires_at", "text"]
-    table = await read_columns(store, where, wanted, "read namespace figures")
+    # Live memories, expired and archived ones included (the page counts the expired ones).
+    live = {"include_expired": True, "include_archived": True}
+    table = await read_columns(store, namespaces, wanted, filter=live)
     now = store.clock()
     # Aggregated in Arrow: converting 100k rows to Python objects costs ten times the read.
     figures = pa.table(
@@ -281,10 +282,9 @@ async def namespace_summary(store: MemoryStore, namespace: str) -> NamespaceSumm
     """
     from memory_retrievers.errors import NotFoundError
 
-    where = build_where(namespace, MemoryFilter(include_superseded=True))
     cols = ["kind", "created_at", "superseded_by", "expires_at", "lifecycle", "pinned", "text"]
-    version = await store_version(store)
-    table = await read_columns(store, where, cols, "read the namespace's summary")
+    version = await namespace_version(store, namespace)
+    table = await read_columns(store, namespace, cols)
     if table.num_rows == 0:
         raise NotFoundError(f"namespace {namespace!r} holds no memory", [namespace])
     # Off the event loop: a 100k-memory namespace is a few hundred ms of Python.

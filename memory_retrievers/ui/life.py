@@ -10,7 +10,7 @@ from memory_retrievers.errors import NotFoundError
 from memory_retrievers.formation.config import FormationConfig
 from memory_retrievers.formation.lifecycle import next_tier
 from memory_retrievers.models import Memory
-from memory_retrievers.ui.reads import get_many, get_one, linking_where
+from memory_retrievers.ui.reads import EVERY_ROW, columns, get_many, get_one
 from memory_retrievers.ui.scans import Conflict, ReviewScan
 
 if TYPE_CHECKING:
@@ -99,9 +99,8 @@ async def memory_life(
     older, cut_old = await _follow(store, namespace, memory.supersedes, "supersedes")
     newer, cut_new = await _follow(store, namespace, memory.superseded_by, "superseded_by")
     links, missing = await _existing(store, namespace, memory.links)
-    rows = await store._table.rows(
-        linking_where(namespace, memory.id), ["id"], limit=LINKED_FROM_LIMIT, action="read the memories linking here"
-    )
+    linking = {**EVERY_ROW, "links_any": [memory.id]}
+    rows = await columns(store, namespace, ["id"], filter=linking, limit=LINKED_FROM_LIMIT)
     back_ids = [i for i in rows.column("id").to_pylist() if i != memory.id]
     linked_from = await get_many(store, namespace, back_ids)
     now = store.clock()

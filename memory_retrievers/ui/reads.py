@@ -1,27 +1,32 @@
-"""The inspector's reads of a store: typed single and batch reads by id, column reads, the store version.
+"""The inspector's reads of a store: typed single and batch reads by id, column reads, the namespace's version.
 
-Column reads go through the store's table layer: the public API returns whole memories, and a
-summary of 100k memories needs three small columns of each, not the memories.
+Everything goes through the public store API (``aget``, ``acolumns``, ``aversion``), so the
+inspector works over any store the library offers, a :class:`~memory_retrievers.ShardedMemoryStore`
+included. Column reads exist because the memory API returns whole memories, and a summary of
+100k memories needs three small columns of each, not the memories.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
-from memory_retrievers.filters import MemoryFilter, build_where, sql_literal
 from memory_retrievers.models import Memory
 
 if TYPE_CHECKING:
     from memory_retrievers.store.memory_store import MemoryStore
 
-__all__ = ["columns", "get_many", "get_one", "linking_where", "store_version"]
+__all__ = ["EVERY_ROW", "columns", "get_many", "get_one", "namespace_version"]
+
+#: The filter of every stored row of a namespace: superseded, expired and archived memories too.
+EVERY_ROW: Mapping[str, Any] = {"include_superseded": True, "include_expired": True, "include_archived": True}
 
 
-async def store_version(store: MemoryStore) -> int:
-    """The table version the store sees now (every commit makes a new one; caches key on it)."""
-    return await store._table.version()
+async def namespace_version(store: MemoryStore, namespace: str) -> int:
+    """The version of the table holding ``namespace`` now (every commit makes a new one; caches key on it)."""
+    return await store.aversion(namespace)
 
 
 async def get_one(store: MemoryStore, namespace: str, memory_id: str) -> Memory:
@@ -46,12 +51,13 @@ async def get_many(store: MemoryStore, namespace: str, ids: list[str], *, includ
     return [found] if isinstance(found, Memory) else list(found)
 
 
-async def columns(store: MemoryStore, where: str, columns: list[str], action: str) -> pa.Table:
-    """A few columns of the rows matching ``where`` (the public API reads whole memories; summaries need columns)."""
-    return await store._table.rows(where, columns, action=action)
-
-
-def linking_where(namespace: str, memory_id: str) -> str:
-    """The predicate of the memories of ``namespace`` whose ``links`` name ``memory_id``."""
-    where = build_where(namespace, MemoryFilter(include_superseded=True))
-    return f"{where} AND array_has(links, {sql_literal(memory_id)})"
+async def columns(
+    store: MemoryStore,
+    namespaces: str | Sequence[str],
+    wanted: list[str],
+    *,
+    filter: Mapping[str, Any] = EVERY_ROW,
+    limit: int | None = None,
+) -> pa.Table:
+    """A few columns of the namespaces' memories matching ``filter`` (the public API's ``acolumns``)."""
+    return await store.acolumns(namespaces, wanted, filter=filter, limit=limit)

@@ -7,47 +7,79 @@ store-wide) and ``merge-duplicates`` (fields ``keep`` and ``drop``: each dropped
 into the kept one as the formation review does it: links and tags move over, the dropped one is
 archived with ``metadata.duplicate_of``, nothing is deleted). Destructive ones need the word their
 confirmation page shows typed into the ``confirm`` field.
+
+The review scans (``POST /ns/{namespace}/review``) change nothing, but read the whole namespace
+and cost O(n²) in the worst case: they too are a POST carrying the form token, so that no other
+site (an ``<img>`` pointing here) can start one; unlike the actions, a read-only inspector runs them.
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+import pyarrow.compute as pc
 from starlette.datastructures import FormData
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 from memory_retrievers.errors import InvalidInputError, NotFoundError
 from memory_retrievers.ui.links import ns_url, path_for
-from memory_retrievers.ui.reads import get_many, get_one
+from memory_retrievers.ui.reads import EVERY_ROW, columns, get_many, get_one, namespace_version
 from memory_retrievers.ui.routes_pages import error_page, render
+from memory_retrievers.ui.scans import run_scan
 from memory_retrievers.ui.security import check_csrf
 
 if TYPE_CHECKING:
     from memory_retrievers.store.memory_store import MemoryStore
 
-__all__ = ["confirm_memory", "confirm_namespace", "confirm_word", "memory_action", "namespace_action"]
+__all__ = [
+    "WORD_CHARS",
+    "confirm_memory",
+    "confirm_namespace",
+    "confirm_word",
+    "memory_action",
+    "memory_word",
+    "namespace_action",
+    "scan",
+]
 
 MEMORY_ACTIONS = ("pin", "unpin", "edit", "forget", "delete")
 NAMESPACE_ACTIONS = ("forget-namespace", "purge", "merge-duplicates")
 _CONFIRMED_MEMORY = ("forget", "delete")
 _CONFIRMED_NAMESPACE = ("forget-namespace", "purge")
-_GENERATED_ID = re.compile(r"[0-9a-f]{32}")
 
 
-def confirm_word(action: str, namespace: str, memory_id: str | None = None) -> str:
+#: How many of a memory id's first characters its forget confirmation asks for (more only when needed).
+WORD_CHARS = 8
+
+
+def confirm_word(action: str, namespace: str, memory_id: str | None = None, others: Iterable[str] = ()) -> str:
     """The word a confirmation page asks for: the memory id's first 8 characters, the namespace, or ``purge``.
 
-    An id the store generated (32 hex digits) is asked for by its first 8; any other id (``note-0001``,
-    set by the caller) whole: its neighbours may share the prefix (``note-0002``), and the word typed
-    for one memory must not confirm another's removal.
+    A memory id is asked for by its first :data:`WORD_CHARS` characters, or by as many more as it
+    takes to tell it from every id in ``others`` (the namespace's other ids that start with the same
+    8: ``note-0001`` and ``note-0002`` are asked for whole): the word typed for one memory never
+    confirms another's removal.
     """
     if action == "purge":
         return "purge"
     if memory_id is None:
         return namespace
-    return memory_id[:8] if _GENERATED_ID.fullmatch(memory_id) else memory_id
+    shared = max((_common_prefix(memory_id, o) for o in others if o != memory_id), default=0)
+    return memory_id[: max(WORD_CHARS, shared + 1)]
+
+
+def _common_prefix(a: str, b: str) -> int:
+    """How many leading characters ``a`` and ``b`` share."""
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+
+
+async def memory_word(store: MemoryStore, namespace: str, action: str, memory_id: str) -> str:
+    """:func:`confirm_word` of a memory, against the ids of its namespace that share its first 8 characters."""
+    ids = (await columns(store, namespace, ["id"])).column("id")
+    alike = ids.filter(pc.starts_with(ids, pattern=memory_id[:WORD_CHARS])).to_pylist()
+    return confirm_word(action, namespace, memory_id, alike)
 
 
 def _check_action(action: str, valid: tuple[str, ...]) -> None:
@@ -75,7 +107,7 @@ async def confirm_memory(request: Request) -> Response:
         except NotFoundError:
             older = None
         revived = older if older is not None and older.superseded_by == memory.id else None
-    ctx = {"action": action, "m": memory, "revived": revived, "word": confirm_word(action, ns, memory_id)}
+    ctx = {"action": action, "m": memory, "revived": revived, "word": await memory_word(store, ns, action, memory_id)}
     return render(request, "confirm.html", ctx)
 
 
@@ -86,7 +118,7 @@ async def confirm_namespace(request: Request) -> Response:
     store = _store(request)
     ctx: dict[str, Any] = {"action": action, "word": confirm_word(action, ns)}
     if action == "forget-namespace":
-        ctx["rows"] = await store._table.count_namespace(ns)
+        ctx["rows"] = await store.acount(ns, filter=EVERY_ROW)  # every row forget removes
         if ctx["rows"] == 0:
             raise NotFoundError(f"namespace {ns!r} holds no memory", [ns])
     else:
@@ -131,7 +163,7 @@ async def memory_action(request: Request) -> Response:
         new = await store.asupersede(memory_id, text, namespace=ns)
         message = f"{memory_id} superseded by {new.id}" + (f" ({new.reason})" if new.reason else "")
         return _back(request, ns_url(request, "memory", ns, id=new.id), message)
-    _confirmed(form, confirm_word(action, ns, memory_id))
+    _confirmed(form, await memory_word(store, ns, action, memory_id))
     deleted = await store.adelete([memory_id], namespace=ns)
     request.app.state.summaries.clear()
     message = f"forgot {deleted} memory ({memory_id}); its bytes stay on disk until purge"
@@ -156,6 +188,22 @@ async def namespace_action(request: Request) -> Response:
     count = await store.aforget(ns)
     request.app.state.scans.drop(ns)
     return _back(request, path_for(request, "namespaces"), f"forgot namespace {ns!r}: {count} memories")
+
+
+async def scan(request: Request) -> Response:
+    """Run the review scans of a namespace, then show them (a POST with the form token, see the module docstring)."""
+    ns = request.path_params["namespace"]
+    form = await _form(request)
+    if isinstance(form, Response):
+        return form
+    store = _store(request)
+    version = await namespace_version(store, ns)  # read first: a write during the scan makes it "older"
+    if await store.acount(ns, filter=EVERY_ROW) == 0:
+        raise NotFoundError(f"namespace {ns!r} holds no memory", [ns])
+    found = await run_scan(store, ns, version)
+    request.app.state.scans.put(found)
+    message = f"scanned {found.memories} knowledge memories in {found.seconds:.2f} s"
+    return _back(request, ns_url(request, "review", ns), message)
 
 
 async def _merge(request: Request, store: MemoryStore, ns: str, form: FormData) -> Response:

@@ -16,7 +16,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from memory_retrievers.errors import ConfigError, InvalidInputError
-from memory_retrievers.ui.ask import AskView, CompareView, ask_view, compare_view
+from memory_retrievers.ui.ask import WINDOW_NOTE, AskView, CompareView, ask_view, compare_view
 from memory_retrievers.ui.ask_form import CONFIG_CHOICES, DEFAULT_CONFIG, AskForm
 from memory_retrievers.ui.links import ns_url
 from memory_retrievers.ui.pictures import CHANNEL_COLOURS, explanation_svg, strip_svg
@@ -62,6 +62,7 @@ async def ask_page(request: Request) -> Response:
         "default_config": DEFAULT_CONFIG,
         "values": values,
         "channel_colours": CHANNEL_COLOURS,
+        "window_note": WINDOW_NOTE,
         "memory_url": lambda memory_id: link(request, "memory", namespace, id=memory_id),
         "error": None,
         "shown": None,

@@ -10,8 +10,7 @@ from starlette.responses import Response
 from memory_retrievers.errors import InvalidInputError
 from memory_retrievers.ui.inventory import NamespaceSummary, memory_page, namespace_summary, namespaces_page
 from memory_retrievers.ui.life import memory_life
-from memory_retrievers.ui.reads import store_version
-from memory_retrievers.ui.scans import run_scan
+from memory_retrievers.ui.reads import namespace_version
 from memory_retrievers.ui.timeline import bucket_timeline, timeline_svg
 
 if TYPE_CHECKING:
@@ -79,7 +78,7 @@ async def _summary(request: Request, ns: str) -> NamespaceSummary:
     """The namespace's summary, read once per store version."""
     store = _store(request)
     cache: dict[tuple[str, int], NamespaceSummary] = request.app.state.summaries
-    version = await store_version(store)
+    version = await namespace_version(store, ns)
     found = cache.get((ns, version))
     if found is None:
         found = await namespace_summary(store, ns)
@@ -122,16 +121,12 @@ async def memory(request: Request) -> Response:
 
 
 async def review(request: Request) -> Response:
-    """The duplicate and contradiction queues of a namespace; ``?scan=1`` runs the scans now."""
+    """The duplicate and contradiction queues of a namespace, as its last scan found them (scans are POSTs)."""
     ns = request.path_params["namespace"]
-    store = _store(request)
-    # A scan reads the whole namespace: another site's <img src=...?scan=1> must not start one.
-    own_page = request.headers.get("sec-fetch-site", "same-origin").lower() in ("same-origin", "none")
-    scan_now = _flag(request, "scan") and own_page
+    if "scan" in request.query_params:  # the scans read the whole namespace: never from a link or an <img>
+        raise InvalidInputError("scan: the scans run from this page's button (a POST with its form token), not a link")
     summary = await _summary(request, ns)  # a 404 for an empty namespace
-    version = await store_version(store)
-    if scan_now:
-        request.app.state.scans.put(await run_scan(store, ns, version))
+    version = await namespace_version(_store(request), ns)
     scan = request.app.state.scans.get(ns)
     ctx = {"summary": summary, "scan": scan, "current": scan is not None and scan.version == version}
     return render(request, "review.html", ctx)

@@ -4,7 +4,8 @@
 - :class:`Guard` (ASGI middleware) runs on every request: the ``Host`` header must be one the app
   serves (a DNS-rebinding page cannot reach a loopback app under its own name); with a token,
   the request carries it as ``Authorization: Bearer <token>`` or the ``mr_ui_token`` cookie set
-  after a first visit with ``?token=<token>``; a POST is refused in read-only mode, when its
+  after a first visit with ``?token=<token>``; a POST is refused in read-only mode (but the
+  review scans, which change nothing), when its
   ``Origin`` is another origin and when ``Sec-Fetch-Site`` says ``cross-site``; every response
   gets the security headers (CSP without inline scripts or other hosts).
 - :func:`check_csrf` compares a form's ``csrf_token`` with the app's secret (every form renders it).
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
+import re
 from collections.abc import Iterable
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qsl, urlencode, urlsplit
@@ -35,6 +37,10 @@ SECURITY_HEADERS: dict[str, str] = {
     "referrer-policy": "same-origin",
 }
 _LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+#: The one POST a read-only inspector takes: running the review scans, which read and change nothing
+#: (a POST only so that the form token keeps other sites from starting them). A namespace is one
+#: path segment (``links.encode_namespace``), so nothing else ends this way.
+_READ_ONLY_POST = re.compile(r"/ns/[^/]+/review\Z")
 
 
 def is_loopback(host: str) -> bool:
@@ -169,7 +175,7 @@ class Guard:
         return HTMLResponse(_UNAUTHORIZED, status_code=401, headers={"www-authenticate": "Bearer"})
 
     def _post_refusal(self, scope: Scope, headers: Headers) -> Response | None:
-        if self.read_only:
+        if self.read_only and not _READ_ONLY_POST.search(scope["path"]):
             return PlainTextResponse("403: this inspector is read-only (started with --read-only)", 403)
         origin = headers.get("origin")
         if origin is not None and urlsplit(origin).netloc.lower() != headers.get("host", "").lower():

@@ -29,7 +29,7 @@ def section_blocks(section: str, end: str) -> list[str]:
     return _BLOCK.findall(text[text.index(f"{section}\n") : text.index(f"{end}\n")])
 
 
-def run_as_pasted(code: str, folder: Path, name: str) -> None:
+def run_as_pasted(code: str, folder: Path, name: str) -> subprocess.CompletedProcess[str]:
     script = folder / f"{name}.py"
     script.write_text(code)
     done = subprocess.run(
@@ -42,6 +42,7 @@ def run_as_pasted(code: str, folder: Path, name: str) -> None:
         check=False,
     )
     assert done.returncode == 0, f"{name} failed:\n{done.stderr[-3000:]}"
+    return done
 
 
 @pytest.mark.integration
@@ -63,6 +64,32 @@ def test_each_quickstart_runs_as_pasted_and_does_what_its_comments_say(
     assert checked.count("assert") == claims
     run_as_pasted(checked, tmp_path, f"readme_{section.strip('# ').lower()}")
     assert (tmp_path / "memories").is_dir()
+
+
+_DAY = r"\[\d{4}-\d\d-\d\d\]"
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize(
+    ("section", "end", "output"),
+    [
+        (
+            "### Core",
+            "### LangChain",
+            rf"Relevant memories \(most relevant first\):\n- {_DAY} Alice prefers the dark theme\n",
+        ),
+        # Issue 40 item 12: it printed nothing; what was recalled is what a new user wants to see.
+        ("### LangChain", "### LlamaIndex", r"\['Alice prefers the dark theme'\]\nYou like the dark theme\.\n"),
+    ],
+)
+def test_a_cold_start_of_a_quickstart_prints_its_own_output_and_nothing_else(
+    tmp_path: Path, section: str, end: str, output: str
+) -> None:
+    """Issue 40 item 11: "Loading weights 103/103" on stderr at every cold start (the real model loads here)."""
+    (block,) = section_blocks(section, end)
+    done = run_as_pasted(block, tmp_path, "cold_start")
+    assert done.stderr == ""
+    assert re.fullmatch(output, done.stdout), done.stdout
 
 
 @pytest.mark.integration

@@ -78,6 +78,34 @@ def test_no_deprecation_before_1_0() -> None:
     assert found == []
 
 
+def private_reads(source: str) -> list[str]:
+    """``x._name`` (a private attribute of anything but ``self``/``cls``) and ``getattr(x, "_name")`` in ``source``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append((node.lineno, f".{node.attr}"))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("getattr", "setattr"):
+            name = node.args[1] if len(node.args) > 1 else None
+            if isinstance(name, ast.Constant) and isinstance(name.value, str) and name.value.startswith("_"):
+                found.append((node.lineno, f"{node.func.id}(..., {name.value!r})"))
+    return [f"line {line}: {what}" for line, what in sorted(found)]
+
+
+def test_the_inspector_uses_only_the_public_store_api() -> None:
+    """Issue 40 item 6: the inspector read ``store._table``, which a ShardedMemoryStore lacks (5 pages of 6 failed)."""
+    for path in (PACKAGE / "ui").glob("*.py"):
+        assert private_reads(path.read_text()) == [], path.name
+
+
+def test_the_private_read_check_finds_each_spelling() -> None:
+    source = (
+        "async def f(store, request):\n    store._table\n    request.app.state.store._x.y\n    getattr(store, '_t')\n"
+    )
+    assert private_reads(source) == ["line 2: ._table", "line 3: ._x", "line 4: getattr(..., '_t')"]
+    assert private_reads("class A:\n    def f(self):\n        return self._a, cls._b, x.__class__\n") == []
+
+
 def test_storage_components_do_not_import_the_facade_or_each_others_privates() -> None:
     for path in (PACKAGE / "storage").glob("*.py"):
         found = imports(path, "memory_retrievers.storage")

@@ -148,6 +148,15 @@ def test_the_api_reference_documents_every_public_name_by_its_public_path() -> N
     assert sorted(public - documented) == [], "public names missing from docs/reference"
 
 
+def test_the_home_page_links_every_tutorial_and_how_to_guide() -> None:
+    """Issue 40 item 12: the inspector, shards and bulk-jobs guides were in the site's menu, not on its home page."""
+    docs = ROOT / "docs"
+    home = (docs / "index.md").read_text(encoding="utf-8")
+    guides = [*sorted((docs / "tutorials").glob("*.md")), *sorted((docs / "how-to").glob("*.md"))]
+    assert len(guides) >= 9
+    assert [g.name for g in guides if f"]({g.relative_to(docs).as_posix()})" not in home] == []
+
+
 def test_the_claims_in_comments_become_assertions() -> None:
     code = 'm.action  # WriteAction.ADDED\nr.recall("x").memories  # () : nothing\n'
     assert with_claims_checked(code) == 'assert (m).action.name == "ADDED"\nassert r.recall("x").memories == ()\n'

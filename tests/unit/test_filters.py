@@ -123,6 +123,7 @@ _AGREE_RECORDS = [
         "topic": ["t1", "t2", None][i % 3],
         "tags": _TAGS[: i % 4],
         "entities": ["Alice", "Bob"][: i % 3],
+        "links": [f"m{j}" for j in range(i % 3)],
         "pinned": i % 5 == 0,
         "created_at": datetime(2024, 1, 1 + i, tzinfo=timezone.utc),
         "expires_at": [None, datetime(2024, 2, 5, tzinfo=timezone.utc), datetime(2024, 2, 10, tzinfo=timezone.utc)][
@@ -147,6 +148,7 @@ _filters = st.fixed_dictionaries(
         "tags_any": st.lists(st.sampled_from(_TAGS), min_size=1, max_size=2),
         "tags_all": st.lists(st.sampled_from(_TAGS), min_size=1, max_size=2),
         "entities_any": st.lists(st.sampled_from(["alice", "BOB", "carol"]), min_size=1, max_size=2),
+        "links_any": st.lists(st.sampled_from(["m0", "m1", "m9"]), min_size=1, max_size=2),
         "pinned": st.booleans(),
         "created_after": st.sampled_from([datetime(2024, 1, d, tzinfo=timezone.utc) for d in (1, 5, 9)]),
         "created_before": st.sampled_from([datetime(2024, 1, d, tzinfo=timezone.utc) for d in (3, 7, 13)]),

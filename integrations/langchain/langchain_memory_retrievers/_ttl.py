@@ -1,17 +1,34 @@
-"""LangGraph's TTL API over the core's per-memory ``expires_at``: config checks and the sweeper."""
+"""LangGraph's TTL API over the core's per-memory ``expires_at``: config checks and the sweeper.
+
+LangGraph's stores come sync (``SqliteStore``, ``PostgresStore``: ``store.start_ttl_sweeper()``
+returns a ``concurrent.futures.Future``, ``stop_ttl_sweeper()`` a bool, ``sweep_ttl()`` an int) or
+async (``AsyncSqliteStore``, ``AsyncPostgresStore``: each is awaited). One ``MemoryStoreLangGraph``
+serves both spellings: what these methods return is the sync value, and awaiting it gives the async
+one (:class:`SweeperTask`, :class:`Awaitable`).
+"""
 
 from __future__ import annotations
 
+import asyncio
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Generator, Mapping
 from concurrent.futures import Future
 from datetime import datetime, timedelta
 from typing import Any
 
 from memory_retrievers import ConfigError, InvalidInputError
 
-__all__ = ["DEFAULT_SWEEP_INTERVAL_MINUTES", "TTL_KEY", "Sweeper", "check_ttl", "check_ttl_config", "expires_at"]
+__all__ = [
+    "DEFAULT_SWEEP_INTERVAL_MINUTES",
+    "TTL_KEY",
+    "Awaitable",
+    "Sweeper",
+    "SweeperTask",
+    "check_ttl",
+    "check_ttl_config",
+    "expires_at",
+]
 
 #: Metadata key holding an item's TTL in minutes, so a read can refresh it.
 TTL_KEY = "langgraph_ttl_minutes"
@@ -73,24 +90,64 @@ def expires_at(now: datetime, minutes: float) -> datetime:
         ) from None
 
 
+class Awaitable(int):
+    """An int that may also be awaited, giving itself: ``n = store.sweep_ttl()`` or ``n = await store.sweep_ttl()``.
+
+    For a bool (``stop_ttl_sweeper``) it is 1 or 0 and prints as ``True`` or ``False``.
+    """
+
+    _bool = False
+
+    @classmethod
+    def of_bool(cls, value: bool) -> Awaitable:
+        """``value`` as an awaitable 1 or 0 that prints as a bool."""
+        made = cls(bool(value))
+        made._bool = True
+        return made
+
+    def __repr__(self) -> str:
+        return repr(bool(self)) if self._bool else super().__repr__()
+
+    def __await__(self) -> Generator[Any, None, int]:
+        return self._value().__await__()
+
+    async def _value(self) -> int:
+        return self
+
+
+class SweeperTask(Future[None]):
+    """What ``start_ttl_sweeper`` returns: a future that completes when the sweeper stops.
+
+    A ``concurrent.futures.Future`` for sync code (as ``SqliteStore``'s); awaited, as
+    ``AsyncPostgresStore`` users write ``task = await store.start_ttl_sweeper()``, it gives an asyncio
+    future of the same, which can be awaited (until the sweeper stops) or cancelled (which stops it).
+    """
+
+    def __await__(self) -> Generator[Any, None, asyncio.Future[None]]:
+        return self._task().__await__()
+
+    async def _task(self) -> asyncio.Future[None]:
+        return asyncio.wrap_future(self)
+
+
 class Sweeper:
-    """A daemon thread that deletes expired memories every interval until stopped."""
+    """A daemon thread that deletes expired memories every interval until stopped (or its task is cancelled)."""
 
     def __init__(self, sweep: Callable[[], int]) -> None:
         self._sweep = sweep
         self._lock = threading.Lock()
         self._stop: threading.Event | None = None
         self._thread: threading.Thread | None = None
-        self._done: Future[None] = Future()
+        self._done: SweeperTask = SweeperTask()
 
-    def start(self, interval_minutes: float) -> Future[None]:
-        """Start sweeping (no-op if running); the future completes when the sweeper stops."""
+    def start(self, interval_minutes: float) -> SweeperTask:
+        """Start sweeping (no-op if running); the task completes when the sweeper stops."""
         with self._lock:
             if self._thread is not None and self._thread.is_alive():
                 return self._done
             stop = self._stop = threading.Event()
-            done: Future[None] = Future()
-            self._done = done
+            done = self._done = SweeperTask()
+            done.add_done_callback(lambda task: stop.set() if task.cancelled() else None)
 
             def loop() -> None:
                 try:
@@ -100,7 +157,8 @@ class Sweeper:
                         except Exception:
                             continue
                 finally:
-                    done.set_result(None)
+                    if not done.done():  # a cancelled task is done already
+                        done.set_result(None)
 
             self._thread = threading.Thread(target=loop, name="langgraph-ttl-sweeper", daemon=True)
             self._thread.start()

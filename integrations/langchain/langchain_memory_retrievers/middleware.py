@@ -28,7 +28,15 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langgraph.runtime import Runtime
 
 from memory_retrievers import ConfigError, InvalidInputError, MemoryStore, RecallConfig, RecallResult
-from memory_retrievers.integration import RecallBinding, query_text
+from memory_retrievers.integration import (
+    MIDDLEWARE_HEADER,
+    ModelWindow,
+    RecallBinding,
+    arecall_window,
+    headed_block,
+    query_text,
+    recall_window,
+)
 
 from ._messages import message_record, searchable_text
 from .llms import to_memory_llm
@@ -96,7 +104,8 @@ class MemoryMiddleware(AgentMiddleware):
         remember: What each finished turn leaves as memories: ``"user"`` (default: the user's
             message), ``"turn"`` (the user's message and the final answer, labelled by role) or
             ``"off"``. ``True``/``False`` mean ``"user"``/``"off"``. See the module docstring for why.
-        header: Text placed before the recalled memories in the system message.
+        header: The first line of the recalled block in the system message (it takes the place of
+            the block's own "Relevant memories" line: one header, not two).
         recall_once_per_turn: Recall for the first model call of a user turn and reuse the result
             for the later calls of its tool loop (the query is the same user message). Saves a
             recall, and the LLM calls of expansion/HyDE if ``llm`` is set, per tool step. Set
@@ -126,7 +135,7 @@ class MemoryMiddleware(AgentMiddleware):
         recall_config: RecallConfig | Mapping[str, Any] | None = None,
         llm: Any = None,
         remember: Remember | bool = "user",
-        header: str = "Long-term memory about the user (recalled; may be outdated):",
+        header: str = MIDDLEWARE_HEADER,
         recall_once_per_turn: bool = True,
         former: Any = None,
     ) -> None:
@@ -205,21 +214,21 @@ class MemoryMiddleware(AgentMiddleware):
             while len(self._turns) > _TURN_CACHE_SIZE:
                 self._turns.popitem(last=False)
 
-    def _recall_args(self, request: ModelRequest[Any]) -> dict[str, Any]:
+    def _window(self, request: ModelRequest[Any], query: str) -> ModelWindow:
         # What the model already sees is left out, so k and the budget go to memories it has not
         # seen: a stored turn keeps its message id as memory id, and a message stored under another
         # id (by a chat history, or said before in the same words) matches by its text.
         max_chars = self._store.config.max_text_chars
-        shown = {m.id for m in request.messages if m.id}
-        texts = [searchable_text(m, max_chars) for m in request.messages if isinstance(m, BaseMessage)]
-        return {"k": self.k, "token_budget": self.token_budget, "exclude_ids": shown, "exclude_texts": texts}
+        shown = frozenset(m.id for m in request.messages if m.id)
+        texts = tuple(searchable_text(m, max_chars) for m in request.messages if isinstance(m, BaseMessage))
+        return ModelWindow(query, shown, texts)
 
     def _with_memories(self, request: ModelRequest[Any], result: RecallResult) -> ModelRequest[Any]:
-        block = result.to_context()
+        block = headed_block(result, self.header)
         if not block:
             return request
         base = str(request.system_message.text) if request.system_message is not None else ""
-        content = f"{base}\n\n{self.header}\n{block}" if base else f"{self.header}\n{block}"
+        content = f"{base}\n\n{block}" if base else block
         return request.override(system_message=SystemMessage(content=content))
 
     def _turn_records(self, state: Mapping[str, Any], runtime: Runtime[Any]) -> list[dict[str, Any]]:
@@ -257,7 +266,10 @@ class MemoryMiddleware(AgentMiddleware):
         if turn is not None:
             result = turn.cached
             if result is None:
-                result = self._binding.recall(turn.query, namespace=turn.namespace, **self._recall_args(request))
+                window = self._window(request, turn.query)
+                result = recall_window(
+                    self._binding, window, namespace=turn.namespace, k=self.k, token_budget=self.token_budget
+                )
                 self._keep(turn, result)
             request = self._with_memories(request, result)
         return handler(request)
@@ -272,7 +284,10 @@ class MemoryMiddleware(AgentMiddleware):
         if turn is not None:
             result = turn.cached
             if result is None:
-                result = await self._binding.arecall(turn.query, namespace=turn.namespace, **self._recall_args(request))
+                window = self._window(request, turn.query)
+                result = await arecall_window(
+                    self._binding, window, namespace=turn.namespace, k=self.k, token_budget=self.token_budget
+                )
                 self._keep(turn, result)
             request = self._with_memories(request, result)
         return await handler(request)

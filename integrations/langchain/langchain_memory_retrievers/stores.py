@@ -46,7 +46,6 @@ import math
 import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
-from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import date, datetime, time
 from typing import Any, Literal, cast
@@ -80,7 +79,16 @@ from memory_retrievers import (
 )
 from memory_retrievers.integration import PAGE_SIZE, RecallBinding, aiter_memories, run_sync, unit_rows
 
-from ._ttl import DEFAULT_SWEEP_INTERVAL_MINUTES, TTL_KEY, Sweeper, check_ttl, check_ttl_config, expires_at
+from ._ttl import (
+    DEFAULT_SWEEP_INTERVAL_MINUTES,
+    TTL_KEY,
+    Awaitable,
+    Sweeper,
+    SweeperTask,
+    check_ttl,
+    check_ttl_config,
+    expires_at,
+)
 from .llms import to_memory_llm
 
 __all__ = ["MAX_VALUE_DEPTH", "NAMESPACE_PREFIX", "UNINDEXED_TAG", "MemoryStoreLangGraph"]
@@ -386,20 +394,23 @@ class MemoryStoreLangGraph(BaseStore):
         self._sweeper = Sweeper(self.sweep_ttl)
 
     # ------------------------------------------------------------------ TTL
-    def sweep_ttl(self) -> int:
-        """Delete every expired memory of the store now; returns how many."""
-        return self._store.admin.expire()
+    def sweep_ttl(self) -> Awaitable:
+        """Delete every expired memory of the store now; returns how many (also when awaited, as async stores do)."""
+        return Awaitable(self._store.admin.expire())
 
     async def asweep_ttl(self) -> int:
         """Async twin of :meth:`sweep_ttl`."""
         return await self._store.admin.aexpire()
 
-    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> Future[None]:
+    def start_ttl_sweeper(self, sweep_interval_minutes: float | None = None) -> SweeperTask:
         """Sweep expired items every ``sweep_interval_minutes`` in a thread.
 
         The interval is, in this order: the argument, the ttl config's ``sweep_interval_minutes``,
         :data:`~langchain_memory_retrievers._ttl.DEFAULT_SWEEP_INTERVAL_MINUTES` (5, as LangGraph's
-        Postgres store). Returns a future that completes when :meth:`stop_ttl_sweeper` has stopped it.
+        Postgres store). Returns a ``concurrent.futures.Future`` that completes when
+        :meth:`stop_ttl_sweeper` has stopped it, as ``SqliteStore``'s; awaited, as
+        ``AsyncPostgresStore`` users write ``await store.start_ttl_sweeper()``, an asyncio future of
+        the same (cancel it to stop the sweeper).
 
         Raises:
             ConfigError: ``sweep_interval_minutes`` is not a number > 0.
@@ -410,9 +421,9 @@ class MemoryStoreLangGraph(BaseStore):
         interval = sweep_interval_minutes or configured or DEFAULT_SWEEP_INTERVAL_MINUTES
         return self._sweeper.start(float(interval))
 
-    def stop_ttl_sweeper(self, timeout: float | None = None) -> bool:
-        """Stop the sweeper; ``True`` when it has stopped within ``timeout`` seconds."""
-        return self._sweeper.stop(timeout)
+    def stop_ttl_sweeper(self, timeout: float | None = None) -> Awaitable:
+        """Stop the sweeper; true when it has stopped within ``timeout`` seconds (also when awaited)."""
+        return Awaitable.of_bool(self._sweeper.stop(timeout))
 
     async def _refresh(self, memories: Sequence[Memory]) -> None:
         now = self._store.clock()

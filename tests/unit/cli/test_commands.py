@@ -210,7 +210,8 @@ def test_mcp_without_the_mcp_extra_names_the_extra_to_install(
     monkeypatch.setitem(sys.modules, missing, None)  # import raises ImportError, as when the extra is absent
     result = cli("mcp", "-n", "alice")
     assert result.code == exits.CONFIG and result.stdout == ""
-    assert "the mcp command needs the mcp extra: pip install 'memory-retrievers[mcp]'" in result.stderr
+    # Issue 40 item 12: not `pip install 'memory-retrievers[mcp]'`, which the package index does not have.
+    assert 'the mcp command needs the mcp extra: python -m pip install "./memory-retrievers[mcp]"' in result.stderr
     assert not Path(env["MEMORY_RETRIEVERS_STORE"]).exists()  # refused before opening anything
 
 

@@ -112,6 +112,28 @@ def test_item10_an_export_imported_under_another_n_writes_nothing(cli: Cli, tmp_
     assert cli("list", "-n", "bob").code == exits.NOT_FOUND
 
 
+def test_a_namespace_is_copied_with_into_namespace_and_alike_rejections_are_one_line(
+    cli: Cli, tmp_path: Path, env: dict[str, str]
+) -> None:
+    """Issue 40 item 12: ``import alice.jsonl -n other`` printed the same sentence 20 times and offered no copy."""
+    with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
+        store.add_many([{"text": f"Alice fact number {i}"} for i in range(20)], namespace="alice")
+    backup = tmp_path / "alice.jsonl"
+    backup.write_text(cli("export", "-n", "alice").stdout)
+    refused = cli("import", str(backup), "-n", "other")
+    assert refused.code == exits.INVALID_INPUT
+    (line,) = [line for line in refused.stderr.splitlines() if line.startswith("  rejected")]
+    assert line.startswith("  rejected 20 records (line 2, line 3, ..., line 21): names namespace 'alice'")
+    assert "--into-namespace 'other'" in line
+    copied = json.loads(cli("import", str(backup), "--into-namespace", "other", "--json").stdout)
+    assert (copied["added"], copied["rejected"]) == (20, 0)
+    texts = {ns: sorted(m["text"] for m in json.loads(cli("list", "-n", ns, "--json").stdout)["memories"])
+             for ns in ("alice", "other")}  # fmt: skip
+    assert texts["other"] == texts["alice"] and len(texts["alice"]) == 20  # a copy; the source untouched
+    clash = cli("import", str(backup), "-n", "bob", "--into-namespace", "other")
+    assert clash.code == exits.INVALID_INPUT and "--into-namespace" in clash.stderr
+
+
 def test_item10_the_summary_counts_records_that_replaced_a_stored_id(cli: Cli, tmp_path: Path) -> None:
     assert cli("add", "Alice keeps bees", "-n", "alice", "--id", "k1").code == exits.OK
     records = [{"text": "Alice keeps wasps", "id": "k1"}, {"text": "Alice keeps ants", "id": "k2"}]

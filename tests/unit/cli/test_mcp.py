@@ -29,15 +29,19 @@ def _json(result: Any) -> Any:
     return json.loads(_text(result))
 
 
-async def _session(env: dict[str, str], *args: str) -> Any:
+async def _session(env: dict[str, str], *args: str, errlog: Any = None) -> Any:
     params = StdioServerParameters(command=sys.executable, args=["-m", "memory_retrievers", "mcp", *args], env=env)
-    return stdio_client(params)
+    return stdio_client(params, errlog=errlog or sys.stderr)
 
 
-async def test_one_namespace_per_server(env: dict[str, str]) -> None:
+async def test_one_namespace_per_server(env: dict[str, str], tmp_path: Path) -> None:
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
         store.add("Bob's secret is 42", namespace="bob")
-    async with await _session(env, "-n", "alice") as (read, write), ClientSession(read, write) as session:
+    errlog = (tmp_path / "stderr.txt").open("w+")
+    async with (
+        await _session(env, "-n", "alice", errlog=errlog) as (read, write),
+        ClientSession(read, write) as session,
+    ):
         await session.initialize()
         tools = {t.name: t for t in (await session.list_tools()).tools}
         assert set(tools) == {"remember", "recall", "search", "forget", "list"}
@@ -58,6 +62,10 @@ async def test_one_namespace_per_server(env: dict[str, str]) -> None:
         assert len(_json(await session.call_tool("list", {}))) == 1
         bad = await session.call_tool("remember", {"text": "   "})
         assert bad.is_error and "empty" in _text_any(bad)
+    # Issue 40 item 11: a tool error went to the agent and, as a Rich INFO line, to the terminal.
+    errlog.seek(0)
+    assert errlog.read() == ""
+    errlog.close()
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
         assert [m.text for m in store.list("alice")] == ["Alice's dog is called Rex"]  # the real store changed
 

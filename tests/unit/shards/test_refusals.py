@@ -111,6 +111,16 @@ def _cases() -> dict[str, list[Call]]:
         "ahas_entities": [(("",), {}), (("alice",), {"max_age_s": "soon"})],
         "aspeakers": [(("",), {}), (("alice",), {"max_age_s": None})],
         "arecall_source": [(("",), {}), *[(("alice",), {"filter": f}) for f in FILTERS]],
+        "acolumns": [
+            (("", ["id"]), {}),
+            (([], ["id"]), {}),
+            ((["alice", 42], ["id"]), {}),
+            (("alice", ["nope"]), {}),
+            (("alice", "text"), {}),
+            (("alice", ["id"]), {"limit": 0}),
+            *[(("alice", ["id"]), {"filter": f}) for f in FILTERS],
+        ],
+        "aversion": [(("",), {}), ((42,), {})],
         "arecord_access": [(([],), A), ((["m1"],), {**A, "at": "yesterday"}), (([""],), A)],
         "aexpire": [((), {"namespace": ""}), ((42,), {})],
         "aexport": [

@@ -138,6 +138,24 @@ def test_every_namespace_call_routes(tmp_path: Path) -> None:
             store.add("x", namespace="")
 
 
+def test_columns_and_version_read_each_namespace_on_its_shard(tmp_path: Path) -> None:
+    with _open(tmp_path, 2) as store:
+        with pytest.raises(InvalidInputError, match="unknown column"):
+            store.columns(["alice", "dave"], ["nope"])
+        assert store.open_shards == []  # refused before any shard opened
+        assert (shard_of("alice", 2), shard_of("dave", 2)) == (1, 0)
+        store.add("Alice likes tea", namespace="alice")
+        store.add("Dave likes jazz", namespace="dave")
+        both = store.columns(["alice", "dave"], ["namespace", "text"])
+        assert sorted(both.column("text").to_pylist()) == ["Alice likes tea", "Dave likes jazz"]
+        assert store.columns(["alice", "dave"], ["text"], limit=1).num_rows == 1
+        dave = store.version("dave")
+        store.add("Alice likes coffee too", namespace="alice")
+        assert store.version("dave") == dave  # another shard's commit
+        store.add("Dave plays the piano", namespace="dave")
+        assert store.version("dave") > dave
+
+
 def test_shards_open_lazily(tmp_path: Path) -> None:
     with _open(tmp_path, 4) as store:
         assert store.open_shards == []

@@ -357,6 +357,54 @@ def test_namespaces_lists_every_tenant_with_memories(store: MemoryStore) -> None
     assert store.namespaces() == ["alice' OR 1=1 --"]
 
 
+def test_columns_reads_a_few_fields_of_one_or_several_namespaces(store: MemoryStore) -> None:
+    turn = store.add("Alice: I have a dog called Rex", namespace="alice", kind="message")
+    fact = store.add("Alice's dog is called Rex", namespace="alice", kind="fact", links=[turn.id])
+    newer = store.supersede(fact.id, "Alice's dog Rex is a beagle", namespace="alice")
+    store.add("Bob likes coffee", namespace="bob")
+    store.add("a decoy linking the turn", namespace="alice' OR 1=1 --", links=[turn.id])
+    live = store.columns("alice", ["kind", "text"])
+    assert live.column_names == ["kind", "text"]
+    assert sorted(zip(*(live.column(c).to_pylist() for c in live.column_names), strict=True)) == [
+        ("fact", "Alice's dog Rex is a beagle"), ("message", "Alice: I have a dog called Rex")
+    ]  # fmt: skip
+    every = store.columns("alice", ["id"], filter={"include_superseded": True}).column("id").to_pylist()
+    assert sorted(every) == sorted([turn.id, fact.id, newer.id])
+    linking = store.columns("alice", ["id"], filter={"links_any": [turn.id], "include_superseded": True})
+    assert sorted(linking.column("id").to_pylist()) == sorted([fact.id, newer.id])  # the decoy is another tenant's
+    both = store.columns(["bob", "alice", "bob"], ["namespace"]).column("namespace").to_pylist()
+    assert sorted(both) == ["alice", "alice", "bob"]
+    assert store.columns("alice", ["id"], limit=1).num_rows == 1
+    assert store.columns("nobody", ["id"]).num_rows == 0
+
+
+@pytest.mark.parametrize(
+    ("namespace", "columns", "limit", "message"),
+    [
+        ("alice", ["search_text"], None, "unknown column"),  # internal: not a field of Memory
+        ("alice", "text", None, "columns must be a non-empty list"),
+        ("alice", [], None, "columns must be a non-empty list"),
+        ([], ["text"], None, "namespace must be"),
+        (["alice", ""], ["text"], None, "namespace"),
+        ("alice", ["text"], 0, "limit"),
+    ],
+)
+def test_columns_refuses_bad_arguments(
+    store: MemoryStore, namespace: object, columns: object, limit: object, message: str
+) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        store.columns(namespace, columns, limit=limit)  # type: ignore[arg-type]
+
+
+def test_version_changes_with_every_commit(store: MemoryStore) -> None:
+    before = store.version("alice")
+    store.add("Alice likes tea", namespace="alice")
+    after = store.version("alice")
+    assert after > before and store.version("bob") == after  # one table: one version for every namespace
+    with pytest.raises(InvalidInputError, match="namespace"):
+        store.version("")
+
+
 def test_get_order_missing_and_vectors(store: MemoryStore) -> None:
     a = store.add("first thing", namespace="n")
     b = store.add("second thing", namespace="n")

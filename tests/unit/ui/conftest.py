@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from starlette.testclient import TestClient
 
-from memory_retrievers import MemoryStore
+from memory_retrievers import HashEmbedder, MemoryStore, ShardedMemoryStore
 from memory_retrievers.testing import ManualClock
 from memory_retrievers.ui import create_app
 
@@ -28,6 +29,20 @@ def ui_store(store: MemoryStore, clock: ManualClock) -> MemoryStore:
     store.add("Ana does not like jazz music a lot", namespace=ODD, kind="fact")
     store.add("Bob prefers the light theme", namespace="bob", kind="preference")
     return store
+
+
+@pytest.fixture
+def sharded_store(tmp_path: Path, embedder: HashEmbedder, clock: ManualClock) -> Iterator[ShardedMemoryStore]:
+    """Two shards: ``dave`` lives in the first, ``alice`` in the second (a chat turn, a fact formed from it)."""
+    store = ShardedMemoryStore([tmp_path / "shard-a", tmp_path / "shard-b"], embedder=embedder, clock=clock)
+    assert (store.shard_index("dave"), store.shard_index("alice")) == (0, 1)
+    turn = store.add("Alice: my dog is called Rex", namespace="alice", kind="message")
+    clock.advance(days=1)
+    store.add("Alice's dog is called Rex", namespace="alice", kind="fact", links=[turn.id])
+    store.add("Dave likes jazz music a lot", namespace="dave", kind="preference")
+    store.add("Dave does not like jazz music a lot", namespace="dave", kind="fact")
+    yield store
+    store.close()
 
 
 @pytest.fixture
@@ -54,3 +69,10 @@ def csrf_of(client: TestClient) -> str:
     """The app's CSRF secret (every form renders it)."""
     token: str = client.app.state.csrf_token  # type: ignore[attr-defined]
     return token
+
+
+def run_scan(client: TestClient, segment: str) -> str:
+    """Run the review scans of the namespace at URL ``segment`` as the page's button does; the review page after."""
+    response = client.post(f"/ns/{segment}/review", data={"csrf_token": csrf_of(client)}, follow_redirects=False)
+    assert response.status_code == 303, response.text
+    return client.get(response.headers["location"]).text

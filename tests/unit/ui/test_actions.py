@@ -9,7 +9,7 @@ from starlette.testclient import TestClient
 
 from memory_retrievers import MemoryStore, NotFoundError
 
-from .conftest import csrf_of
+from .conftest import csrf_of, run_scan
 
 
 def _dog(store: MemoryStore) -> str:
@@ -91,7 +91,7 @@ def test_purge_is_store_wide_and_says_so(ui_store: MemoryStore, client: TestClie
 def test_merging_a_duplicate_group_archives_the_others(store: MemoryStore, client: TestClient) -> None:
     keep = store.add("Dan lives in Lisbon with his family", namespace="dan", kind="fact", tags=["home"])
     copy = store.add("Dan lives in Lisbon with his family", namespace="dan", kind="fact", dedup=False, tags=["city"])
-    review = client.get("/ns/dan/review?scan=1").text
+    review = run_scan(client, "dan")
     group = review.split('data-testid="duplicate-group"')[1].split("</div>")[0]
     assert keep.id in group and copy.id in group and 'data-testid="action-merge"' in group
     kept_id = re.search(r'name="keep" value="([^"]*)"', group).group(1)  # type: ignore[union-attr]
@@ -111,3 +111,46 @@ def test_merging_a_duplicate_group_archives_the_others(store: MemoryStore, clien
 def test_an_unknown_action_is_a_400_naming_the_choices(ui_store: MemoryStore, client: TestClient) -> None:
     response = client.post(f"/ns/alice/m/{_dog(ui_store)}/explode", data={"csrf_token": csrf_of(client)})
     assert response.status_code == 400 and "pin, unpin, edit, forget, delete" in response.text
+
+
+def test_every_action_works_over_a_sharded_store(sharded_store: MemoryStore, make_client) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40 item 6: each action on each shard's namespace, through the store's public API only."""
+    client = make_client(sharded_store)
+    token = csrf_of(client)
+    fact = next(m for m in sharded_store.list("alice") if m.kind.value == "fact")
+    _follow(client, client.post(f"/ns/alice/m/{fact.id}/pin", data={"csrf_token": token}))
+    assert sharded_store.get(fact.id, namespace="alice").pinned is True
+    edited = client.post(f"/ns/alice/m/{fact.id}/edit", data={"csrf_token": token, "text": "Alice's dog Rex is nine"})
+    new_id = sharded_store.get(fact.id, namespace="alice").superseded_by
+    assert new_id is not None and "Rex is nine" in _follow(client, edited)
+    forget = {"csrf_token": token, "confirm": new_id[:8]}
+    assert "forgot 1 memory" in _follow(client, client.post(f"/ns/alice/m/{new_id}/forget", data=forget))
+    assert sharded_store.get(fact.id, namespace="alice").superseded_by is None  # live again
+    copy = sharded_store.add("Dave likes jazz music a lot", namespace="dave", kind="preference", dedup=False)
+    keep = next(m.id for m in sharded_store.list("dave") if m.text == copy.text and m.id != copy.id)
+    merge = {"csrf_token": token, "keep": keep, "drop": [copy.id]}
+    assert "merged 1 duplicate" in _follow(client, client.post("/ns/dave/merge-duplicates", data=merge))
+    assert sharded_store.get(copy.id, namespace="dave").lifecycle == "archived"
+    gone = _follow(client, client.post("/ns/dave/forget-namespace", data={"csrf_token": token, "confirm": "dave"}))
+    assert "forgot namespace" in gone and sharded_store.count("dave") == 0 and sharded_store.count("alice") == 2
+    assert "purged" in _follow(client, client.post("/ns/alice/purge", data={"csrf_token": token, "confirm": "purge"}))
+    assert [s.versions for s in sharded_store.admin.stats().shards] == [1, 1]  # every shard purged
+
+
+def test_a_forget_asks_for_8_characters_of_any_id_and_more_only_to_tell_it_apart(
+    store: MemoryStore, client: TestClient
+) -> None:
+    """Issue 40 item 8: formation's 36-character ids were asked for whole, where the docs say the first 8."""
+    formed = store.add("a fact formation wrote", namespace="alice", id="6f1f3a52-7d0e-4d8e-9a39-2f0c7c1b5e11")
+    store.add("another namespace's memory", namespace="bob", id="6f1f3a52-7d0e-ffff")  # not alice's: no matter
+    assert 'data-testid="confirm-word">6f1f3a52<' in client.get(f"/ns/alice/m/{formed.id}/confirm/forget").text
+    store.add("a memory whose id starts alike", namespace="alice", id="6f1f3a52-7d0e-0000")
+    word = client.get(f"/ns/alice/m/{formed.id}/confirm/forget").text.split('data-testid="confirm-word">')[1]
+    assert word.split("<")[0] == "6f1f3a52-7d0e-4"  # one character past what the two share
+    refused = client.post(
+        f"/ns/alice/m/{formed.id}/forget", data={"csrf_token": csrf_of(client), "confirm": "6f1f3a52"}
+    )
+    assert refused.status_code == 400 and store.count("alice") == 4
+    data = {"csrf_token": csrf_of(client), "confirm": "6f1f3a52-7d0e-4"}
+    assert "forgot 1 memory" in _follow(client, client.post(f"/ns/alice/m/{formed.id}/forget", data=data))
+    assert store.get("6f1f3a52-7d0e-0000", namespace="alice").text == "a memory whose id starts alike"

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 import math
 
 import pytest
 
 from memory_retrievers import ConfigError, InvalidInputError, MemoryRetriever, MemoryStore, RecallConfig
+from memory_retrievers.integration import MIDDLEWARE_HEADER
 from memory_retrievers.testing import ManualClock
-from memory_retrievers.ui.ask import CONFIG_CHOICES, CUT_REASONS, LANGCHAIN_HEADER, AskForm, ask_view, compare_view
+from memory_retrievers.ui.ask import CONFIG_CHOICES, CUT_REASONS, AskForm, ask_view, compare_view
 
 NS = "alice/work"  # a namespace with a slash, as the page's path carries it
 QUERY = "what theme does Alice like in her editor?"
@@ -50,19 +52,34 @@ async def test_the_block_is_byte_for_byte_what_the_retriever_hands_an_agent(alic
     assert [m.id for m in view.explained] == [m.id for m in expected.memories]
 
 
-async def test_the_llama_index_memory_block_hands_the_agent_the_same_text(alice: MemoryStore) -> None:
+#: Questions for the adapters' panels, each asked twice: the first time is then stored, so the second
+#: finds a stored copy of the question, which the model's window holds (no adapter hands it back).
+ADAPTER_QUESTIONS = [QUERY, "which font goes with a dark theme?", "quantum chromodynamics lecture notes"] * 2
+
+
+def panel(view: object, adapter: str) -> str:
+    return next(a.text for a in view.adapters if a.adapter.startswith(adapter))  # type: ignore[attr-defined]
+
+
+async def test_the_llama_index_panel_is_what_the_memory_block_hands_the_model(alice: MemoryStore) -> None:
+    """Issue 40 item 7: the panel listed the stored copy of the question, which the block leaves out."""
     from llama_index.core.base.llms.types import ChatMessage, MessageRole
 
     from llama_index.memory_retrievers import RecallMemoryBlock
 
-    block = RecallMemoryBlock(store=alice, namespace=NS, token_budget=150, recall_config={"record_access": False})
-    handed = await block.aget([ChatMessage(role=MessageRole.USER, content=QUERY)])
-    view = await ask_view(alice, NS, form(budget="150"))
-    assert handed == view.block != ""
-    assert dict((a.adapter, a.text) for a in view.adapters)["LlamaIndex RecallMemoryBlock"] == handed
+    block = RecallMemoryBlock(store=alice, namespace=NS, token_budget=150)
+    handed, views = [], []
+    for question in ADAPTER_QUESTIONS:
+        views.append(await ask_view(alice, NS, form(q=question, budget="150")))
+        handed.append(await block.aget([ChatMessage(role=MessageRole.USER, content=question)]))
+        assert panel(views[-1], "LlamaIndex RecallMemoryBlock") == handed[-1], question
+        await block.aput([ChatMessage(role=MessageRole.USER, content=question)])  # flushed: stored, as Memory does
+    assert "user: quantum chromodynamics" in views[5].block  # the stored copy of the question: the agent's
+    assert "quantum chromodynamics" not in handed[5]  # window holds it, so the block leaves it out
 
 
-def test_the_langchain_middleware_puts_its_header_line_before_the_block(alice: MemoryStore) -> None:
+def test_the_langchain_panel_is_the_system_message_the_middleware_hands_the_model(alice: MemoryStore) -> None:
+    """Issue 40 item 7: the panel showed memories while the model was handed none (its window held them)."""
     from langchain.agents import create_agent
     from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
     from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
@@ -76,18 +93,16 @@ def test_the_langchain_middleware_puts_its_header_line_before_the_block(alice: M
             seen.append(list(messages))
             return super()._generate(messages, stop, run_manager, **kw)  # type: ignore[arg-type]
 
-    middleware = MemoryMiddleware(
-        alice, namespace=NS, token_budget=150, recall_config={"record_access": False}, remember="off"
-    )
-    agent = create_agent(Spy(responses=[AIMessage("ok")]), tools=[], middleware=[middleware])
-    agent.invoke({"messages": [HumanMessage(QUERY)]})
-    import asyncio
-
-    view = asyncio.run(ask_view(alice, NS, form(budget="150")))
-    system = str(seen[0][0].text)
-    assert middleware.header == LANGCHAIN_HEADER
-    assert system == dict((a.adapter, a.text) for a in view.adapters)["LangChain MemoryMiddleware (system message)"]
-    assert system == f"{LANGCHAIN_HEADER}\n{view.block}"
+    middleware = MemoryMiddleware(alice, namespace=NS, token_budget=150)  # remembers each question it is asked
+    agent = create_agent(Spy(responses=[AIMessage("ok")] * 6), tools=[], middleware=[middleware])
+    for question in ADAPTER_QUESTIONS:
+        view = asyncio.run(ask_view(alice, NS, form(q=question, budget="150")))
+        agent.invoke({"messages": [HumanMessage(question)]})
+        system = str(seen[-1][0].text) if seen[-1][0].type == "system" else ""
+        assert panel(view, "LangChain MemoryMiddleware") == system, question
+    first, last = str(seen[0][0].text), str(seen[5][0].text)
+    assert first.startswith(MIDDLEWARE_HEADER + "\n") and "Relevant memories" not in first  # one header
+    assert "quantum chromodynamics" not in last  # asked before: its stored copy is in the window
 
 
 async def test_asking_records_no_access(alice: MemoryStore) -> None:

@@ -14,7 +14,7 @@ from memory_retrievers import MemoryStore, StorageError
 from memory_retrievers.testing import ManualClock
 from memory_retrievers.ui.links import encode_namespace
 
-from .conftest import ODD
+from .conftest import ODD, run_scan
 
 
 def rows(html: str, testid: str, attr: str) -> list[str]:
@@ -122,10 +122,9 @@ def test_the_review_page_scans_on_demand_and_the_memory_page_shows_contradiction
 ) -> None:
     before = client.get(f"/ns/{encode_namespace(ODD)}/review")
     assert "Not scanned yet" in before.text and 'data-testid="contradiction"' not in before.text
-    scanned = client.get(f"/ns/{encode_namespace(ODD)}/review?scan=1")
-    assert scanned.status_code == 200
-    assert scanned.text.count('data-testid="contradiction"') == 1
-    assert "No LLM is used" in scanned.text
+    scanned = run_scan(client, encode_namespace(ODD))
+    assert scanned.count('data-testid="contradiction"') == 1
+    assert "No LLM is used" in scanned
     likes = next(m for m in store.list(ODD) if "does not" not in m.text)
     memory = client.get(f"/ns/{encode_namespace(ODD)}/m/{likes.id}").text
     assert "does not like jazz" in memory.split('data-testid="contradictions"')[1].split("</section>")[0]
@@ -139,7 +138,7 @@ def test_the_review_page_finds_duplicate_groups(store: MemoryStore, client: Test
     store.add("Dan lives in Lisbon with his family", namespace="dan", kind="fact")
     store.add("Dan lives in Lisbon with his family", namespace="dan", kind="fact", dedup=False)
     store.add("Dan really lives in Lisbon with his whole family", namespace="dan", kind="fact", dedup=False)
-    page = client.get("/ns/dan/review?scan=1").text
+    page = run_scan(client, "dan")
     assert page.count('data-testid="duplicate-group"') >= 2  # the exact copy, and the paraphrase
 
 
@@ -225,3 +224,29 @@ def test_hidden_memories_are_listed_on_request(store: MemoryStore, client: TestC
     assert set(rows(everything, "memory-row", "data-id")) == {old.id, new.id}
     assert "<td>superseded</td>" in everything and 'name="hidden" value="1" checked' in everything
     assert client.get("/ns/finn?hidden=yes").status_code == 400
+
+
+def test_every_page_works_over_a_sharded_store(sharded_store: MemoryStore, make_client) -> None:  # type: ignore[no-untyped-def]
+    """Issue 40 item 6: five pages of six answered 500 (the inspector read the store's private table)."""
+    client = make_client(sharded_store)
+    home = client.get("/")
+    assert home.status_code == 200 and rows(home.text, "namespace-row", "data-namespace") == ["alice", "dave"]
+    dave = home.text.split('data-namespace="dave"')[1].split("</tr>")[0]
+    assert f"{len(b'Dave likes jazz music a lot') + len(b'Dave does not like jazz music a lot')} B" in dave
+    summary = client.get("/ns/alice").text.split('data-testid="namespace-summary"')[1].split("</section>")[0]
+    assert "2 live, 0 superseded" in summary
+    turn = next(m for m in sharded_store.list("alice") if m.kind.value == "message")
+    provenance = client.get(f"/ns/alice/m/{turn.id}").text.split('data-testid="provenance"')[1].split("</section>")[0]
+    assert "facts formed from this turn" in provenance and "Alice&#39;s dog is called Rex" in provenance
+    assert "Not scanned yet" in client.get("/ns/dave/review").text
+    assert run_scan(client, "dave").count('data-testid="contradiction"') == 1
+    flagged = client.get("/").text.split('data-namespace="dave"')[1].split("</tr>")[0]
+    assert 'data-testid="contradictions-flag">1<' in flagged and "older scan" not in flagged
+    sharded_store.add("Dave plays the piano", namespace="dave", kind="fact")  # his shard changes, alice's not
+    assert "older scan" in client.get("/").text.split('data-namespace="dave"')[1].split("</tr>")[0]
+    asked = client.get("/ns/alice/ask", params={"q": "what is the dog called?"})
+    assert asked.status_code == 200 and "called Rex" in asked.text.split('data-testid="block"')[1]
+    assert "2 stored row(s)" in client.get("/ns/alice/confirm/forget-namespace").text
+    confirm = client.get(f"/ns/alice/m/{turn.id}/confirm/forget").text
+    assert f'data-testid="confirm-word">{turn.id[:8]}<' in confirm
+    assert f"{sharded_store.admin.stats().rows} rows" in client.get("/ns/alice/confirm/purge").text

@@ -13,7 +13,7 @@ from memory_retrievers import ConfigError, MemoryStore
 from memory_retrievers.ui import create_app, serve
 from memory_retrievers.ui.security import SECURITY_HEADERS, check_bind, is_loopback
 
-from .conftest import csrf_of
+from .conftest import csrf_of, run_scan
 
 
 def _alice_id(store: MemoryStore) -> str:
@@ -133,8 +133,8 @@ def test_read_only_refuses_every_post_and_renders_no_action(ui_store: MemoryStor
         assert marker not in page.text
     namespace_page = client.get("/ns/alice")
     assert "action-forget-namespace" not in namespace_page.text and "action-purge" not in namespace_page.text
-    review = client.get("/ns/alice/review?scan=1")
-    assert review.status_code == 200 and "action-merge" not in review.text  # scanning only reads
+    review = run_scan(client, "alice")  # scanning only reads: a read-only inspector runs it
+    assert "Scanned 2 knowledge memories" in review and "action-merge" not in review
     for url, data in (
         (f"/ns/alice/m/{memory_id}/pin", {}),
         (f"/ns/alice/m/{memory_id}/forget", {"confirm": memory_id[:8]}),
@@ -169,3 +169,20 @@ def test_a_wildcard_bind_accepts_this_machines_own_names() -> None:
 def test_the_host_refusal_says_how_to_allow_a_name(client: TestClient) -> None:
     response = client.get("/", headers={"host": "evil.example"})
     assert response.status_code == 400 and "--allowed-host" in response.text
+
+
+def test_scans_run_only_from_a_post_carrying_the_form_token(ui_store: MemoryStore, client: TestClient) -> None:
+    """Issue 40 item 8: ``GET review?scan=1`` without ``Sec-Fetch-Site`` (an ``<img>``) started the scans."""
+    scans = client.app.state.scans  # type: ignore[attr-defined]
+    for headers in ({}, {"sec-fetch-site": "cross-site"}, {"sec-fetch-site": "same-origin"}):
+        page = client.get("/ns/alice/review?scan=1", headers=headers)
+        assert page.status_code == 400 and "scan" in page.text and scans.get("alice") is None
+    for data, headers in (
+        ({}, {}),
+        ({"csrf_token": "guessed"}, {}),
+        ({"csrf_token": csrf_of(client)}, {"sec-fetch-site": "cross-site"}),
+        ({"csrf_token": csrf_of(client)}, {"origin": "http://evil.example"}),
+    ):
+        assert client.post("/ns/alice/review", data=data, headers=headers).status_code == 403
+        assert scans.get("alice") is None
+    assert "Scanned 2 knowledge memories" in run_scan(client, "alice")

@@ -12,6 +12,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+import pytest
+
 from memory_retrievers import HashEmbedder, MemoryStore
 from testing.paths import ROOT
 
@@ -62,6 +64,29 @@ def test_the_command_serves_the_inspector_on_a_free_port(tmp_path: Path) -> None
         for stream in (proc.stderr, proc.stdout):
             assert stream is not None
             stream.close()
+
+
+@pytest.mark.long  # a server process
+def test_the_command_serves_a_sharded_store(tmp_path: Path) -> None:
+    """Issue 40 item 6: ``ui --store shards://a,b`` exited 7 (opened as one table) where ``list`` works."""
+    from memory_retrievers import ShardedMemoryStore
+
+    shards = [str(tmp_path / "a"), str(tmp_path / "b")]
+    with ShardedMemoryStore(shards, embedder=HashEmbedder(32)) as store:
+        store.add("Alice's dog is called Rex", namespace="alice")
+        store.add("Dave likes jazz", namespace="dave")
+    env = {**os.environ, "MEMORY_RETRIEVERS_NO_WORKER": "1"}
+    args = _cli("ui", "--port", "0", "--store", "shards://" + ",".join(shards), "--embedder", "hash:32")
+    proc = subprocess.Popen(args, stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True, env=env)
+    try:
+        with urllib.request.urlopen(_wait_for_url(proc)) as r:
+            page = r.read().decode()
+        assert 'data-namespace="alice"' in page and 'data-namespace="dave"' in page  # one on each shard
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+        assert proc.stderr is not None
+        proc.stderr.close()
 
 
 def test_the_command_refuses_a_public_bind_without_a_token(tmp_path: Path) -> None:

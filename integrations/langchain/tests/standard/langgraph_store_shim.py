@@ -1,12 +1,13 @@
 """A pytest plugin that runs LangGraph's own ``BaseStore`` tests against ``MemoryStoreLangGraph``.
 
 LangGraph ships its store tests only in the source distribution of ``langgraph-checkpoint-sqlite``
-(``tests/test_store.py``, ``tests/test_async_store.py``), written for ``SqliteStore``. Loaded with
-``-p langgraph_store_shim``, this plugin changes their *construction* and nothing else: the name
-``SqliteStore`` / ``AsyncSqliteStore`` those modules import resolves to a
-:class:`MemoryStoreLangGraph` subclass whose ``from_conn_string(conn, index=...)`` opens a memory
-store in a temporary folder, with the test's embeddings (wrapped by ``LangChainEmbedder``) and its
-``text_fields`` as ``index_fields``. The tests themselves run unchanged; those that inspect
+(``tests/test_store.py``, ``tests/test_async_store.py``, and the TTL tests ``tests/test_ttl.py``),
+written for ``SqliteStore``. Loaded with ``-p langgraph_store_shim``, this plugin changes their
+*construction* and nothing else: the name ``SqliteStore`` / ``AsyncSqliteStore`` those modules
+import resolves to a :class:`MemoryStoreLangGraph` subclass whose
+``from_conn_string(conn, index=..., ttl=...)`` opens a memory store in a temporary folder, with the
+test's embeddings (wrapped by ``LangChainEmbedder``), its ``text_fields`` as ``index_fields`` and
+its TTL config. The tests themselves run unchanged; those that inspect
 SQLite itself (its tables, migrations, SQL helpers) are skipped with the reason listed in
 :data:`SKIPPED`. ``MEMORY_RETRIEVERS_LANGGRAPH_RANKING`` chooses the store's ranking.
 """
@@ -27,8 +28,12 @@ from memory_retrievers import HashEmbedder, MemoryStore
 
 RANKING = os.environ.get("MEMORY_RETRIEVERS_LANGGRAPH_RANKING", "recall")
 
-#: Tests that read SQLite's own internals, by name, with the reason they do not apply.
+#: Tests that read SQLite's own internals or a behaviour only SqliteStore has, by name, with the reason
+#: they do not apply.
 SKIPPED = {
+    "test_ttl_override_default": "expects a get not to restart an item's TTL when the ttl config leaves out "
+    "refresh_on_read: SqliteStore reads it as False there, while LangGraph's TTLConfig documents True (and "
+    "BaseStore and PostgresStore apply True), as this store does; tests/unit_tests/test_lc_ttl.py checks both",
     "test_vector_store_initialization": "inspects SqliteStore's sqlite tables (store.conn)",
     "test_nonnull_migrations": "checks SqliteStore.MIGRATIONS (SQL statements)",
     "test_escape_glob_literal": "unit test of a SQLite GLOB helper",
@@ -41,7 +46,7 @@ SKIPPED = {
 
 
 def _open(
-    cls: type[MemoryStoreLangGraph], index: dict[str, Any] | None
+    cls: type[MemoryStoreLangGraph], index: dict[str, Any] | None, ttl: dict[str, Any] | None = None
 ) -> tuple[MemoryStoreLangGraph, MemoryStore, str]:
     folder = tempfile.mkdtemp(prefix="langgraph-standard-")
     if index is not None:
@@ -50,7 +55,7 @@ def _open(
     else:
         embedder, fields = HashEmbedder(64), None
     store = MemoryStore(folder, embedder=embedder)
-    lg = cls(store, index_fields=fields, ranking=RANKING)  # type: ignore[arg-type]
+    lg = cls(store, index_fields=fields, ranking=RANKING, ttl=ttl)  # type: ignore[arg-type]
     # What the tests read of SqliteStore's configuration.
     lg.index_config = index  # type: ignore[attr-defined]
     lg.embeddings = index["embed"] if index is not None else None  # type: ignore[attr-defined]
@@ -62,8 +67,10 @@ class ShimStore(MemoryStoreLangGraph):
 
     @classmethod
     @contextlib.contextmanager
-    def from_conn_string(cls, conn_string: str, *, index: dict[str, Any] | None = None, **_: Any) -> Iterator[Any]:
-        lg, store, folder = _open(cls, index)
+    def from_conn_string(
+        cls, conn_string: str, *, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None, **_: Any
+    ) -> Iterator[Any]:
+        lg, store, folder = _open(cls, index, ttl)
         try:
             yield lg
         finally:
@@ -80,9 +87,9 @@ class AsyncShimStore(MemoryStoreLangGraph):
     @classmethod
     @contextlib.asynccontextmanager
     async def from_conn_string(
-        cls, conn_string: str, *, index: dict[str, Any] | None = None, **_: Any
+        cls, conn_string: str, *, index: dict[str, Any] | None = None, ttl: dict[str, Any] | None = None, **_: Any
     ) -> AsyncIterator[Any]:
-        lg, store, folder = _open(cls, index)
+        lg, store, folder = _open(cls, index, ttl)
         try:
             yield lg
         finally:
@@ -104,8 +111,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Skip the tests of SQLite internals, naming why."""
+    """Skip the tests of SQLite internals and SqliteStore-only behaviour, naming why."""
     for item in items:
         reason = SKIPPED.get(getattr(item, "originalname", item.name))
         if reason is not None:
-            item.add_marker(pytest.mark.skip(reason=f"SQLite internals: {reason}"))
+            item.add_marker(pytest.mark.skip(reason=f"SqliteStore only: {reason}"))

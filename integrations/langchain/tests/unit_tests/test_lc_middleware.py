@@ -96,6 +96,21 @@ def test_recalls_before_the_model_and_remembers_the_turn(store: MemoryStore) -> 
     assert {m.session_id for m in stored.values()} == {"t1"}
 
 
+def test_the_system_message_has_one_header_line(store: MemoryStore) -> None:
+    """Issue 40 item 12: the header and the block's own "Relevant memories" line were stacked."""
+    store.add("Alice prefers the dark theme", namespace="alice", kind="preference")
+    model = spy("ok", "ok")
+    custom = MemoryMiddleware(store, namespace="alice", header="What you know about Alice:", remember="off")
+    for middleware in (MemoryMiddleware(store, namespace="alice", remember="off"), custom):
+        create_agent(model, tools=[], system_prompt="Be brief.", middleware=[middleware]).invoke(
+            {"messages": [HumanMessage("Which theme do I like?")]}
+        )
+        assert (
+            system_text(model.seen[-1])
+            == f"Be brief.\n\n{middleware.header}\n- [2024-05-01] Alice prefers the dark theme"
+        )
+
+
 def test_a_later_conversation_recalls_an_earlier_one(store: MemoryStore) -> None:
     middleware = MemoryMiddleware(store, namespace="alice")
     first = spy("Noted: your sister Carla lives in Lisbon.")

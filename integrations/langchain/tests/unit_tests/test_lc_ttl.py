@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import time
 from collections.abc import Callable
@@ -67,6 +68,32 @@ def test_the_sweeper_runs_in_the_background_and_stops(store: MemoryStore, clock:
         time.sleep(0.05)
     assert store.count(ns, filter={"include_expired": True}) == 0
     assert lg.stop_ttl_sweeper(timeout=10) and done.result(timeout=10) is None
+
+
+async def test_the_sweeper_api_is_awaited_as_langgraphs_async_stores_write_it(
+    store: MemoryStore, clock: ManualClock
+) -> None:
+    """Issue 40 item 9: ``await store.start_ttl_sweeper()`` failed ("object Future can't be used in 'await'")."""
+    lg = MemoryStoreLangGraph(store, ttl={"sweep_interval_minutes": 0.001})
+    await lg.aput(NS, "x", {"text": "gone soon"}, ttl=1)
+    ns = lg.core_namespace(NS)
+    clock.advance(minutes=2)
+    task = await lg.start_ttl_sweeper()  # as with AsyncPostgresStore: a task to await or cancel
+    deadline = time.monotonic() + 20
+    while await store.acount(ns, filter={"include_expired": True}) and time.monotonic() < deadline:
+        await asyncio.sleep(0.05)
+    assert await store.acount(ns, filter={"include_expired": True}) == 0
+    assert await lg.sweep_ttl() == 0 and lg.sweep_ttl() == 0  # awaited or not
+    assert not task.done()
+    stopped = await lg.stop_ttl_sweeper(timeout=10)
+    assert stopped and repr(stopped) == "True" and await task is None
+    running = lg.start_ttl_sweeper()
+    (await running).cancel()  # cancelling the task stops the sweeper, as cancelling AsyncPostgresStore's does
+    deadline = time.monotonic() + 20
+    while lg.start_ttl_sweeper() is running and time.monotonic() < deadline:  # the same task while it runs
+        await asyncio.sleep(0.05)
+    assert running.cancelled() and lg.start_ttl_sweeper() is not running
+    assert lg.stop_ttl_sweeper(timeout=10)
 
 
 @pytest.mark.parametrize(

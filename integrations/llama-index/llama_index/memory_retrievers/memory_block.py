@@ -13,7 +13,16 @@ from pydantic import Field, PrivateAttr
 
 from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import MemoryKind, MemoryRetriever, RecallConfig
-from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, aall_memories, chat_text, query_text
+from memory_retrievers.integration import (
+    ADAPTER_MODEL_CONFIG,
+    AdapterModel,
+    ModelWindow,
+    aall_memories,
+    arecall_window,
+    chat_text,
+    headed_block,
+    query_text,
+)
 
 from ._messages import MESSAGE_KEY, message_record, message_text
 from .bridges import to_memory_llm
@@ -124,10 +133,12 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         return self.recall_binding().bound(self.namespace)
 
     async def _recall(self, query: str, budget: int | str, shown: Sequence[str]) -> str:
-        result = await self.recall_binding().arecall(
-            query, namespace=self.namespace, k=self.k, token_budget=budget, exclude_texts=shown
+        # LlamaIndex messages carry no memory id: what the window shows is told by its text.
+        window = ModelWindow(query, frozenset(), tuple(shown))
+        result = await arecall_window(
+            self.recall_binding(), window, namespace=self.namespace, k=self.k, token_budget=budget
         )
-        return result.to_context()
+        return headed_block(result)
 
     async def _aget(self, messages: list[ChatMessage] | None = None, **block_kwargs: Any) -> str:
         query = latest_query(messages, self.recall_binding().config.query.max_query_chars)

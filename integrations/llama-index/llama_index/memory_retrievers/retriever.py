@@ -65,8 +65,10 @@ def current_namespace() -> str | None:
     return _namespace.get()
 
 
-# Shown to the LLM with the text; the rest (ids, hashes, the explanation) stays out of prompts.
-_LLM_METADATA = frozenset({"kind", "created_at", "session_id", "project", "topic", "tags", "entities", "note"})
+# Shown to the LLM with the text, when they say something (an empty list or a None says nothing);
+# the rest (ids, session ids, hashes, timestamps to the microsecond, the explanation) stays out of
+# prompts. ``date`` is the UTC day the memory was written, as the block's lines date it.
+_LLM_METADATA = ("kind", "date", "project", "topic", "tags", "entities", "note")
 
 
 Score = Literal["calibrated", "relevance"]
@@ -82,11 +84,14 @@ def _node(scored: ScoredMemory, score: Score) -> NodeWithScore:
         meta["note"] = scored.note  # facts folded into it, contradictions: shown to the LLM
     if scored.excerpt is not None:
         meta["excerpt"] = scored.excerpt  # a long memory's passage holding the query's keywords
+    if scored.memory.created_at is not None:
+        meta["date"] = scored.memory.created_at.date().isoformat()
+    shown = {k for k in _LLM_METADATA if meta.get(k) not in (None, "", [], {})}
     node = TextNode(
         id_=scored.id,
         text=scored.text,
         metadata=meta,
-        excluded_llm_metadata_keys=[k for k in meta if k not in _LLM_METADATA],
+        excluded_llm_metadata_keys=[k for k in meta if k not in shown],
         excluded_embed_metadata_keys=list(meta),
     )
     return NodeWithScore(node=node, score=scored.relevance if score == "relevance" else scored.score)

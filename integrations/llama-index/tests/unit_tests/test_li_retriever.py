@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from typing import Any
+from typing import Any, ClassVar
 
 import pytest
 from llama_index.core.base.base_retriever import BaseRetriever
@@ -35,6 +35,32 @@ def test_nodes_carry_memory_id_metadata_and_score(filled: MemoryStore) -> None:
     llm_view = top.node.get_content(metadata_mode="llm")
     assert "explanation" not in llm_view and "content_hash" not in llm_view and "kind: fact" in llm_view
     assert [n.score for n in nodes] == sorted((n.score for n in nodes), reverse=True)
+
+
+class PromptSpy(MockLLM):
+    """A MockLLM that keeps every prompt it completes (the text the LLM would read)."""
+
+    prompts: ClassVar[list[str]] = []
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> Any:
+        type(self).prompts.append(prompt)
+        return super().complete(prompt, formatted=formatted, **kwargs)
+
+
+def test_the_query_engine_shows_the_llm_no_empty_or_internal_metadata(store: MemoryStore) -> None:
+    """Issue 40 item 10: every memory reached the LLM under "session_id: None / tags: [] / entities: []"."""
+    store.add("Alice prefers the dark theme", namespace="alice", kind="preference", session_id="chat-7")
+    store.add("Alice uses Neovim at work", namespace="alice", kind="fact", project="work", tags=["editor"])
+    engine = RetrieverQueryEngine.from_args(RecallRetriever(store, namespace="alice"), llm=PromptSpy())
+    PromptSpy.prompts.clear()
+    engine.query("Which theme and editor do I like?")
+    (prompt,) = PromptSpy.prompts
+    context = prompt.split("---------------------")[1]
+    assert "Alice prefers the dark theme" in context and "Alice uses Neovim at work" in context
+    for noise in ("None", "[]", "{}", "session_id", "chat-7", "created_at", "namespace", "id:", "hash", "explanation"):
+        assert noise not in context, noise
+    assert "kind: preference" in context and "project: work" in context and "tags: ['editor']" in context
+    assert context.count("date: ") == 2  # the day each was written, as the block's lines date them
 
 
 def test_top_k_filters_overrides_and_empty(filled: MemoryStore) -> None:
