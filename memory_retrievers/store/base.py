@@ -34,6 +34,7 @@ from memory_retrievers.storage.duplicates import DuplicateFinder
 from memory_retrievers.storage.edits import Editor
 from memory_retrievers.storage.location import TableLocation
 from memory_retrievers.storage.maintenance import Maintainer
+from memory_retrievers.storage.pending import PendingOverlay
 from memory_retrievers.storage.queue import WriteQueue
 from memory_retrievers.storage.schema import memory_schema
 from memory_retrievers.storage.search import Searcher
@@ -178,6 +179,8 @@ class StoreBase:
             max_queued=cfg.max_queued_records,
             full_timeout_s=cfg.queue_full_timeout.total_seconds(),
         )
+        # Batches queued by add_later, shown to this process's recall until their write settles.
+        self._pending = PendingOverlay()
         # Maintenance writes access statistics through the queue before an optimize: it gets the log
         # and the queue themselves, never a method of this store (nothing below calls back up).
         self._maintainer = Maintainer(self._table, cfg, self._access, self._queue)
