@@ -132,7 +132,8 @@ class StoreConfig(CheckedModel):
     """Table versions older than this are pruned by ``optimize()``."""
 
     access_flush_size: int = Field(default=256, ge=1)
-    """Recorded accesses held in memory before they are written (in one commit)."""
+    """Memories with recorded accesses held in memory before they are written: by an optimize, in
+    the background, which folds the rows it rewrites straight back into the indexes."""
 
     recall_view_max_rows: int = Field(default=50_000, ge=0)
     """Recall keeps an in-memory view (rows and vectors) of namespaces up to this size, so the

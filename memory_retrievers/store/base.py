@@ -238,8 +238,12 @@ class StoreBase:
         """Async twin of :meth:`close`: waits for queued writes and running maintenance too."""
         if self._closed or self._forked():
             return
+        await self.aflush()
         try:
-            await self._queue.exclusive(self._access.flush)
+            if self._access.pending:
+                # Written by an optimize, which folds the rows they rewrite back into the indexes:
+                # the next process's searches find every row indexed (see storage/access.py).
+                await self._maintainer.optimize(wait=True)
         except MemoryRetrieversError as exc:  # e.g. a read-only store: closing must still work
             logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)
         await self.aflush()

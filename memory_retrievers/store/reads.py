@@ -14,7 +14,6 @@ from typing import Any
 
 import numpy as np
 
-import memory_retrievers.runtime.loop as _loop
 from memory_retrievers.errors import InvalidInputError, NotFoundError
 from memory_retrievers.filters import MemoryFilter, build_where, recency_slot
 from memory_retrievers.models import FtsField, Hit, Memory
@@ -246,22 +245,19 @@ class ReadAPI(StoreBase):
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Count an access of each id (e.g. recalled).
 
-        Held in memory and written in one batch once ``StoreConfig.access_flush_size`` accesses
-        are pending, off the caller's path.
+        Held in memory (reads count it in at once) and written, off the caller's path, by an
+        optimize that ``StoreConfig.access_flush_size`` pending accesses start in the background:
+        it writes them and folds the rows it rewrote back into the indexes, so recording accesses
+        never leaves rows out of the full-text index (a later recall would scan them).
         """
         self._ensure_open()
         ns = self._ns(namespace)
         when = to_utc(at, "at") if at is not None else self._clock()
         pending = self._access.record(ns, self._ids(ids), when)
         if pending >= self._config.access_flush_size:
-            _loop.submit(self._flush_logged())
+            self._maintainer.fold_access()
 
     async def arecord_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Async twin of :meth:`record_access` (never waits for the write)."""
         self.record_access(ids, namespace=namespace, at=at)
 
-    async def _flush_logged(self) -> None:
-        try:
-            await self._queue.exclusive(self._access.flush)
-        except Exception:  # background work: report, never raise into nowhere
-            logger.warning("memory-retrievers: writing access statistics failed; will retry", exc_info=True)
