@@ -260,4 +260,3 @@ class ReadAPI(StoreBase):
     async def arecord_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Async twin of :meth:`record_access` (never waits for the write)."""
         self.record_access(ids, namespace=namespace, at=at)
-
