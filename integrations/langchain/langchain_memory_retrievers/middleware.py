@@ -244,10 +244,9 @@ class MemoryMiddleware(AgentMiddleware):
         ):
             turn.append(final)
         session = self._session(runtime)
-        max_chars = self._store.config.max_text_chars
         records = []
         for message in turn:
-            record = message_record(message, session_id=session, max_chars=max_chars)
+            record = message_record(message, session_id=session)
             if message.id:  # re-storing the same message (e.g. a replayed turn) upserts it
                 record["id"] = message.id
             records.append(record)

@@ -371,3 +371,11 @@ def _recalled_for(store: MemoryStore, namespace: str, question: str) -> list[Bas
         {"messages": [HumanMessage(question)]}
     )
     return model.seen[0]
+
+
+def test_a_77k_character_answer_is_stored_whole(store: MemoryStore) -> None:
+    answer = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+    middleware = MemoryMiddleware(store, namespace="alice", remember="turn")
+    create_agent(spy(answer), tools=[], middleware=[middleware]).invoke({"messages": [HumanMessage("Build status?")]})
+    stored = {m.text for m in store.list("alice")}
+    assert stored == {"user: Build status?", f"assistant: {answer}"}

@@ -149,7 +149,6 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         )
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        max_chars = self.store.config.max_text_chars
         kept: dict[str | None, Counter[str]] = {}
         records = []
         for message in messages:
@@ -162,7 +161,7 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
             if kept[session][payload] > 0:
                 kept[session][payload] -= 1
                 continue
-            records.append(message_record(message, session_id=session, max_chars=max_chars))
+            records.append(message_record(message, session_id=session))
         if records:
             # Queued, not waited for: this process's recall finds them at once, and the commit
             # happens off the turn's path (see MemoryStore.add_many_later).
