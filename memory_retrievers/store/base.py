@@ -115,6 +115,10 @@ class StoreBase:
     ) -> None:
         self._config: StoreConfig = validated(StoreConfig, config, "StoreConfig")
         self._embedder: Embedder = check_embedder(embedder)
+        # The default model loads (seconds, cold) while the table opens, not on the first write.
+        preload = getattr(self._embedder, "load_in_background", None)
+        if callable(preload):
+            preload()
         table_name = check_table_name(table_name)
         self._clock = clock or _now_utc
         cloud = cloud_access(
