@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -24,4 +24,4 @@ class AddBatch:
     records: list[dict[str, Any]]
     dedup: bool | None
     first_index: int = 0
-    embedding: asyncio.Future[Any] | None = field(default=None, repr=False)
+    embedding: Future[Any] | None = field(default=None, repr=False)

@@ -37,6 +37,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+import memory_retrievers.runtime.loop as _loop
 from memory_retrievers.errors import MemoryRetrieversError
 from memory_retrievers.filters import MemoryFilter, matches
 from memory_retrievers.models import FtsField, Memory, MemoryKind
@@ -115,53 +116,59 @@ class PendingOverlay:
 async def batch_vectors(maker: VectorMaker, batches: Sequence[AddBatch]) -> list[np.ndarray]:
     """Each batch's record vectors, embedded once whoever asks first (the writer or a recall).
 
-    Batches nobody embedded yet are embedded together, in one call; the others are awaited.
+    Batches nobody embedded yet are embedded together, in one call; the others are awaited. Any
+    event loop may ask (a recall runs on its caller's loop, the writer on the library's).
 
     Raises:
         EmbeddingError: The embedder failed (on every batch of that call).
     """
-    return [await asyncio.shield(f) for f in _embeddings(maker, batches)]
+    return [await _vectors(f) for f in _embeddings(maker, batches)]
 
 
-def _embeddings(maker: VectorMaker, batches: Sequence[AddBatch]) -> list[asyncio.Future[np.ndarray]]:
-    """Each batch's embedding future; one task embeds the batches nobody embedded yet."""
-    fresh = [b for b in batches if b.embedding is None]
-    if fresh:
-        _start_embedding(maker, fresh)
-    return [b.embedding for b in batches if b.embedding is not None]
+async def _vectors(future: Future[np.ndarray]) -> np.ndarray:
+    """A batch's vectors, awaited on the caller's loop (a cancelled caller leaves the embedding running)."""
+    return await asyncio.shield(asyncio.wrap_future(future))
 
 
-def _start_embedding(maker: VectorMaker, batches: Sequence[AddBatch]) -> None:
-    """One task embeds ``batches``; each batch gets its own future for its rows of the result."""
-    loop = asyncio.get_running_loop()
+_EMBEDDING_LOCK = threading.Lock()  # who starts a batch's embedding: the writer and recalls race for it
+
+
+def _embeddings(maker: VectorMaker, batches: Sequence[AddBatch]) -> list[Future[np.ndarray]]:
+    """Each batch's embedding future; one call on the library's loop embeds the batches nobody embedded yet."""
+    with _EMBEDDING_LOCK:
+        fresh = [b for b in batches if b.embedding is None]
+        start = _start_embedding(maker, fresh) if fresh else None
+        futures = [b.embedding for b in batches if b.embedding is not None]
+    if start is not None:
+        start()  # outside the lock: an embedding already done settles at once, taking the lock
+    return futures
+
+
+def _start_embedding(maker: VectorMaker, batches: Sequence[AddBatch]) -> Callable[[], None]:
+    """Give each batch its future for its rows of one embedding call; returns what starts the call."""
     records = [r for b in batches for r in b.records]
-    task = asyncio.ensure_future(record_vectors(maker, records))
-    spans: list[tuple[AddBatch, int, int]] = []
+    spans: list[tuple[AddBatch, Future[np.ndarray], int, int]] = []
     start = 0
     for batch in batches:
-        batch.embedding = loop.create_future()
-        spans.append((batch, start, start + len(batch.records)))
+        batch.embedding = Future()
+        spans.append((batch, batch.embedding, start, start + len(batch.records)))
         start += len(batch.records)
 
-    futures = [b.embedding for b in batches]
-
-    def settle(done: asyncio.Task[np.ndarray]) -> None:
-        for (batch, lo, hi), future in zip(spans, futures, strict=True):
-            if future is None or future.done():
-                continue
-            if done.cancelled() or done.exception() is not None:
-                # Whoever awaits it now gets the failure; a retry (the queue writes a failed
-                # group's batches one by one) embeds the batch again.
-                batch.embedding = None
-                if done.cancelled():
-                    future.cancel()
+    def settle(done: Future[np.ndarray]) -> None:
+        error: BaseException | None = asyncio.CancelledError() if done.cancelled() else done.exception()
+        with _EMBEDDING_LOCK:
+            for batch, future, lo, hi in spans:
+                if future.done():
+                    continue
+                if error is not None:
+                    # Whoever awaits it gets the failure; a retry (the queue writes a failed group's
+                    # batches one by one) embeds the batch again.
+                    batch.embedding = None
+                    future.set_exception(error)
                 else:
-                    future.set_exception(done.exception())  # type: ignore[arg-type]
-                    future.exception()  # an unawaited failure is not logged as lost
-            else:
-                future.set_result(done.result()[lo:hi])
+                    future.set_result(done.result()[lo:hi])
 
-    task.add_done_callback(settle)
+    return lambda: _loop.submit(record_vectors(maker, records)).add_done_callback(settle)
 
 
 async def queued_memories(
@@ -177,7 +184,7 @@ async def queued_memories(
     out: list[tuple[Memory, np.ndarray]] = []
     for (batch, queued_at, _), embedding in zip(queued, futures, strict=True):
         try:
-            vectors = await asyncio.shield(embedding)
+            vectors = await _vectors(embedding)
         except MemoryRetrieversError:
             continue
         for j, record in enumerate(batch.records):
