@@ -100,7 +100,7 @@ def overhead_summary(legs: dict[str, Callable[[int], None]], turns: int, settle:
         times = interleaved(legs, turns, settle, block=block)
         without, bare = _p50(times["without"]), _p50(times["bare recall"])
         out[label] = {"turn p50 ms, without": without, "bare recall p50 ms": bare}
-        for leg in (name for name in legs if name.startswith("with")):  # "with", and variants of it
+        for leg in (name for name in legs if name == "with" or name.startswith("with,")):  # and its variants
             with_memory = _p50(times[leg])
             suffix = leg.removeprefix("with")
             out[label][f"turn p50 ms, with memory{suffix}"] = with_memory
