@@ -49,9 +49,16 @@ class StoreConfig(CheckedModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid", use_enum_values=False)
 
-    max_text_chars: int = Field(default=32_000, ge=1, le=10_000_000)
-    """Longest text a memory may hold, in characters. Longer texts are rejected, not truncated:
-    split them first (the default model reads only its first 256 word pieces anyway)."""
+    max_text_chars: int = Field(default=1_000_000, ge=1, le=10_000_000)
+    """Longest text a memory may hold, in characters: a pathological size (a million characters is
+    a long book), refused with :class:`~memory_retrievers.InvalidInputError` naming this limit, never
+    truncated. Anything shorter is stored whole, through every entry point (``add``, ``add_many``,
+    ``add_later``, the command line, MCP, both adapters' chat turns): a real assistant reply of
+    77,000 characters is one memory, its exact text returned. What is *searched* of a long text is
+    its opening (:data:`memory_retrievers.storage.schema.SEARCHED_CHARS`, 32,000 characters: the
+    embedding and the text-with-context index; the default model reads only its first 256 word
+    pieces anyway), and recall's block shows the passage the query asks about
+    (``RecallConfig.excerpt_chars``)."""
 
     max_context_chars: int = Field(default=16_000, ge=0, le=10_000_000)
     """Longest ``context`` (text searched with a memory but not returned as it)."""
@@ -140,7 +147,8 @@ class StoreConfig(CheckedModel):
     pinned version longer than this."""
 
     access_flush_size: int = Field(default=256, ge=1)
-    """Recorded accesses held in memory before they are written (in one commit)."""
+    """Memories with recorded accesses held in memory before they are written: by an optimize, in
+    the background, which folds the rows it rewrites straight back into the indexes."""
 
     recall_view_max_rows: int = Field(default=50_000, ge=0)
     """Recall keeps an in-memory view (rows and vectors) of namespaces up to this size, so the

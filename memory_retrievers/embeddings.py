@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import logging
 import os
 import re
 import threading
@@ -21,6 +22,8 @@ import numpy as np
 import memory_retrievers.runtime.fork as _fork
 from memory_retrievers.errors import ConfigError, DimensionMismatchError, EmbeddingError
 from memory_retrievers.runtime.plugins import pool as plugin_pool
+
+logger = logging.getLogger(__name__)
 
 __all__ = [
     "DEFAULT_MODEL",
@@ -272,6 +275,20 @@ def _shared_model(model_name: str, device: str) -> Any:
         return model
 
 
+#: Model loads running in the background (see ``load_in_background``).
+_LOADING: set[threading.Thread] = set()
+
+
+def _wait_for_loads() -> None:
+    """Before a fork: a load holds the embedder's lock and the import lock, which a child would inherit held."""
+    for thread in list(_LOADING):
+        thread.join(timeout=120)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_wait_for_loads)
+
+
 class SentenceTransformerEmbedder:
     """A sentence-transformers model, loaded lazily on first use, on the CPU by default.
 
@@ -310,6 +327,7 @@ class SentenceTransformerEmbedder:
         self._name = name or self._model_name
         self._model: Any = None
         self._lock = threading.Lock()
+        self._loading: threading.Thread | None = None
 
     def __repr__(self) -> str:
         return f"SentenceTransformerEmbedder(model={self._model_name!r}, device={self._device!r})"
@@ -337,6 +355,29 @@ class SentenceTransformerEmbedder:
         refuses new exit hooks during shutdown, which sentence-transformers' imports register).
         """
         self._load()
+
+    def load_in_background(self) -> None:
+        """Start loading the model on a thread of its own and return at once.
+
+        A store opening with this embedder calls it: importing torch and the weights (seconds,
+        cold) then overlaps opening the table, instead of waiting for the first write or recall.
+        The first use waits for the load that is under way; a load that fails is retried (and its
+        error raised) on first use. A fork waits for a load under way (see ``_wait_for_loads``).
+        """
+        with self._lock:
+            if self._model is not None or self._loading is not None:
+                return
+            self._loading = threading.Thread(target=self._load_quietly, name="memory-retrievers-model", daemon=True)
+            _LOADING.add(self._loading)
+            self._loading.start()
+
+    def _load_quietly(self) -> None:
+        try:
+            self._load()
+        except Exception:  # raised again, with its message, by the first use that loads the model
+            logger.debug("loading the embedding model in the background failed", exc_info=True)
+        finally:
+            _LOADING.discard(threading.current_thread())
 
     def _load(self) -> Any:
         with self._lock:

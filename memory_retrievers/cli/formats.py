@@ -228,7 +228,7 @@ def _message_record(role: str, content: Any, session: str, stamp: datetime, sour
     from memory_retrievers.integration import chat_text
 
     return {
-        "text": chat_text(role, _content(content), max_chars=32_000),
+        "text": chat_text(role, _content(content), max_chars=None),  # whole: the store refuses only a pathological size
         "kind": "message",
         "session_id": session,
         "created_at": stamp,

@@ -35,6 +35,7 @@ from memory_retrievers.llm import LLM, as_llm
 from memory_retrievers.models import AddedMemory, Memory, MemoryKind
 from memory_retrievers.store.barrier import Ticket, holding
 from memory_retrievers.store.paging import aiter_memories
+from memory_retrievers.store.pending import PendingWrite
 from memory_retrievers.validation import check_text, validate_record
 
 if TYPE_CHECKING:
@@ -44,9 +45,9 @@ __all__ = ["MemoryFormer", "Message"]
 
 logger = logging.getLogger("memory_retrievers")
 
-#: A turn to form memories from: a text, a record dict (``text`` plus writable fields), or a
-#: memory already stored (chat adapters store turns as they come).
-Message = str | Mapping[str, Any] | Memory
+#: A turn to form memories from: a text, a record dict (``text`` plus writable fields), a memory
+#: already stored, or one queued by ``add_later`` (chat adapters store turns as they come).
+Message = str | Mapping[str, Any] | Memory | PendingWrite
 
 #: The uuid namespace of turn ids made by formation (see ``_turn_ids``).
 _TURN_IDS = uuid.UUID("6f1f3a52-7d0e-4d8e-9a39-2f0c7c1b5e11")
@@ -132,8 +133,10 @@ class MemoryFormer:
 
         Runs are serialised on one worker thread per former, in the order given, so one
         conversation's consolidation sees the facts of the one before. Pass turns that are already
-        stored (the :class:`~memory_retrievers.Memory` objects a write returned) so the caller
-        never waits for an LLM and a failed run costs no turn. An exception is kept in the
+        stored (the :class:`~memory_retrievers.Memory` objects a write returned) or queued (the
+        :class:`~memory_retrievers.PendingWrite` objects of ``add_later``/``add_many_later``: the run
+        starts once they are committed) so the caller never waits for an LLM or a commit, and a
+        failed run costs no turn. An exception is kept in the
         future, never raised into the caller's thread; :meth:`flush` waits for every run. A
         ``forget`` of the namespace called after this returns wins: the run stores nothing after it.
 
@@ -224,18 +227,18 @@ class MemoryFormer:
         """Split and check the messages: every record is validated before anything is stored."""
         cfg = self._config
         _check_messages(messages)
-        stored: list[Memory] = []
+        stored: list[Memory | PendingWrite] = []
         records: list[dict[str, Any]] = []
         dropped: list[str] = []
         for i, msg in enumerate(messages):
-            if isinstance(msg, Memory):
+            if isinstance(msg, Memory | PendingWrite):
                 stored.append(msg)
                 continue
             record: dict[str, Any] | None = (
                 {"text": msg} if isinstance(msg, str) else dict(msg) if isinstance(msg, Mapping) else None
             )
             if record is None or not isinstance(record.get("text"), str):
-                raise InvalidInputError(f"messages[{i}] must be a text, a dict with 'text', or a Memory")
+                raise InvalidInputError(f"messages[{i}] must be a text, a dict with 'text', a Memory or a PendingWrite")
             record.setdefault("kind", MemoryKind.MESSAGE)
             record.setdefault("importance", importance(record["text"]))
             if session_id is not None:
@@ -259,7 +262,8 @@ class MemoryFormer:
         self, batch: _Batch, namespace: str, session_id: str | None, when: str | None, ticket: Ticket
     ) -> FormationReport:
         cfg = self._config
-        turns: list[Memory] = list(batch.stored)
+        # Turns queued by add_later are formed once committed (a failed write fails the run).
+        turns: list[Memory] = [await m if isinstance(m, PendingWrite) else m for m in batch.stored]
         if batch.records and cfg.store_turns:
             turns += await self._store.aadd_many(batch.records, namespace=namespace)
         texts = [m.text for m in turns] if turns else [r["text"] for r in batch.records]
@@ -375,7 +379,7 @@ class MemoryFormer:
 class _Batch:
     """Messages split into turns already stored, records to store, and texts dropped for importance."""
 
-    stored: list[Memory]
+    stored: list[Memory | PendingWrite]
     records: list[dict[str, Any]]
     dropped: list[str]
 
@@ -390,7 +394,10 @@ def _name_turns(records: Sequence[dict[str, Any]], messages: Sequence[Message], 
     """
     digest = hashlib.sha256()
     for msg in messages:
-        text = msg.id if isinstance(msg, Memory) else msg if isinstance(msg, str) else str(msg.get("text"))
+        if isinstance(msg, Memory | PendingWrite):
+            text = str(msg.id)
+        else:
+            text = msg if isinstance(msg, str) else str(msg.get("text"))
         digest.update(text.encode("utf-8", "surrogatepass") + b"\x1f")
     conversation = digest.hexdigest()
     for position, record in enumerate(records):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import builtins
 import functools
 import os
-from collections.abc import Callable, Coroutine, Iterable, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterable, Iterator, Mapping, Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, TypeVar
 
@@ -341,6 +341,16 @@ class ShardedMemoryStore(MemoryStore):
         shard = self._sync_shard_for(_ADD_LATER, namespace, (text,), {"namespace": namespace, "dedup": dedup, **fields})
         return shard.add_later(text, namespace=namespace, dedup=dedup, **fields)
 
+    def add_many_later(
+        self, records: Iterable[Mapping[str, Any]], *, namespace: str, dedup: bool | None = None
+    ) -> builtins.list[PendingWrite]:
+        """Queue memories of one namespace on its shard (see :meth:`MemoryStore.add_many_later`)."""
+        if isinstance(records, Iterator):
+            records = builtins.list(records)
+        kwargs = {"namespace": namespace, "dedup": dedup}
+        shard = self._sync_shard_for(_ADD_MANY_LATER, namespace, (records,), kwargs)
+        return shard.add_many_later(records, namespace=namespace, dedup=dedup)
+
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Count an access of each id on its namespace's shard (see :meth:`MemoryStore.record_access`)."""
         self._sync_shard_for(_RECORD_ACCESS, namespace, (ids,), {"namespace": namespace, "at": at}).record_access(
@@ -450,4 +460,5 @@ class ShardedMemoryStore(MemoryStore):
 
 
 _ADD_LATER = checker(MemoryStore.add_later)
+_ADD_MANY_LATER = checker(MemoryStore.add_many_later)
 _RECORD_ACCESS = checker(MemoryStore.record_access)

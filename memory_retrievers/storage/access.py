@@ -1,7 +1,11 @@
-"""Access statistics: recorded by recall, held in memory, written in batches (never per recall).
+"""Access statistics: recorded by recall, held in memory, written by maintenance (never per recall).
 
-A LanceDB update rewrites rows and pushes them out of the indexes until the next optimize, so a
-write per recall would slow every search.
+A LanceDB update rewrites rows and pushes them out of the indexes until the next optimize: a
+rewritten row is then scanned, not looked up, by every full-text search (with long texts, recall
+took 6.55x LanceDB's hybrid query after a few hundred recalls, 1.15x after an optimize:
+``benchmarks/long_turns.py``). So the statistics are written only by an optimize, right before it
+folds the rewritten rows back into the indexes (see ``Maintainer.optimize``): a batch that fills
+up (``StoreConfig.access_flush_size``) starts one in the background, and ``close()`` runs one.
 """
 
 from __future__ import annotations
@@ -39,6 +43,12 @@ class AccessLog:
             for id_ in ids:
                 count, last = self._pending.get((namespace, id_), (0, at))
                 self._pending[(namespace, id_)] = (count + 1, max(last, at))
+            return len(self._pending)
+
+    @property
+    def pending(self) -> int:
+        """How many memories have accesses not written yet."""
+        with self._lock:
             return len(self._pending)
 
     def _take(self) -> Pending:

@@ -181,6 +181,14 @@ class Maintainer:
         except Exception as exc:  # background work: report; the next optimize builds it
             logger.warning("building the vector index failed and will be retried: %s", exc)
 
+    def fold_access(self) -> None:
+        """Write the pending access statistics now, in the background, inside an optimize.
+
+        The optimize folds the rows the statistics rewrote back into the indexes right after
+        writing them (see :mod:`.access`); one already running writes them at its next run.
+        """
+        self._start_background()
+
     def _start_background(self) -> None:
         """Optimize off the writer's path: the commit that tripped the threshold returns at once."""
         with self._counter_lock:

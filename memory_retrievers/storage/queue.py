@@ -32,6 +32,7 @@ from typing import Any, TypeVar
 
 import memory_retrievers.runtime.loop as _loop
 from memory_retrievers.errors import QueueFullError
+from memory_retrievers.storage.batch import AddBatch
 from memory_retrievers.storage.outage import Outages, batch_specific
 
 __all__ = ["Abandoned", "AddBatch", "WriteQueue", "batch_specific"]
@@ -51,21 +52,6 @@ class _Op:
     given_up: bool = False
     queued_at: float = field(default_factory=time.monotonic)
     check: Callable[[], None] | None = None  # raises when the op must not be applied any more
-
-
-@dataclass(eq=False)
-class AddBatch:
-    """Validated records of one ``add_many`` batch, as queued.
-
-    Attributes:
-        records: Validated records (see :func:`memory_retrievers.validation.validate_record`).
-        dedup: The caller's duplicate-detection override.
-        first_index: The batch's position in the caller's ``add_many`` (keeps write order visible).
-    """
-
-    records: list[dict[str, Any]]
-    dedup: bool | None
-    first_index: int = 0
 
 
 #: Applies grouped batches (one commit) and returns each batch's results, in order (or the error of
@@ -198,6 +184,10 @@ class WriteQueue:
         except asyncio.CancelledError:
             op.given_up = True
             raise
+
+    def hurry(self) -> None:
+        """Commit what is queued without lingering (someone waits for it)."""
+        self._hurry = bool(self._pending) or self._hurry
 
     @property
     def idle(self) -> bool:

@@ -20,6 +20,7 @@ __all__ = [
     "META_SCHEMA_VERSION",
     "SCHEMA_VERSION",
     "SCALAR_COLUMNS",
+    "SEARCHED_CHARS",
     "memory_schema",
     "row_to_memory",
     "rows_to_memories",
@@ -51,8 +52,16 @@ def memory_schema(dimension: int, embedder_name: str) -> pa.Schema:
     return pa.schema(fields, metadata=meta)
 
 
+#: The opening of a memory's text that is embedded and put in its ``search_text`` (a longer text is
+#: stored whole: see ``StoreConfig.max_text_chars``). The default model reads only its first 256 word
+#: pieces, and a 77,000-character reply searched whole made the text-with-context index several
+#: times slower to search; the chat adapters cut their searched text here before it was the store's rule.
+SEARCHED_CHARS = 32_000
+
+
 def search_text(text: str, context: str | None) -> str:
-    """What the context full-text index sees: the memory's text followed by its context."""
+    """What the context full-text index sees: the memory's text (its first :data:`SEARCHED_CHARS`) and its context."""
+    text = text[:SEARCHED_CHARS]
     return f"{text}\n{context}" if context else text
 
 

@@ -61,6 +61,10 @@ class ViewSource:
         ids = self._view.ids
         return tuple(ids[i] for i in indices)
 
+    def holds(self, id_: str) -> bool:
+        """Whether the view holds a stored memory of that id (whatever the filter)."""
+        return id_ in self._view.index
+
     async def text_search(self, text: str, field: FtsField, k: int, *, with_context_only: bool = False) -> SourceHits:
         """BM25 in LanceDB; ids the view does not hold (written since by another process) are dropped."""
         asked = k * _CONTEXT_OVERFETCH if with_context_only else k

@@ -17,6 +17,7 @@ import numpy as np
 from memory_retrievers.embeddings import Embedder, check_vectors
 from memory_retrievers.errors import EmbeddingError, InvalidInputError, MemoryRetrieversError
 from memory_retrievers.runtime.plugin_loop import isolated
+from memory_retrievers.storage.schema import SEARCHED_CHARS
 from memory_retrievers.validation import MAX_QUERY_CHARS, check_text
 
 __all__ = ["VectorMaker", "unit"]
@@ -80,6 +81,9 @@ class VectorMaker:
             EmbeddingError: The embedder failed or returned unusable vectors.
         """
         name = f"embedder {self.embedder.name!r}"
+        # A long memory is embedded by its opening (the model reads 256 word pieces; tokenizing a
+        # million characters to throw them away costs more than the embedding).
+        texts = [t[:SEARCHED_CHARS] for t in texts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         by_length = [texts[i] for i in order]
         parts = []

@@ -26,6 +26,7 @@ from memory_retrievers.storage.vectors import VectorMaker
 from memory_retrievers.validation import content_hash
 
 __all__ = [
+    "NEW_ID",
     "Key",
     "PendingRecord",
     "PendingRow",
@@ -42,6 +43,10 @@ __all__ = [
 ]
 
 Key = tuple[str, str]
+
+#: The key of a queued record's planned id (records without a caller id, queued by ``add_later``):
+#: the write stores the record under it, so the id recall showed before the commit is the one stored.
+NEW_ID = "_new_id"
 
 
 async def record_vectors(maker: VectorMaker, recs: Sequence[Mapping[str, Any]]) -> np.ndarray:
@@ -177,7 +182,8 @@ class Planning:
 def kept(state: Planning, i: int, hit: Match | None) -> Outcome:
     """A record stored as itself (not a duplicate, or ``keep_both``): a new row, or its id's rewrite."""
     rec = state.recs[i]
-    state.target[i] = rec.id or uuid.uuid4().hex
+    # A record queued by add_later has its id planned when it was queued (recall showed it by that id).
+    state.target[i] = rec.id or rec.fields.get(NEW_ID) or uuid.uuid4().hex
     key = (rec.namespace, state.target[i])
     prior = state.prior(key)
     state.add(rec, rec.fields, state.target[i], prior=prior)

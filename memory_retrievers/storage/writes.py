@@ -29,12 +29,14 @@ from memory_retrievers.storage.context_fill import ContextFiller
 from memory_retrievers.storage.duplicates import DuplicateFinder, Match
 from memory_retrievers.storage.landing import landed_anyway, not_landed, not_landed_after_commit, unlanded
 from memory_retrievers.storage.outcomes import Outcome, added, duplicate_kind, public, results
+from memory_retrievers.storage.pending import batch_vectors
 from memory_retrievers.storage.queue import Abandoned, AddBatch
 from memory_retrievers.storage.schema import search_text, to_arrow
 from memory_retrievers.storage.search import Searcher
 from memory_retrievers.storage.table import CommitEvent, MemoryTable
 from memory_retrievers.storage.vectors import VectorMaker
 from memory_retrievers.storage.write_plan import (
+    NEW_ID,
     Key,
     PendingRecord,
     PendingRow,
@@ -98,7 +100,11 @@ class Writer:
         """
         recs = [r for b in batches for r in b.records]
         offsets = [b.first_index + i for b in batches for i in range(len(b.records))]
-        done = await self._attempts(recs, dedup=batches[0].dedup, offsets=offsets, proceed=proceed, replacing=None)
+        # Embedded once: a recall reading queued batches may have started it (see pending.py).
+        vectors = np.concatenate(await batch_vectors(self._vectors, batches))
+        done = await self._attempts(
+            recs, dedup=batches[0].dedup, offsets=offsets, proceed=proceed, replacing=None, vectors=vectors
+        )
         out: list[list[AddedMemory] | StorageError] = []
         start = 0
         for b in batches:
@@ -147,10 +153,12 @@ class Writer:
         offsets: Sequence[int] | None,
         proceed: Callable[[], bool],
         replacing: tuple[str, Sequence[str]] | None,
+        vectors: np.ndarray | None = None,
     ) -> Progress:
         """Plan and commit until every record landed (or attempts run out)."""
         offsets = list(offsets) if offsets is not None else list(range(len(recs)))
-        vectors = await record_vectors(self._vectors, recs)  # once for every attempt
+        if vectors is None:
+            vectors = await record_vectors(self._vectors, recs)  # once for every attempt
         pending = [PendingRecord.of(r, v, o) for r, v, o in zip(recs, vectors, offsets, strict=True)]
         progress = Progress([None] * len(recs))
         isolated = replacing is not None
@@ -275,7 +283,7 @@ class Writer:
                 state.existing[key] = got
         base = state.base(key)
         if base is None:  # deleted since it was found: store the record after all
-            state.target[i] = rec.id or uuid.uuid4().hex
+            state.target[i] = rec.id or rec.fields.get(NEW_ID) or uuid.uuid4().hex
             state.add(rec, rec.fields, state.target[i])
             return Outcome((rec.namespace, state.target[i]), WriteAction.ADDED, None, None, None)
         update = self._config.dedup_policy is DedupPolicy.UPDATE

@@ -37,6 +37,7 @@ from memory_retrievers.storage.duplicates import DuplicateFinder
 from memory_retrievers.storage.edits import Editor
 from memory_retrievers.storage.location import TableLocation
 from memory_retrievers.storage.maintenance import Maintainer
+from memory_retrievers.storage.pending import PendingOverlay
 from memory_retrievers.storage.queue import WriteQueue
 from memory_retrievers.storage.schema import memory_schema
 from memory_retrievers.storage.search import Searcher
@@ -144,6 +145,10 @@ class StoreBase:
     ) -> None:
         self._config: StoreConfig = validated(StoreConfig, config, "StoreConfig")
         self._embedder: Embedder = check_embedder(embedder)
+        # The default model loads (seconds, cold) while the table opens, not on the first write.
+        preload = getattr(self._embedder, "load_in_background", None)
+        if callable(preload):
+            preload()
         table_name = check_table_name(table_name)
         self._clock = clock or _now_utc
         cloud = cloud_access(
@@ -209,6 +214,8 @@ class StoreBase:
             max_queued=cfg.max_queued_records,
             full_timeout_s=cfg.queue_full_timeout.total_seconds(),
         )
+        # Batches queued by add_later, shown to this process's recall until their write settles.
+        self._pending = PendingOverlay()
         # Maintenance writes access statistics through the queue before an optimize: it gets the log
         # and the queue themselves, never a method of this store (nothing below calls back up).
         self._maintainer = Maintainer(self._table, cfg, self._access, self._queue)
@@ -281,10 +288,13 @@ class StoreBase:
         """:meth:`aclose` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
         if self._closed or self._forked():
             return
+        await self.aflush()
         try:
-            # Queued behind every write handed over before close: those commit first.
-            await asyncio.wait_for(self._queue.exclusive(self._access.flush), _left(deadline))
-        except asyncio.TimeoutError:  # the access log keeps what it holds: a later close writes it
+            if self._access.pending:
+                # Written by an optimize, which folds the rows they rewrite back into the indexes:
+                # the next process's searches find every row indexed (see storage/access.py).
+                await asyncio.wait_for(self._maintainer.optimize(wait=True), _left(deadline))
+        except asyncio.TimeoutError:  # access statistics only: the memories themselves are committed
             raise self._late("close", timeout) from None
         except MemoryRetrieversError as exc:  # e.g. a read-only store: closing must still work
             logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)

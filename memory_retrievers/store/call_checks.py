@@ -106,14 +106,21 @@ def _new(store: StoreBase, a: dict[str, Any]) -> None:
         raise InvalidInputError("the new memory needs an id different from old_id")
 
 
-def _records(store: StoreBase, a: dict[str, Any]) -> None:
-    """``replace``'s records: every one valid and of the namespace replaced."""
-    if isinstance(a["records"], Iterator):
-        a["records"] = list(a["records"])
-    ns = store._ns(a["namespace"])
-    other = next((r["namespace"] for r in store._records(a["records"], ns) if r["namespace"] != ns), None)
-    if other is not None:
-        raise InvalidInputError(f"replace() writes one namespace ({ns!r}); a record names {other!r}")
+def _one_namespace(method: str) -> Check:
+    """Records of a call that writes one namespace: every one valid and of that namespace."""
+
+    def check(store: StoreBase, a: dict[str, Any]) -> None:
+        if isinstance(a["records"], Iterator):
+            a["records"] = list(a["records"])
+        ns = store._ns(a["namespace"])
+        other = next((r["namespace"] for r in store._records(a["records"], ns) if r["namespace"] != ns), None)
+        if other is not None:
+            raise InvalidInputError(f"{method}() writes one namespace ({ns!r}); a record names {other!r}")
+
+    return check
+
+
+_records = _one_namespace("replace")
 
 
 def _text_query(store: StoreBase, a: dict[str, Any]) -> None:
@@ -189,6 +196,7 @@ _BY_METHOD: dict[tuple[str, str], Check] = {
     ("aadd", "fields"): _unchecked,  # with the text, as one record
     ("add_later", "text"): _record,
     ("add_later", "fields"): _unchecked,
+    ("add_many_later", "records"): _one_namespace("add_many_later"),
     ("aexport", "limit"): _int("limit", 1, MAX_PAGE, optional=True),  # None: every memory
     ("aupdate", "fields"): _changed_fields,
     ("avector_search", "query"): _any_query,

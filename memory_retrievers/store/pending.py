@@ -20,7 +20,8 @@ class PendingWrite:
 
     It commits with the writes queued around it (see ``StoreConfig.write_linger``). Until
     :meth:`result` returns, nothing is promised: a process killed before the commit loses it.
-    ``store.flush()``, ``store.close()``, interpreter exit and ``os.fork()`` wait for it.
+    ``store.flush()``, ``store.close()``, interpreter exit and ``os.fork()`` wait for it. Until then
+    this process's recall already finds it (read-your-writes); other processes once it is committed.
 
     A write that fails (its embedder raised, the table refused it) is logged at WARNING when it
     fails, and :meth:`result` raises the same error.
@@ -28,10 +29,22 @@ class PendingWrite:
     Await it in async code (``memory = await pending``), or call :meth:`result`.
     """
 
-    def __init__(self, future: Future[list[AddedMemory]], text: str) -> None:
+    def __init__(self, future: Future[list[AddedMemory]], text: str, *, index: int = 0, id: str | None = None) -> None:
         self._future = future
         self._text = text
-        future.add_done_callback(self._report_failure)
+        self._index = index
+        self._id = id
+        if index == 0:  # one warning per failed write, however many records it held
+            future.add_done_callback(self._report_failure)
+
+    @property
+    def id(self) -> str | None:
+        """The id the memory is stored under, unless it turns out to duplicate another memory.
+
+        Known before the commit: this process's recall shows the queued memory by it. ``result().id``
+        is the memory it landed in (the duplicate's, when it was skipped as one).
+        """
+        return self._id
 
     def done(self) -> bool:
         """Whether the write has committed or failed."""
@@ -49,12 +62,11 @@ class PendingWrite:
                 unless it is a ``StorageError`` saying the outcome could not be read back (check
                 with ``get()`` before writing it again).
         """
-        (memory,) = self._future.result(timeout)
-        return memory
+        return self._future.result(timeout)[self._index]
 
     def __await__(self) -> Generator[Any, None, AddedMemory]:
-        (memory,) = yield from asyncio.wrap_future(self._future).__await__()
-        return memory
+        memories = yield from asyncio.wrap_future(self._future).__await__()
+        return memories[self._index]
 
     def __repr__(self) -> str:
         state = "pending" if not self._future.done() else "failed" if self._future.exception() else "committed"

@@ -15,12 +15,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-import memory_retrievers.runtime.loop as _loop
 from memory_retrievers.errors import InvalidInputError, NotFoundError
 from memory_retrievers.filters import MemoryFilter, build_where, recency_slot
 from memory_retrievers.models import FtsField, Hit, Memory
 from memory_retrievers.recall.source import RecallSource
 from memory_retrievers.storage.fields import FIELDS
+from memory_retrievers.storage.pending import PendingSource, queued_memories
 from memory_retrievers.storage.search import hits
 from memory_retrievers.storage.sources import TableSource, ViewSource
 from memory_retrievers.store.base import MAX_PAGE, MAX_QUERY_K, StoreBase
@@ -35,7 +35,16 @@ logger = logging.getLogger("memory_retrievers.store.memory_store")
 
 
 class ReadAPI(StoreBase):
-    """Reads of one namespace at a time: by id, by page, by count, and the recall search primitives."""
+    """Reads of one namespace at a time: by id, by page, by count, and the recall search primitives.
+
+    Read-your-writes for ``add_later``: these reads wait for this process's queued writes of the
+    namespace to commit (without lingering), then read the table; recall does not wait, it merges
+    them (:meth:`arecall_source`).
+    """
+
+    async def _committed(self, namespace: str | None) -> None:
+        """Wait for this process's queued ``add_later`` writes of ``namespace`` (every one for ``None``)."""
+        await self._pending.settled(namespace, self._queue.hurry)
 
     async def aget(
         self, ids: str | Sequence[str], *, namespace: str, include_vector: bool = False
@@ -49,6 +58,7 @@ class ReadAPI(StoreBase):
         """
         self._ensure_open()
         ns = self._ns(namespace)
+        await self._committed(ns)
         mems, missing = await self._searcher.memories(ns, self._ids(ids), include_vector=include_vector)
         if missing:
             raise NotFoundError(f"{len(missing)} id(s) not found in namespace {ns!r}: {missing[:5]}", missing)
@@ -68,12 +78,15 @@ class ReadAPI(StoreBase):
         ns = self._ns(namespace)
         self._check_int(limit, "limit", 1, MAX_PAGE)
         self._check_int(offset, "offset", 0, MAX_PAGE)
+        await self._committed(ns)
         return await self._searcher.page(ns, self._live(filter), limit=limit, offset=offset, newest_first=newest_first)
 
     async def acount(self, namespace: str, *, filter: MemoryFilter | Mapping[str, Any] | None = None) -> int:
         """Number of memories in a namespace (superseded ones excluded unless the filter asks)."""
         self._ensure_open()
-        return await self._table.count(build_where(self._ns(namespace), self._live(filter)), action="count memories")
+        where = build_where(self._ns(namespace), self._live(filter))
+        await self._committed(self._ns(namespace))
+        return await self._table.count(where, action="count memories")
 
     async def acolumns(
         self,
@@ -154,6 +167,7 @@ class ReadAPI(StoreBase):
         LangGraph store list their namespaces. It scans the ``namespace`` column only.
         """
         self._ensure_open()
+        await self._committed(None)
         return await self._searcher.namespaces()
 
     async def avector_search(
@@ -175,6 +189,7 @@ class ReadAPI(StoreBase):
             vector = await self._vectors.query(query)
         else:
             vector = self._vectors.given(query, source="the query vector")
+        await self._committed(self._ns(namespace))
         return hits(await self._searcher.nearest(vector, where, k, ["id"]))
 
     async def aembed_query(self, query: str) -> np.ndarray:
@@ -218,6 +233,7 @@ class ReadAPI(StoreBase):
         except ValueError:
             valid = ", ".join(f.value for f in FtsField)
             raise InvalidInputError(f"field must be one of {valid}, got {field!r}") from None
+        await self._committed(self._ns(namespace))
         return hits(await self._searcher.fts(text, where, k, fts_field, ["id"]))
 
     async def aentity_search(
@@ -238,6 +254,7 @@ class ReadAPI(StoreBase):
         if isinstance(entities, str):
             raise InvalidInputError(f"entities must be a list of str; wrap it: [{entities!r}]")
         wanted = [check_key(e, field="entity", max_chars=self._config.max_key_chars) for e in entities]
+        await self._committed(self._ns(namespace))
         return hits(await self._searcher.by_entities(wanted, where, k, ["id"]))
 
     async def arecency_search(
@@ -251,6 +268,7 @@ class ReadAPI(StoreBase):
         self._ensure_open()
         ns, flt = self._ns(namespace), self._live(filter)
         self._check_int(k, "k", 1, MAX_QUERY_K)
+        await self._committed(ns)
         return hits(await self._searcher.newest(build_where(ns, flt), k, ["id"], slot=recency_slot(ns, flt)))
 
     async def ahas_entities(self, namespace: str, *, max_age_s: float = 60.0) -> bool:
@@ -283,33 +301,39 @@ class ReadAPI(StoreBase):
         """What a recall of ``namespace`` under ``filter`` reads through (see :mod:`memory_retrievers.recall`).
 
         An in-memory view of the namespace while it has at most ``StoreConfig.recall_view_max_rows``
-        memories, else LanceDB queries; both give the same results.
+        memories, else LanceDB queries; both give the same results. Memories queued in this process
+        by ``add_later``/``add_many_later`` and not committed yet are merged in (see
+        :mod:`memory_retrievers.storage.pending`).
         """
         self._ensure_open()
         ns = self._ns(namespace)
         flt = self._live(filter)
+        # Read before the view: a write that settles meanwhile is then in the view or in this list.
+        queued = self._pending.batches(ns)
         view = await self._views.get(ns)
-        return ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
+        source: RecallSource = (
+            ViewSource(view, flt, self._searcher) if view is not None else TableSource(ns, flt, self._searcher)
+        )
+        if not queued:
+            return source
+        # Writes queued by add_later and not committed yet: recall in this process reads them too.
+        return PendingSource(source, await queued_memories(self._vectors, queued, ns), flt)
 
     def record_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Count an access of each id (e.g. recalled).
 
-        Held in memory and written in one batch once ``StoreConfig.access_flush_size`` accesses
-        are pending, off the caller's path.
+        Held in memory (reads count it in at once) and written, off the caller's path, by an
+        optimize that ``StoreConfig.access_flush_size`` pending accesses start in the background:
+        it writes them and folds the rows it rewrote back into the indexes, so recording accesses
+        never leaves rows out of the full-text index (a later recall would scan them).
         """
         self._ensure_open()
         ns = self._ns(namespace)
         when = to_utc(at, "at") if at is not None else self._clock()
         pending = self._access.record(ns, self._ids(ids), when)
         if pending >= self._config.access_flush_size:
-            _loop.submit(self._flush_logged())
+            self._maintainer.fold_access()
 
     async def arecord_access(self, ids: Sequence[str], *, namespace: str, at: datetime | None = None) -> None:
         """Async twin of :meth:`record_access` (never waits for the write)."""
         self.record_access(ids, namespace=namespace, at=at)
-
-    async def _flush_logged(self) -> None:
-        try:
-            await self._queue.exclusive(self._access.flush)
-        except Exception:  # background work: report, never raise into nowhere
-            logger.warning("memory-retrievers: writing access statistics failed; will retry", exc_info=True)

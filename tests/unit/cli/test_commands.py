@@ -280,3 +280,13 @@ def test_every_command_has_json_and_help_with_examples(cli: Cli) -> None:
     } <= set(names)
     help_text = cli("recall", "--help").stdout
     assert "--rrf-k" in help_text and "--weight-context" in help_text and "--kind-boost" in help_text
+
+
+# One real LongMemEval assistant turn is 76,566 characters (issue 42): stored whole, by default.
+LONG_TURN = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+
+
+def test_add_stores_a_77k_character_turn_whole(cli: Cli) -> None:
+    assert cli("add", "-", "-n", "u", "--kind", "message", "--json", input=LONG_TURN).code == 0
+    listed = json.loads(cli("list", "-n", "u", "--json").stdout)
+    assert [m["text"] for m in listed["memories"]] == [LONG_TURN.rstrip("\n")]

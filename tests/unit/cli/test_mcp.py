@@ -62,12 +62,16 @@ async def test_one_namespace_per_server(env: dict[str, str], tmp_path: Path) -> 
         assert len(_json(await session.call_tool("list", {}))) == 1
         bad = await session.call_tool("remember", {"text": "   "})
         assert bad.is_error and "empty" in _text_any(bad)
+        long_turn = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+        stored = await session.call_tool("remember", {"text": long_turn, "kind": "message"})  # 77k: kept whole
+        assert not stored.is_error, _text_any(stored)
     # Issue 40 item 11: a tool error went to the agent and, as a Rich INFO line, to the terminal.
     errlog.seek(0)
     assert errlog.read() == ""
     errlog.close()
     with MemoryStore(env["MEMORY_RETRIEVERS_STORE"], embedder=HashEmbedder(32)) as store:
-        assert [m.text for m in store.list("alice")] == ["Alice's dog is called Rex"]  # the real store changed
+        texts = {m.text for m in store.list("alice")}  # the real store changed
+        assert texts == {"Alice's dog is called Rex", long_turn}
 
 
 def _text_any(result: Any) -> str:

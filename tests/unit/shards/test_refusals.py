@@ -58,6 +58,14 @@ def _cases() -> dict[str, list[Call]]:
             (([REC],), {**A, "progress": "yes"}),
             (([REC],), {**A, "dedup": "no"}),
         ],
+        "add_many_later": [
+            (([REC],), {"namespace": ""}),
+            (([{**REC, "namespace": "bob"}],), A),
+            (([REC, {"text": ""}],), A),
+            ((iter([{**REC, "kind": "nope"}]),), A),
+            (([REC],), {**A, "dedup": "no"}),
+            (("Alice likes tea",), A),
+        ],
         "areplace": [
             (("",), {"records": [REC]}),
             (("alice", [{**REC, "namespace": "bob"}]), {}),

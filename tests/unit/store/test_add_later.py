@@ -272,3 +272,63 @@ def test_a_forked_child_finds_what_its_parent_queued(tmp_path: Path, make_store:
     assert proc.exitcode == 0
     assert out.get(timeout=10) == 5
     assert all(p.done() for p in pending)
+
+
+# ---------------------------------------------------------------------- read-your-writes (issue 42)
+
+
+def _table_rows(store: MemoryStore) -> int:
+    """Rows committed to the table, read through a handle of its own (no read-your-writes)."""
+    import lancedb
+
+    return int(lancedb.connect(store.uri).open_table(store.table_name).count_rows())
+
+
+def test_recall_finds_a_queued_write_before_its_commit_and_no_other_namespace_does(make_store: Make) -> None:
+    from memory_retrievers import MemoryRetriever
+
+    with make_store() as first:
+        first.add_many([{"text": f"note {i} about the garden shed"} for i in range(5)], namespace="u")
+    store = lingering(make_store, 10_000)  # a queued write stays queued until something waits for it
+    before = _table_rows(store)
+    (pending,) = store.add_many_later(
+        [{"text": "user: my dog is called Rex", "kind": "message", "session_id": "s"}], namespace="u"
+    )
+    retriever = MemoryRetriever(store)
+    found = retriever.recall("what is my dog called?", namespace="u")
+    assert _table_rows(store) == before  # recall did not wait for the commit
+    assert found.memories[0].id == pending.id and found.memories[0].text == "user: my dog is called Rex"
+    assert not pending.done()
+    assert all(m.id != pending.id for m in retriever.recall("what is my dog called?", namespace="v").memories)
+    store.flush()
+    assert pending.result(timeout=0).id == pending.id  # stored under the id recall showed
+    assert retriever.recall("what is my dog called?", namespace="u").memories[0].id == pending.id
+
+
+def test_plain_reads_wait_for_this_processs_queued_writes(make_store: Make) -> None:
+    store = lingering(make_store, 10_000)
+    pending = store.add_later("Alice prefers the dark theme", namespace="u", kind="preference")
+    assert [m.id for m in store.list("u")] == [pending.id]  # list waited for the commit (no linger)
+    assert pending.done() and store.count("u") == 1
+    assert store.get(pending.id, namespace="u").text == "Alice prefers the dark theme"
+
+
+def test_add_many_later_checks_every_record_before_queueing_any(make_store: Make) -> None:
+    store = make_store()
+    with pytest.raises(InvalidInputError, match="record 1"):
+        store.add_many_later([{"text": "fine"}, {"text": ""}], namespace="u")
+    with pytest.raises(InvalidInputError, match="one namespace"):
+        store.add_many_later([{"text": "fine"}, {"text": "elsewhere", "namespace": "v"}], namespace="u")
+    store.flush()
+    assert store.count("u") == 0 and store.count("v") == 0
+
+
+def test_forget_after_a_queued_write_wins_for_recall_too(make_store: Make) -> None:
+    from memory_retrievers import MemoryRetriever
+
+    store = lingering(make_store, 10_000)
+    pending = store.add_later("Alice's bank PIN hint is her dog's name", namespace="u")
+    assert MemoryRetriever(store).recall("bank PIN hint", namespace="u").memories[0].id == pending.id
+    assert store.forget("u") == 1  # the queued write committed first, then went with the rest
+    assert pending.result(timeout=30).action is WriteAction.ADDED
+    assert MemoryRetriever(store).recall("bank PIN hint", namespace="u").memories == ()

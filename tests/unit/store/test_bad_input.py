@@ -39,7 +39,7 @@ def seeded(store: MemoryStore) -> Iterator[MemoryStore]:
 BAD_WRITES: list[tuple[str, Callable[[MemoryStore], object], type[Exception], str]] = [
     ("empty text", lambda s: s.add("", namespace="alice"), InvalidInputError, "empty"),
     ("whitespace text", lambda s: s.add(" \n\t ", namespace="alice"), InvalidInputError, "empty"),
-    ("huge text", lambda s: s.add("x" * 32_001, namespace="alice"), InvalidInputError, "max_text_chars"),
+    ("huge text", lambda s: s.add("x" * 1_000_001, namespace="alice"), InvalidInputError, "max_text_chars"),
     ("NUL text", lambda s: s.add("a\x00b", namespace="alice"), InvalidInputError, "NUL"),
     ("surrogate text", lambda s: s.add("a\udc80b", namespace="alice"), InvalidInputError, "surrogate"),
     ("non-str text", lambda s: s.add(123, namespace="alice"), InvalidInputError, "must be a str"),  # type: ignore[arg-type]

@@ -501,7 +501,9 @@ def test_access_flush_triggers_in_background_at_threshold(make_store: Make) -> N
     deadline = time.monotonic() + 10
     while table_version(store) == before and time.monotonic() < deadline:
         time.sleep(0.02)
-    assert table_version(store) == before + 1
+    assert table_version(store) > before  # written without a flush or a close
+    store.flush()  # the optimize that wrote them is done
+    assert store._access.pending == 0  # written, not only held in memory
     assert [m.access_count for m in store.get([a.id, b.id], namespace="n")] == [1, 1]
 
 
@@ -669,3 +671,32 @@ def test_lancedb_cache_ceilings_reach_the_connection(make_store, monkeypatch) ->
     kept = store.add("the cache is small but the store works", namespace="n")
     assert [h.id for h in store.fts_search("cache", namespace="n")] == [kept.id]
     assert made == [(8 << 20, 4 << 20)]
+
+
+# One real LongMemEval assistant turn is 76,566 characters (issue 42): stored whole, by default.
+LONG_TURN = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+
+
+def test_a_77k_character_turn_is_stored_whole_by_add_add_many_and_add_later(make_store: Make) -> None:
+    from memory_retrievers import MemoryRetriever
+
+    store = make_store()
+    assert len(LONG_TURN) > 77_000
+    ids = [
+        store.add(LONG_TURN, namespace="a", kind="message").id,
+        store.add_many([{"text": LONG_TURN, "kind": "message"}], namespace="b")[0].id,
+        store.add_later(LONG_TURN, namespace="c", kind="message").result(timeout=60).id,
+    ]
+    for namespace, id_ in zip("abc", ids, strict=True):
+        assert store.get(id_, namespace=namespace).text == LONG_TURN  # the exact text, not cut
+        found = MemoryRetriever(store).recall("which worker runs the nightly export?", namespace=namespace)
+        assert found.memories[0].id == id_ and "worker-3" in found.memories[0].line  # the passage asked about
+
+
+def test_only_a_pathological_text_is_refused_naming_the_limit(make_store: Make) -> None:
+    store = make_store()
+    with pytest.raises(InvalidInputError, match=r"1,000,000.*max_text_chars"):
+        store.add("x" * 1_000_001, namespace="a")
+    with pytest.raises(InvalidInputError, match="max_text_chars"):
+        store.add_many_later([{"text": "y" * 1_000_001}], namespace="a")
+    assert store.count("a") == 0

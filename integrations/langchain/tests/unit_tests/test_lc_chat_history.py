@@ -75,9 +75,21 @@ def test_turns_become_recallable_memories(store: MemoryStore) -> None:
 
 def test_text_that_cannot_be_indexed_is_still_returned_exactly(store: MemoryStore) -> None:
     history = MemoryChatMessageHistory(store, namespace="alice", session_id="s1")
-    odd = [HumanMessage("nul\x00byte"), AIMessage("x" * (store.config.max_text_chars + 50)), HumanMessage("")]
+    odd = [HumanMessage("nul\x00byte"), AIMessage("x" * 80_000), HumanMessage("")]
     history.add_messages(odd)
     assert history.messages == odd
+    assert {len(m.text) for m in store.list("alice")} == {
+        len("user: nul\ufffdbyte"),
+        len("assistant: ") + 80_000,
+        len("user: [human message without text]"),
+    }
+
+
+def test_only_a_pathological_message_is_refused_naming_the_limit(store: MemoryStore) -> None:
+    history = MemoryChatMessageHistory(store, namespace="alice", session_id="s1")
+    with pytest.raises(InvalidInputError, match="max_text_chars"):
+        history.add_messages([HumanMessage("fine"), AIMessage("x" * store.config.max_text_chars)])
+    assert history.messages == []  # nothing of the batch was written
 
 
 def test_bad_input_raises_and_writes_nothing(store: MemoryStore) -> None:
@@ -102,13 +114,14 @@ def test_no_deprecation_warning_reaches_the_user(store: MemoryStore) -> None:
 
 
 def test_a_longmemeval_length_reply_is_stored_whole_and_recalled_by_its_passage(store: MemoryStore) -> None:
-    # One LongMemEval assistant turn is 77k characters, over the store's max_text_chars (32k).
-    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_000
-    assert len(reply) > 70_000 > 2 * store.config.max_text_chars
+    # One LongMemEval assistant turn is 77k characters: stored whole, as its memory's text too.
+    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+    assert len(reply) > 77_000
     history = MemoryChatMessageHistory(store, namespace="alice", session_id="s1")
     turn = [HumanMessage("How did last night's build go?", id="h1"), AIMessage(reply, id="a1")]
     history.add_messages(turn)
     assert history.messages == turn  # the exact reply comes back from the chat
+    assert f"assistant: {reply}" in {m.text for m in store.list("alice")}
 
     docs = RecallRetriever(store=store, namespace="alice", k=3).invoke("which worker runs the nightly export?")
     assert docs and docs[0].metadata["session_id"] == "s1" and docs[0].page_content.startswith("assistant: The build")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -365,3 +366,46 @@ def test_a_stored_memory_cannot_forge_lines_in_the_system_message(store: MemoryS
     lines = system_text(model.seen[0]).split("\n")
     assert sum(line.startswith("- [") for line in lines) == 2
     assert lines.count("Pinned:") == 1 and not any(line.startswith("```") for line in lines)
+
+
+def test_the_turn_is_queued_and_the_next_recall_finds_it_before_its_commit(make_store: Any) -> None:
+    # A long linger keeps the first turn queued: the agent returned without waiting for its commit,
+    # and the next conversation's recall (same process) still finds it.
+    import lancedb
+
+    store = make_store(config={"write_linger": timedelta(seconds=5)})
+    middleware = MemoryMiddleware(store, namespace="alice")
+    create_agent(spy("Noted."), tools=[], middleware=[middleware]).invoke(
+        {"messages": [HumanMessage("My sister Carla lives in Lisbon")]}, {"configurable": {"thread_id": "day1"}}
+    )
+    table = lancedb.connect(store.uri).open_table(store.table_name)
+    assert table.count_rows() == 0  # not committed: the turn did not wait for it
+    second = spy("Carla lives in Lisbon.")
+    create_agent(second, tools=[], middleware=[middleware]).invoke(
+        {"messages": [HumanMessage("Where does my sister Carla live?")]}, {"configurable": {"thread_id": "day2"}}
+    )
+    assert "user: My sister Carla lives in Lisbon" in system_text(second.seen[0])
+    assert "user: My sister Carla lives in Lisbon" not in system_text(
+        _recalled_for(store, "bob", "Where does my sister Carla live?")
+    )
+    store.flush()  # durable now, under the id recall showed
+    assert {m.text for m in store.list("alice")} == {
+        "user: Where does my sister Carla live?",
+        "user: My sister Carla lives in Lisbon",
+    }
+
+
+def _recalled_for(store: MemoryStore, namespace: str, question: str) -> list[BaseMessage]:
+    model = spy("I do not know.")
+    create_agent(model, tools=[], middleware=[MemoryMiddleware(store, namespace=namespace, remember="off")]).invoke(
+        {"messages": [HumanMessage(question)]}
+    )
+    return model.seen[0]
+
+
+def test_a_77k_character_answer_is_stored_whole(store: MemoryStore) -> None:
+    answer = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+    middleware = MemoryMiddleware(store, namespace="alice", remember="turn")
+    create_agent(spy(answer), tools=[], middleware=[middleware]).invoke({"messages": [HumanMessage("Build status?")]})
+    stored = {m.text for m in store.list("alice")}
+    assert stored == {"user: Build status?", f"assistant: {answer}"}

@@ -21,17 +21,18 @@ def message_text(message: ChatMessage) -> str:
     return str(message.content or "")
 
 
-def message_record(message: ChatMessage, *, session_id: str | None, max_chars: int) -> dict[str, Any]:
+def message_record(message: ChatMessage, *, session_id: str | None) -> dict[str, Any]:
     """A store record for one message (kind ``message``: exempt from dedup, gets turn context).
 
-    The searchable text is ``role: text``; the exact message is kept in metadata, so cleaning the
-    searchable text loses nothing.
+    The searchable text is ``role: text``, whole however long (the store refuses only one over
+    ``StoreConfig.max_text_chars``, a pathological size); the exact message is kept in metadata, so
+    cleaning the searchable text loses nothing.
     """
     if not isinstance(message, ChatMessage):
         raise InvalidInputError(f"messages must be LlamaIndex ChatMessage objects, got {type(message).__name__}")
     role = message.role.value
     return chat_record(
-        text=chat_text(role, message_text(message), max_chars=max_chars),
+        text=chat_text(role, message_text(message), max_chars=None),
         role=role,
         session_id=session_id,
         payload_key=MESSAGE_KEY,

@@ -151,8 +151,7 @@ class _Sessions(AdapterModel):
 
     def _records(self, key: str, messages: Sequence[ChatMessage], *, archived: bool = False) -> list[dict[str, Any]]:
         session = self._key(key)
-        max_chars = self.store.config.max_text_chars
-        records = [message_record(m, session_id=session, max_chars=max_chars) for m in messages]
+        records = [message_record(m, session_id=session) for m in messages]
         if archived:
             for record in records:
                 record["tags"] = [ARCHIVED_TAG]

@@ -12,7 +12,7 @@ from llama_index.core.memory import BaseMemoryBlock
 from pydantic import Field, PrivateAttr
 
 from memory_retrievers import LLM as MemoryLLM
-from memory_retrievers import MemoryKind, MemoryRetriever, RecallConfig
+from memory_retrievers import MemoryKind, MemoryRetriever, QueueFullError, RecallConfig
 from memory_retrievers.integration import (
     ADAPTER_MODEL_CONFIG,
     AdapterModel,
@@ -71,8 +71,9 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
 
     ``Memory`` calls ``aget`` with the current chat; the block recalls for the latest user message
     and returns a context block, leaving out whatever says the same as a message of that chat (it
-    is in the prompt already). Messages flushed out of short-term memory (``aput``) are stored as
-    ``message`` memories as ``remember`` says (by default the user's, as the LangChain
+    is in the prompt already). Messages flushed out of short-term memory (``aput``) are queued as
+    ``message`` memories as ``remember`` says (committed in the background, and found by this
+    process's recall at once: see ``MemoryStore.add_many_later``) (by default the user's, as the LangChain
     ``MemoryMiddleware`` does: see its ``remember``), so later sessions can recall them (unless a
     :class:`~llama_index.memory_retrievers.MemoryDBChatStore` on this namespace already keeps them:
     those are not stored twice). ``atruncate`` re-selects within a smaller budget rather than
@@ -159,7 +160,6 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         )
 
     async def _aput(self, messages: list[ChatMessage]) -> None:
-        max_chars = self.store.config.max_text_chars
         kept: dict[str | None, Counter[str]] = {}
         records = []
         for message in messages:
@@ -172,9 +172,14 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
             if kept[session][payload] > 0:
                 kept[session][payload] -= 1
                 continue
-            records.append(message_record(message, session_id=session, max_chars=max_chars))
+            records.append(message_record(message, session_id=session))
         if records:
-            stored = await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
+            # Queued, not waited for: this process's recall finds them at once, and the commit
+            # happens off the turn's path (see MemoryStore.add_many_later).
+            try:
+                stored: Sequence[Any] = self.store.add_many_later(records, namespace=self.namespace, dedup=False)
+            except QueueFullError:  # on an event loop a full queue refuses at once: wait for room
+                stored = await self.store.aadd_many(records, namespace=self.namespace, dedup=False)
             if self.former is not None:
                 self.former.form_later(stored, namespace=self.namespace)
 

@@ -138,11 +138,12 @@ async def test_a_longmemeval_length_reply_is_stored_whole_and_recalled_by_its_pa
 ) -> None:
     from llama_index.memory_retrievers import RecallRetriever
 
-    # One LongMemEval assistant turn is 77k characters, over the store's max_text_chars (32k).
-    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_000
-    assert len(reply) > 70_000 > 2 * store.config.max_text_chars
+    # One LongMemEval assistant turn is 77k characters: stored whole, as its memory's text too.
+    reply = "The build ran its checks. " * 800 + "The nightly export runs on worker-3. " + "Done. " * 9_400
+    assert len(reply) > 77_000
     await chat_store.add_messages("s1", [msg("user", "How did last night's build go?"), msg("assistant", reply)])
     assert [m.content for m in await chat_store.get_messages("s1")] == ["How did last night's build go?", reply]
+    assert f"assistant: {reply}" in {m.text for m in await store.alist("alice")}
 
     nodes = await RecallRetriever(store=store, namespace="alice", similarity_top_k=3).aretrieve(
         "which worker runs the nightly export?"

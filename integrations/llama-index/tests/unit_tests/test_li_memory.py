@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import timedelta
 
 import pytest
 from llama_index.core.base.llms.types import ChatMessage, MessageRole
@@ -86,6 +87,22 @@ async def test_block_stores_flushed_messages_and_truncates_by_selection(store: M
 
 
 # ---------------------------------------------------------------- agent memory
+async def test_flushed_messages_are_queued_and_the_next_recall_finds_them_before_their_commit(
+    make_store: Callable[..., MemoryStore],
+) -> None:
+    import lancedb
+
+    store = make_store(config={"write_linger": timedelta(seconds=10)})  # a queued write stays queued
+    block = RecallMemoryBlock(store=store, namespace="alice")
+    await block.aput([user("My sister Carla lives in Lisbon")])  # returns without the commit
+    assert lancedb.connect(store.uri).open_table(store.table_name).count_rows() == 0
+    assert "user: My sister Carla lives in Lisbon" in await block.aget([user("Where does my sister Carla live?")])
+    other = RecallMemoryBlock(store=store, namespace="bob")
+    assert "Carla" not in await other.aget([user("Where does my sister Carla live?")])
+    store.flush()
+    assert [m.text for m in store.list("alice")] == ["user: My sister Carla lives in Lisbon"]
+
+
 async def test_agent_memory_put_get_recalls_other_sessions_not_the_window(
     store: MemoryStore, clock: ManualClock
 ) -> None:
