@@ -10,14 +10,11 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import random
 import threading
-import time
 import warnings
 from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import memory_retrievers.runtime.loop as _loop
@@ -27,11 +24,13 @@ from memory_retrievers.models import FtsField
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.backend import IndexKind
 from memory_retrievers.storage.cluster import Clusterer, ClusterResult
+from memory_retrievers.storage.conflicts import retry_conflicts
 from memory_retrievers.storage.index_child import build_in_child, build_vector_index
 from memory_retrievers.storage.queue import WriteQueue
-from memory_retrievers.storage.table import CommitEvent, MemoryTable, is_uri, storage_error
+from memory_retrievers.storage.table import CommitEvent, MemoryTable
+from memory_retrievers.storage.temp_files import remove_stale_temp_files
 
-__all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child", "retry_conflicts"]
+__all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child"]
 
 logger = logging.getLogger(__name__)
 
@@ -52,44 +51,10 @@ SCALAR_INDEXES: dict[str, IndexKind] = {
 #: Full-text (BM25) indexes. Positions stay off: phrase positions crash optimize() (lance#7653).
 FTS_COLUMNS = {FtsField.TEXT: "text", FtsField.CONTEXT: "search_text", FtsField.ENTITIES: "entities"}
 
-_CONFLICT_ATTEMPTS = 10
 _LOCK_POLL_S = 0.01
 # Fewest rows an ANN index is built on (StoreConfig.ann_index_min_rows's own floor): IVF
 # partitions need rows to train on.
 _ANN_MIN_ROWS = 256
-
-
-async def retry_conflicts(action: str, attempt: Callable[[], Awaitable[Any]], *, defer_ok: bool = False) -> Any:
-    """Run maintenance, retrying LanceDB's *retryable* commit conflicts.
-
-    Index builds and compaction commit a new table version; when another thread or process
-    committed first, Lance reports a retryable conflict. Retrying (with a short, growing pause)
-    is what it asks for; any other error raises StorageError. Conflicts that persist raise too,
-    unless ``defer_ok``: compaction that concurrent deletes and updates keep preempting is only
-    deferred (the data is intact), so it is logged and left to the next optimize.
-    """
-    for n in range(_CONFLICT_ATTEMPTS):
-        try:
-            return await attempt()
-        except StorageError:  # the store's own: a deadline that passed (it names the action), a failed read
-            raise
-        except Exception as exc:
-            conflict = "retryable commit conflict" in str(exc).lower()
-            if conflict and defer_ok and n == _CONFLICT_ATTEMPTS - 1:
-                logger.warning(
-                    "memory-retrievers: %s was deferred: concurrent writes preempted it %d times. Nothing is "
-                    "lost, and the next optimize tries again; if this keeps happening, run "
-                    "`memory-retrievers optimize` (store.admin.optimize()) while fewer processes write (%s)",
-                    action,
-                    _CONFLICT_ATTEMPTS,
-                    exc,
-                )
-                return None
-            if not conflict or n == _CONFLICT_ATTEMPTS - 1:
-                raise storage_error(action, exc) from exc
-            # Jittered, growing pauses (20 ms .. ~1 s) so racing maintainers do not retry in lockstep.
-            await asyncio.sleep(min(1.0, 0.02 * 2**n) * (0.5 + random.random()))
-    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def _own_kind(index_type: str, column: str) -> IndexKind | None:
@@ -292,7 +257,7 @@ class Maintainer:
 
         if not await self._exclusive(work, wait=wait):
             return
-        removed = await asyncio.to_thread(self.remove_stale_temp_files)
+        removed = await asyncio.to_thread(remove_stale_temp_files, self._table)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
 
@@ -326,7 +291,7 @@ class Maintainer:
         if self._queue is None:
             await self._compact()
         else:
-            await self._queue.exclusive(self._compact)
+            await self._queue.exclusive(self._compact, maintenance=True)
 
     async def _compact(self) -> None:
         # From the latest version on every attempt: a handle left at the version a conflict was
@@ -369,7 +334,7 @@ class Maintainer:
         self._reset()
         await self._exclusive(work, wait=True)
         # Another process's write in flight has temp files too: only past an hour unless told.
-        await asyncio.to_thread(self.remove_stale_temp_files, 0.0 if remove_uncommitted else 3600.0)
+        await asyncio.to_thread(remove_stale_temp_files, self._table, 0.0 if remove_uncommitted else 3600.0)
 
     async def _hides_deleted_rows(self) -> bool:
         """Whether the latest version has deletion files (deleted rows still in its data files)."""
@@ -426,27 +391,3 @@ class Maintainer:
         await self._table.refresh()  # as in _compact
         prune = self._table.backend.optimize(timedelta(0), delete_unverified=remove_uncommitted)
         await self._table.maintain(prune, "prune old versions")
-
-    def remove_stale_temp_files(self, min_age_s: float = 3600.0) -> int:
-        """Delete temporary files that a killed writer left in a local table folder.
-
-        A write in progress has its temporary files for well under a second, so only files older
-        than ``min_age_s`` are removed: a concurrent writer's in-flight files are never touched.
-        Object stores need no cleanup here (their uploads are atomic).
-        """
-        if is_uri(self._table.uri):
-            return 0
-        folder = Path(self._table.uri) / f"{self._table.table_name}.lance"
-        cutoff = time.time() - min_age_s
-        removed = 0
-        for path in folder.rglob("*"):
-            name = path.name
-            if not (name.startswith(".tmp") or name.endswith(".tmp") or name.startswith("_tmp")):
-                continue
-            try:
-                if path.is_file() and path.stat().st_mtime < cutoff:
-                    path.unlink()
-                    removed += 1
-            except OSError:  # raced with its owner or already gone: not ours to fail on
-                continue
-        return removed

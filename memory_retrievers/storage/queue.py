@@ -52,6 +52,7 @@ class _Op:
     given_up: bool = False
     queued_at: float = field(default_factory=time.monotonic)
     check: Callable[[], None] | None = None  # raises when the op must not be applied any more
+    maintenance: bool = False  # the store's own upkeep (compaction), not a caller's write
 
 
 #: Applies grouped batches (one commit) and returns each batch's results, in order (or the error of
@@ -109,9 +110,12 @@ class WriteQueue:
         result: list[Any] = await self._submit(_Op(None, batch))
         return result
 
-    async def exclusive(self, run: Callable[[], Awaitable[T]]) -> T:
-        """Queue an operation that runs alone, after everything queued before it."""
-        result: T = await self._submit(_Op(run, None))
+    async def exclusive(self, run: Callable[[], Awaitable[T]], *, maintenance: bool = False) -> T:
+        """Queue an operation that runs alone, after everything queued before it.
+
+        ``maintenance``: the store's own upkeep, which :meth:`waiting` and :meth:`await_writes` do not count.
+        """
+        result: T = await self._submit(_Op(run, None, maintenance=maintenance))
         return result
 
     def add_nowait(self, batch: AddBatch) -> Future[Any]:
@@ -215,10 +219,28 @@ class WriteQueue:
         return True
 
     def waiting(self) -> int:
-        """Operations queued or being applied now (a group of adds counts each caller's batch; a given-up one, none)."""
+        """Writes queued or being applied now (a group of adds counts each caller's batch; a given-up one, none).
+
+        The store's own maintenance on the queue (a compaction between writes) is not counted.
+        """
         with self._lock:
             ops = (*self._current, *self._pending)
-            return sum(1 for op in ops if not op.future.done() and not op.given_up)
+            return sum(1 for op in ops if not op.future.done() and not op.given_up and not op.maintenance)
+
+    async def await_writes(self, timeout: float | None = None) -> bool:
+        """Whether every write queued or being applied committed within ``timeout`` s (``None``: no limit).
+
+        Unlike :meth:`await_idle`, maintenance running on the queue is not waited for: a store closing
+        past its deadline stops that instead (see ``MemoryStore.close``).
+        """
+        if self.waiting():
+            self._hurry = True
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while self.waiting():
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+            await asyncio.sleep(0.005)
+        return True
 
     def _next(self) -> list[_Op]:
         """The next unit of work: one exclusive op, or consecutive add batches up to the size limit."""

@@ -177,15 +177,19 @@ class MemoryTable:
         if interval is not None and (last is None or time.monotonic() - last >= interval.total_seconds()):
             await self.refresh()
 
-    async def search(self, request: Request, action: str) -> pa.Table:
-        """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
+    async def _read(self, call: Callable[[], Awaitable[T]], action: str) -> T:
+        """One read after :meth:`_follow`, within the deadline; a failure is a StorageError naming ``action``."""
         try:
             await self._follow()
-            return await self.bounded(self.backend.search(request), action)
+            return await self.bounded(call(), action)
         except StorageError:
             raise
         except Exception as exc:
             raise storage_error(action, exc) from exc
+
+    async def search(self, request: Request, action: str) -> pa.Table:
+        """Run one read (see :class:`.backend.Request`); a failure is a StorageError naming ``action``."""
+        return await self._read(lambda: self.backend.search(request), action)
 
     async def rows(
         self,
@@ -228,13 +232,7 @@ class MemoryTable:
 
     async def count(self, where: str | None = None, *, action: str = "count rows") -> int:
         """Rows matching ``where`` (every row for ``None``)."""
-        try:
-            await self._follow()
-            return await self.bounded(self.backend.count(where), action)
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise storage_error(action, exc) from exc
+        return await self._read(lambda: self.backend.count(where), action)
 
     async def count_namespace(self, namespace: str) -> int:
         """Rows of a namespace, superseded ones included."""
@@ -257,13 +255,7 @@ class MemoryTable:
 
     async def version(self) -> int:
         """The version this handle sees (after ``read_consistency_interval``, others' commits too)."""
-        try:
-            await self._follow()
-            return await self.bounded(self.backend.version(), "read the table version")
-        except StorageError:
-            raise
-        except Exception as exc:
-            raise storage_error("read the table version", exc) from exc
+        return await self._read(self.backend.version, "read the table version")
 
     # ------------------------------------------------------------------ commits
     def subscribe(self, listener: CommitListener) -> None:

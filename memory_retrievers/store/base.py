@@ -288,7 +288,7 @@ class StoreBase:
         """:meth:`aclose` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
         if self._closed or self._forked():
             return
-        await self.aflush()
+        await self._writes_by(deadline, timeout, "close")  # the access statistics' rows are committed first
         try:
             if self._access.pending:
                 # Written by an optimize, which folds the rows they rewrite back into the indexes:
@@ -346,7 +346,7 @@ class StoreBase:
         Raises:
             FlushTimeoutError: Writes were still queued or committing at the deadline (nothing is dropped).
         """
-        if not await self._queue.await_idle(_left(deadline)):
+        if not await self._queue.await_writes(_left(deadline)):
             raise self._late(call, timeout)
 
     def _late(self, call: str, timeout: float | None) -> FlushTimeoutError:

@@ -86,7 +86,7 @@ def test_optimize_removes_only_stale_temporary_files(tmp_path: Path) -> None:
 
 
 async def test_maintenance_retries_commit_conflicts_and_defers_compaction(caplog: pytest.LogCaptureFixture) -> None:
-    from memory_retrievers.storage import maintenance as store_module
+    from memory_retrievers.storage import conflicts as store_module
 
     calls = {"n": 0}
 

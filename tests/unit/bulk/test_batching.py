@@ -136,7 +136,7 @@ def test_the_embedding_actor_refuses_a_wrong_width() -> None:
 
 def test_without_ray_a_job_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "ray", None)
-    with pytest.raises(ConfigError, match=r'pip install "memory-retrievers\[ray\]"'):
+    with pytest.raises(ConfigError, match=r'pip install "\./memory-retrievers\[ray\]"'):
         require_ray()
 
 

@@ -213,7 +213,7 @@ def test_item9_an_unstorable_summary_is_reported_and_the_facts_are_kept(make_sto
     class LongSummary(GatedLLM):
         def complete(self, prompt: str) -> str:
             if prompt.startswith("Summarise"):
-                return "word " * 40_000
+                return "word " * 200_001  # over StoreConfig.max_text_chars (1,000,000)
             return super().complete(prompt)
 
     llm = LongSummary(facts_answer(GOOD))

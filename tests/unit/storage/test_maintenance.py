@@ -19,6 +19,7 @@ from memory_retrievers import AddedMemory, MemoryStore, StorageError, StoreConfi
 from memory_retrievers.storage.access import AccessLog
 from memory_retrievers.storage.maintenance import Maintainer
 from memory_retrievers.storage.table import MemoryTable
+from memory_retrievers.storage.temp_files import remove_stale_temp_files
 from testing.threads import outcome_within
 
 from .conftest import T0, rows
@@ -102,7 +103,7 @@ def test_only_old_temp_files_are_removed(tmp_path: Path) -> None:
     an_hour_ago = time.time() - 7200
     os.utime(old, (an_hour_ago, an_hour_ago))
     os.utime(data, (an_hour_ago, an_hour_ago))
-    assert Maintainer(table, StoreConfig(), AccessLog(table)).remove_stale_temp_files() == 1
+    assert remove_stale_temp_files(table) == 1
     assert not old.exists() and young.exists() and data.exists()
 
 
@@ -151,7 +152,7 @@ async def test_compaction_preempted_every_time_is_deferred_with_a_line_that_says
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Issue 40 item 11: when something is wrong, the library's own line says what to do."""
-    from memory_retrievers.storage import maintenance
+    from memory_retrievers.storage import conflicts
 
     async def no_pause(seconds: float) -> None:
         return None
@@ -159,9 +160,9 @@ async def test_compaction_preempted_every_time_is_deferred_with_a_line_that_says
     async def preempted() -> None:
         raise RuntimeError("lance error: Retryable commit conflict for version 7: preempted by concurrent transaction")
 
-    monkeypatch.setattr(maintenance.asyncio, "sleep", no_pause)
-    with caplog.at_level(logging.WARNING, logger=maintenance.__name__):
-        assert await maintenance.retry_conflicts("optimize the table", preempted, defer_ok=True) is None
+    monkeypatch.setattr(conflicts.asyncio, "sleep", no_pause)
+    with caplog.at_level(logging.WARNING, logger=conflicts.__name__):
+        assert await conflicts.retry_conflicts("optimize the table", preempted, defer_ok=True) is None
     (line,) = [r.getMessage() for r in caplog.records]
     assert line.startswith("memory-retrievers: optimize the table was deferred") and "Nothing is lost" in line
     assert "run `memory-retrievers optimize`" in line

@@ -23,7 +23,8 @@ from memory_retrievers import StoreConfig
 from memory_retrievers.errors import StorageError
 from memory_retrievers.storage import index_child
 from memory_retrievers.storage.access import AccessLog
-from memory_retrievers.storage.maintenance import Maintainer, build_in_child, retry_conflicts
+from memory_retrievers.storage.conflicts import retry_conflicts
+from memory_retrievers.storage.maintenance import Maintainer, build_in_child
 from memory_retrievers.storage.table import MemoryTable
 
 from .conftest import EMBEDDER, new_table, rows

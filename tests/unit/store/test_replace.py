@@ -40,7 +40,7 @@ def test_replace_swaps_a_session_in_one_commit(store: MemoryStore) -> None:
 @pytest.mark.parametrize(
     "bad",
     [
-        {"text": "x" * 40_000, "kind": "message", "session_id": "s"},
+        {"text": "x" * 1_000_001, "kind": "message", "session_id": "s"},
         {"text": "lone \ud800", "kind": "message", "session_id": "s"},
     ],
 )
