@@ -92,15 +92,19 @@ class WriteQueue:
         self._prepare = prepare
         self._max = max_records
         self._linger_s = linger_s
+        self._outages = Outages()
+        self._max_queued = max_queued
+        self._full_timeout_s = full_timeout_s
+        self.after_fork()
+
+    def after_fork(self) -> None:
+        """A new, empty queue's state; in a forked child, forget the parent's (its consumer thread is gone)."""
         self._hurry = False  # someone waits for the queue to empty: stop lingering
         self._lock = threading.Lock()
         self._pending: deque[_Op] = deque()
         self._draining = False
         self._idle = threading.Event()
         self._idle.set()
-        self._outages = Outages()
-        self._max_queued = max_queued
-        self._full_timeout_s = full_timeout_s
         self._queued_records = 0  # records of add batches waiting (not yet taken for a commit)
         self._room = threading.Condition(self._lock)
         self._current: list[_Op] = []  # the unit of work being applied
@@ -198,26 +202,6 @@ class WriteQueue:
         """Whether nothing is queued or running."""
         return self._idle.is_set()
 
-    def wait_idle(self, timeout: float | None = None) -> bool:
-        """Block until nothing is queued or running (for ``close``, interpreter exit and fork).
-
-        Queued writes commit without lingering from now on.
-        """
-        if not self._idle.is_set():
-            self._hurry = True
-        return self._idle.wait(timeout)
-
-    async def await_idle(self, timeout: float | None = None) -> bool:
-        """Async twin of :meth:`wait_idle`: whether the queue emptied within ``timeout`` s (``None``: no limit)."""
-        if not self._idle.is_set():
-            self._hurry = True
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while not self._idle.is_set():
-            if deadline is not None and time.monotonic() >= deadline:
-                return False
-            await asyncio.sleep(0.005)
-        return True
-
     def waiting(self) -> int:
         """Writes queued or being applied now (a group of adds counts each caller's batch; a given-up one, none).
 
@@ -230,8 +214,8 @@ class WriteQueue:
     async def await_writes(self, timeout: float | None = None) -> bool:
         """Whether every write queued or being applied committed within ``timeout`` s (``None``: no limit).
 
-        Unlike :meth:`await_idle`, maintenance running on the queue is not waited for: a store closing
-        past its deadline stops that instead (see ``MemoryStore.close``).
+        Maintenance running on the queue is not waited for: a store closing past its deadline stops
+        that instead (see ``MemoryStore.close``).
         """
         if self.waiting():
             self._hurry = True
@@ -393,18 +377,6 @@ class WriteQueue:
             op.future.set_exception(error)
         else:
             op.future.set_result(result)
-
-    def after_fork(self) -> None:
-        """Forget the parent's queue in a forked child (its consumer thread is gone)."""
-        self._lock = threading.Lock()
-        self._pending = deque()
-        self._draining = False
-        self._hurry = False
-        self._idle = threading.Event()
-        self._idle.set()
-        self._queued_records = 0
-        self._room = threading.Condition(self._lock)
-        self._current = []
 
 
 def _on_an_event_loop() -> bool:
