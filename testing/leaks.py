@@ -47,6 +47,9 @@ PROCESS_WIDE_THREADS = (
     "Thread-Ray",
     "ray::",
     "_colab_",
+    # AnyIO's worker pool (Starlette's sync endpoints, the inspector's server): its idle workers
+    # exit on their own after 10 s, past the grace below.
+    "AnyIO worker thread",
 )
 #: Processes that live as long as the process that started them, by a piece of their command line.
 PROCESS_WIDE_CHILDREN = (
@@ -77,6 +80,25 @@ def _running(pid: int) -> bool:
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except (OSError, IndexError):
         return False
+
+
+def _parent(pid: int) -> int:
+    """``pid``'s parent (0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
+def _owned_by_a_fixture(pid: int) -> bool:
+    """Whether ``pid`` is, or descends from, a child a fixture of wider scope started (a session's S3 server)."""
+    seen = 0
+    while pid > 1 and seen < 64:
+        if pid in _owned.children:
+            return True
+        pid, seen = _parent(pid), seen + 1
+    return False
 
 
 def _cmdline(pid: int) -> str:
@@ -203,7 +225,7 @@ def _no_detached_processes(tmp_path_factory: pytest.TempPathFactory) -> Iterator
         left = [
             pid
             for pid in (int(p) for p in os.listdir("/proc") if p.isdigit())
-            if pid != me and base in _cmdline(pid) and _running(pid)
+            if pid != me and base in _cmdline(pid) and _running(pid) and not _owned_by_a_fixture(pid)
         ]
         if not left or time.monotonic() > deadline:
             break

@@ -8,7 +8,9 @@ through it are unsigned, since removing a header would break a signature.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
+import socket
 import threading
 import time
 from abc import ABC, abstractmethod
@@ -42,8 +44,7 @@ class LoopbackProxy(ABC):
 
             do_GET = do_PUT = do_POST = do_DELETE = do_HEAD = handle_one
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._server.daemon_threads = True
+        self._server = _Server(("127.0.0.1", 0), Handler)
         self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
         self._thread.start()
 
@@ -76,9 +77,39 @@ class LoopbackProxy(ABC):
             req.wfile.write(data)
 
     def close(self) -> None:
-        """Stop serving."""
+        """Stop serving, and end the connections the client's pool still keeps open."""
         self._server.shutdown()
         self._server.server_close()
+        self._server.end_connections()
+        self._thread.join(5)
+
+
+class _Server(ThreadingHTTPServer):
+    """A threading HTTP server that can end its kept-alive connections (their threads then exit)."""
+
+    daemon_threads = True
+
+    def __init__(self, address: tuple[str, int], handler: type[BaseHTTPRequestHandler]) -> None:
+        super().__init__(address, handler)
+        self._open: set[socket.socket] = set()
+        self._open_lock = threading.Lock()
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        with self._open_lock:
+            self._open.add(request)
+        super().process_request(request, client_address)
+
+    def shutdown_request(self, request: Any) -> None:
+        with self._open_lock:
+            self._open.discard(request)
+        super().shutdown_request(request)
+
+    def end_connections(self) -> None:
+        """Shut every open connection down: a handler blocked reading the next request gets end of file."""
+        with self._open_lock:
+            for conn in self._open:
+                with contextlib.suppress(OSError):
+                    conn.shutdown(socket.SHUT_RDWR)
 
 
 class RaceProxy(LoopbackProxy):

@@ -28,7 +28,7 @@ from memory_retrievers.storage.conflicts import retry_conflicts
 from memory_retrievers.storage.index_child import build_in_child, build_vector_index
 from memory_retrievers.storage.queue import WriteQueue
 from memory_retrievers.storage.table import CommitEvent, MemoryTable
-from memory_retrievers.storage.temp_files import remove_stale_temp_files
+from memory_retrievers.storage.temp_files import aremove_stale_temp_files
 
 __all__ = ["FTS_COLUMNS", "Maintainer", "build_in_child"]
 
@@ -257,7 +257,7 @@ class Maintainer:
 
         if not await self._exclusive(work, wait=wait):
             return
-        removed = await asyncio.to_thread(remove_stale_temp_files, self._table)
+        removed = await aremove_stale_temp_files(self._table)
         if removed:
             logger.info("optimize removed %d temporary file(s) left by interrupted writes", removed)
 
@@ -334,7 +334,7 @@ class Maintainer:
         self._reset()
         await self._exclusive(work, wait=True)
         # Another process's write in flight has temp files too: only past an hour unless told.
-        await asyncio.to_thread(remove_stale_temp_files, self._table, 0.0 if remove_uncommitted else 3600.0)
+        await aremove_stale_temp_files(self._table, 0.0 if remove_uncommitted else 3600.0)
 
     async def _hides_deleted_rows(self) -> bool:
         """Whether the latest version has deletion files (deleted rows still in its data files)."""

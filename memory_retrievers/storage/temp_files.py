@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from pathlib import Path
 
 from memory_retrievers.storage.table import MemoryTable, is_uri
 
-__all__ = ["remove_stale_temp_files"]
+__all__ = ["aremove_stale_temp_files", "remove_stale_temp_files"]
 
 
 def remove_stale_temp_files(table: MemoryTable, min_age_s: float = 3600.0) -> int:
@@ -33,3 +34,17 @@ def remove_stale_temp_files(table: MemoryTable, min_age_s: float = 3600.0) -> in
         except OSError:  # raced with its owner or already gone: not ours to fail on
             continue
     return removed
+
+
+async def aremove_stale_temp_files(table: MemoryTable, min_age_s: float = 3600.0) -> int:
+    """:func:`remove_stale_temp_files` on a worker thread; inline once the interpreter exits.
+
+    A store still open at exit is closed then, after executors stopped taking work, and its close
+    may optimize (to write access statistics).
+    """
+    try:
+        return await asyncio.to_thread(remove_stale_temp_files, table, min_age_s)
+    except RuntimeError as exc:
+        if "interpreter shutdown" not in str(exc):
+            raise
+        return remove_stale_temp_files(table, min_age_s)
