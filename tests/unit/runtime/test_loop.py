@@ -20,8 +20,9 @@ def test_ctrl_c_during_a_sync_write_stops_the_write(tmp_path: Path) -> None:
         import asyncio, os, signal, threading, time
         from memory_retrievers import HashEmbedder, MemoryStore
 
-        # A user's Python turns Ctrl-C into KeyboardInterrupt; a child of an xdist worker inherits
-        # SIGINT ignored, and Python then installs no handler: put the user's back.
+        # A user's Python turns Ctrl-C into KeyboardInterrupt. A test run started in the background
+        # by a non-interactive shell (`.ci/run &`, as CI harnesses do) hands SIGINT down ignored,
+        # and Python then installs no handler: put the user's back.
         signal.signal(signal.SIGINT, signal.default_int_handler)
         started = threading.Event()
 
