@@ -35,6 +35,7 @@ __all__ = [
     "PROTOCOL",
     "WORKER_COMMANDS",
     "WorkerUnavailableError",
+    "ask_to_stop",
     "no_worker_meanwhile",
     "package_version",
     "read_message",
@@ -193,7 +194,7 @@ def no_worker_meanwhile(socket_file: Path, *, timeout_s: float = 60.0) -> Iterat
                     f"the worker listening on {socket_file} did not stop within {timeout_s:.0f} s"
                 )
             if now - asked >= 0.5:
-                _ask_to_stop(socket_file)
+                ask_to_stop(socket_file)
                 asked = now
             time.sleep(0.05)
         yield
@@ -201,10 +202,12 @@ def no_worker_meanwhile(socket_file: Path, *, timeout_s: float = 60.0) -> Iterat
         lock.close()
 
 
-def _ask_to_stop(socket_file: Path) -> None:
+def ask_to_stop(socket_file: Path) -> None:
+    """Ask the worker listening on ``socket_file`` to stop and wait for its answer (none there: nothing)."""
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.settimeout(5.0)
     with sock, contextlib.suppress(OSError, ValueError):
         sock.connect(str(socket_file))
         write_message(sock, {"v": PROTOCOL, "op": "stop"})
-        read_message(sock.makefile("rb"))
+        with sock.makefile("rb") as reader:  # closed with the socket: an open reader keeps the socket open
+            read_message(reader)

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import contextlib
 import io
-import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,7 +16,7 @@ import pytest
 
 from memory_retrievers.cli.app import run
 from memory_retrievers.cli.runtime import Invocation, StoreProvider
-from memory_retrievers.cli.workerproto import PROTOCOL
+from memory_retrievers.cli.workerproto import ask_to_stop
 
 PYTHON = sys.executable
 CONSOLE_SCRIPT = str(Path(sys.executable).with_name("memory-retrievers"))
@@ -38,17 +35,8 @@ def runtime_dir() -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="mrw"))
     yield folder
     for sock in folder.glob("*.sock"):  # stop any worker a test started
-        _stop_worker(sock)  # the protocol's own message: a stale one is answered "fallback" and stops nothing
+        ask_to_stop(sock)  # the client's own request: a stale protocol is answered "fallback" and stops nothing
     shutil.rmtree(folder, ignore_errors=True)
-
-
-def _stop_worker(sock: Path) -> None:
-    """Ask the worker listening on ``sock`` to stop, in the worker protocol of this version."""
-    with socket.socket(socket.AF_UNIX) as conn, contextlib.suppress(OSError):
-        conn.settimeout(5.0)
-        conn.connect(str(sock))
-        conn.sendall(json.dumps({"v": PROTOCOL, "op": "stop"}).encode() + b"\n")
-        conn.recv(1000)
 
 
 @pytest.fixture
