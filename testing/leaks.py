@@ -73,22 +73,24 @@ def _children() -> set[int]:
     return found
 
 
-def _running(pid: int) -> bool:
-    """Whether ``pid`` exists and is not a zombie (an exited child nobody waited for yet)."""
+def _stat(pid: int) -> list[str]:
+    """``/proc/<pid>/stat`` after the command name: state, parent, ... (empty when ``pid`` is gone)."""
     try:
         with open(f"/proc/{pid}/stat") as f:
-            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+            return f.read().rsplit(")", 1)[1].split()
     except (OSError, IndexError):
-        return False
+        return []
+
+
+def _running(pid: int) -> bool:
+    """Whether ``pid`` exists and is not a zombie (an exited child nobody waited for yet)."""
+    return _stat(pid)[:1] not in ([], ["Z"])
 
 
 def _parent(pid: int) -> int:
     """``pid``'s parent (0 when it is gone)."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return int(f.read().rsplit(")", 1)[1].split()[1])
-    except (OSError, IndexError, ValueError):
-        return 0
+    fields = _stat(pid)
+    return int(fields[1]) if len(fields) > 1 else 0
 
 
 def _owned_by_a_fixture(pid: int) -> bool:
