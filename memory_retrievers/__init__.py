@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         QueueFullError,
         ReshardInProgressError,
         SchemaMismatchError,
+        SourceChangingError,
         StorageError,
     )
     from memory_retrievers.filters import MemoryFilter
@@ -83,6 +84,7 @@ _EXPORTS: dict[str, str] = {
     "NotFoundError": ".errors",
     "QueueFullError": ".errors",
     "ReshardInProgressError": ".errors",
+    "SourceChangingError": ".errors",
     "SchemaMismatchError": ".errors",
     "StorageError": ".errors",
     "MemoryFilter": ".filters",
@@ -232,6 +234,7 @@ __all__ = [
     "NotFoundError",
     "QueueFullError",
     "ReshardInProgressError",
+    "SourceChangingError",
     "SchemaMismatchError",
     "SentenceTransformerEmbedder",
     "SpreadingActivation",

@@ -44,6 +44,7 @@ __all__ = [
     "QueueFullError",
     "ReshardInProgressError",
     "SchemaMismatchError",
+    "SourceChangingError",
     "StorageError",
 ]
 
@@ -173,6 +174,24 @@ class ReshardInProgressError(StorageError):
     def __init__(self, message: str, holder: str | None = None) -> None:
         super().__init__(message)
         self.holder = holder
+
+
+class SourceChangingError(StorageError):
+    """A re-embedding could not catch up with a source that was still being written.
+
+    :func:`~memory_retrievers.bulk.reembed` copies a snapshot of the source, then copies again every
+    memory added, changed or deleted there since, round after round until a round finds nothing
+    new. Writers that never paused for that long left the copy behind the source, so the job does
+    not report it done. Everything copied so far is in the target; pause the writers (or pick a
+    quieter hour) and run the job again: it replaces memories in place, nothing is doubled.
+
+    Attributes:
+        behind: Memories still differing between source and target after the last round.
+    """
+
+    def __init__(self, message: str, behind: int = 0) -> None:
+        super().__init__(message)
+        self.behind = behind
 
 
 class SchemaMismatchError(StorageError):

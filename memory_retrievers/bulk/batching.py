@@ -134,6 +134,8 @@ class ImportReport:
         seconds: Wall time of the whole job, embedding and writing.
         startup_seconds: Wall time until the first vectors came back (Ray actors starting and
             loading the model, and the first batch): a cost paid once per job, not per record.
+        caught_up: A re-embedding's memories added or changed in the source while it ran, copied
+            after its snapshot (0 for an import).
     """
 
     records: int
@@ -143,6 +145,7 @@ class ImportReport:
     batches: int
     seconds: float
     startup_seconds: float = 0.0
+    caught_up: int = 0
 
     @property
     def per_second(self) -> float:
@@ -160,4 +163,5 @@ class ImportReport:
             "seconds": round(self.seconds, 3),
             "per_second": round(self.per_second, 1),
             "startup_seconds": round(self.startup_seconds, 3),
+            "caught_up": self.caught_up,
         }

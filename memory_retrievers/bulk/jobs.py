@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from memory_retrievers.bulk.batching import ImportReport, attach_vectors, check_factory, check_positive, export_records
+from memory_retrievers.bulk.catch_up import catch_up
 from memory_retrievers.bulk.engine import (
     EmbedBatch,
     EmbedderFactory,
@@ -27,7 +28,7 @@ from memory_retrievers.bulk.engine import (
     require_ray,
 )
 from memory_retrievers.bulk.tables import check_storage_options, table_openers
-from memory_retrievers.errors import ConfigError, InvalidInputError, MemoryRetrieversError, NotFoundError
+from memory_retrievers.errors import ConfigError, InvalidInputError, MemoryRetrieversError
 from memory_retrievers.filters import sql_in
 from memory_retrievers.storage.fields import SCALAR_COLUMNS
 from memory_retrievers.validation import check_namespace
@@ -36,9 +37,6 @@ if TYPE_CHECKING:
     from memory_retrievers.store.memory_store import MemoryStore
 
 __all__ = ["import_records", "reembed"]
-
-#: Ids looked up in the source per read when checking what was deleted there during a re-embedding.
-_CHECK_IDS = 1000
 
 #: Texts per Ray batch: large enough that the per-batch overhead of Ray is small against embedding it.
 DEFAULT_EMBED_BATCH = 256
@@ -210,6 +208,12 @@ def reembed(
     context kept, only the vector new. Superseded and expired memories are copied too, as an export
     would. Pending access statistics of ``source`` are written first so the copy carries them.
 
+    Writers may go on meanwhile: the Ray read sees the source as it was when the job started, and
+    the job then catches up, in rounds, on every memory added, changed, superseded or deleted in
+    the source since (changed texts are embedded again in this process), and returns only once a
+    round finds nothing new; ``caught_up`` and ``skipped`` in the report say what that copied and
+    deleted. Access statistics are copied as of the snapshot (a recall is not a change to copy).
+
     Args:
         source: The store to read (its table is not changed).
         target: A store opened with the new embedder (typically a new table or path).
@@ -222,13 +226,16 @@ def reembed(
         embedder_factory: Builds the target's embedder in a worker (default: rebuilt from it).
 
     Returns:
-        Counts (``updated``: replaced in the target; ``skipped``: deleted from the source meanwhile) and time.
+        Counts (``updated``: replaced in the target; ``skipped``: deleted from the source meanwhile;
+        ``caught_up``: added or changed in the source meanwhile, copied after the snapshot) and time.
 
     Raises:
         InvalidInputError: ``source`` and ``target`` are the same table, or a bad argument.
         EmbedderMismatchError: ``embedder_factory`` builds another model (it is run once here first).
         ConfigError: Ray or lance-ray is not installed, the embedder cannot be sent to workers, or
             ``source`` is on LanceDB Cloud (``db://``), which Lance cannot read directly.
+        SourceChangingError: Writers never paused long enough for the copy to catch up (what was
+            copied stays in ``target``; run again when they pause).
     """
     started = time.perf_counter()
     check_positive(batch_size, "batch_size")
@@ -248,16 +255,24 @@ def reembed(
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
-    return _restore_all(target, embedded, batch_size, started, source=source)
+    return _restore_all(target, embedded, batch_size, started, source=source, namespaces=namespaces)
 
 
 def _restore_all(
-    target: MemoryStore, embedded: Any, batch_size: int, started: float, *, source: MemoryStore
+    target: MemoryStore,
+    embedded: Any,
+    batch_size: int,
+    started: float,
+    *,
+    source: MemoryStore,
+    namespaces: Sequence[str] | None = None,
 ) -> ImportReport:
-    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive.
+    """Restore the embedded rows into ``target``, ``batch_size`` per commit, as they arrive, then catch up.
 
-    Then every memory copied that ``source`` no longer holds (deleted or forgotten while the job
-    ran: the rows were read before) is deleted from ``target`` again and counted as ``skipped``.
+    The rows are the source as it was when the Ray read started; every change the source took
+    since (adds, updates, supersessions, deletions, forgotten namespaces) is then copied too
+    (:func:`~memory_retrievers.bulk.catch_up.catch_up`), so the job reports done only on a copy of
+    the source as it is now.
     """
     added = replaced = batches = records = 0
     copied: dict[str, list[str]] = {}
@@ -271,25 +286,18 @@ def _restore_all(
         added, replaced = added + restored.added, replaced + restored.replaced
         records += batch.num_rows
         batches += 1
-    dropped = _drop_forgotten(source, target, copied)
+    done = catch_up(source, target, copied, namespaces)
     seconds = time.perf_counter() - started
-    return ImportReport(records, max(0, added - dropped), replaced, dropped, batches, seconds, first or 0.0)
-
-
-def _drop_forgotten(source: MemoryStore, target: MemoryStore, copied: Mapping[str, list[str]]) -> int:
-    """Delete from ``target`` the ``copied`` ids ``source`` no longer holds; returns how many.
-
-    A memory deleted (or a namespace forgotten) in the source after the Ray read saw it would
-    otherwise live on in the new table: a right to be forgotten undone by a model upgrade.
-    """
-    dropped = 0
-    for namespace, ids in copied.items():
-        for start in range(0, len(ids), _CHECK_IDS):
-            try:
-                source.get(ids[start : start + _CHECK_IDS], namespace=namespace)
-            except NotFoundError as exc:
-                dropped += target.delete(exc.missing, namespace=namespace, missing_ok=True)
-    return dropped
+    return ImportReport(
+        records,
+        max(0, added - done.dropped),
+        replaced,
+        done.dropped,
+        batches,
+        seconds,
+        first or 0.0,
+        caught_up=done.recopied,
+    )
 
 
 def _namespace_filter(namespaces: Sequence[str] | None) -> str | None:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import functools
 import json
 import sys
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -16,6 +18,7 @@ from memory_retrievers import HashEmbedder, MemoryStore, SentenceTransformerEmbe
 from memory_retrievers.bulk import backfill_formation, import_records, reembed
 from memory_retrievers.errors import InvalidInputError
 from memory_retrievers.formation import MemoryFormer
+from testing.gated import GatedHashEmbedder
 from testing.paths import ROOT
 
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -140,6 +143,39 @@ def test_reembedding_keeps_ids_timestamps_access_stats_and_supersession(ray_inst
             assert (again.added, again.updated) == (0, 241)
         with pytest.raises(InvalidInputError, match="same table"):
             reembed(old, old)
+
+
+def test_a_reembedding_beside_a_writer_copies_the_source_as_it_is_when_it_returns(
+    ray_instance: Any, tmp_path: Path
+) -> None:
+    """Issue 40 item 2, with real Ray workers: writes made after the job read its snapshot (held at
+    the first batch until the writes are committed) reach the copy before the job reports done."""
+    gate = tmp_path / "gate"
+    gate.mkdir()
+    with MemoryStore(tmp_path / "old", embedder=HashEmbedder(64)) as old:
+        facts = old.add_many([{"text": f"ann fact {i}"} for i in range(50)], namespace="ann")
+        paris = old.add("ann lives in Paris", namespace="ann")
+        with MemoryStore(tmp_path / "new", embedder=HashEmbedder(32, name="other")) as new:
+            factory = functools.partial(GatedHashEmbedder, str(gate), 32, name="other")
+            with ThreadPoolExecutor(1) as pool:
+                job = pool.submit(reembed, old, new, workers=1, embed_batch=20, embedder_factory=factory)
+                deadline = time.monotonic() + 120
+                while not (gate / "started").exists() and not job.done() and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                assert (gate / "started").exists(), "the job never reached its first batch"
+                berlin = old.supersede(paris.id, "ann lives in Berlin", namespace="ann")
+                added = old.add("ann adopted a cat", namespace="ann")
+                old.delete(facts[7].id, namespace="ann")
+                (gate / "go").touch()
+                report = job.result(timeout=300)
+            assert (report.records, report.caught_up, report.skipped) == (51, 3, 1)
+            usage = ("vector", "access_count", "last_accessed_at")
+            for a, b in zip(new.admin.export("ann"), old.admin.export("ann"), strict=True):
+                assert {k: v for k, v in a.items() if k not in usage} == {k: v for k, v in b.items() if k not in usage}
+            live = [m.text for m in new.list("ann", limit=100)]
+            assert "ann lives in Berlin" in live and "ann adopted a cat" in live and "ann lives in Paris" not in live
+            assert new.get(berlin.id, namespace="ann").supersedes == paris.id
+            assert new.get(added.id, namespace="ann").text == "ann adopted a cat"
 
 
 @needs_locomo

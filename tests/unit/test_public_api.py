@@ -73,6 +73,7 @@ def test_all_is_pinned() -> None:
             "QueueFullError",
             "PerProcess",
             "ReshardInProgressError",
+            "SourceChangingError",
             "ReshardResult",
             "ShardedMemoryStore",
             "StoreAdmin",

@@ -11,6 +11,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import numpy as np
 import pytest
 
 from memory_retrievers import HashEmbedder, MemoryStore
@@ -239,32 +240,97 @@ def test_backfill_and_cluster_check_storage_options_before_ray(store: MemoryStor
         backfill.backfill_formation(store, lambda: None, storage_options=secret)  # type: ignore[arg-type]
 
 
-def test_a_memory_forgotten_while_reembedding_is_not_copied_back(tmp_path: Path) -> None:
+def _snapshot_read(location: Path) -> Any:
+    """What the Ray dataset of a re-embedding yields: the rows as read now, each with a new 8-d vector."""
+    import lancedb
     import pyarrow as pa
 
+    from memory_retrievers.storage.fields import SCALAR_COLUMNS
+
+    # Read with LanceDB, not pylance: importing pylance installs its at-fork warning in this process.
+    read = lancedb.connect(location).open_table("memories").to_arrow().select(list(SCALAR_COLUMNS))
+
+    class _Read:
+        def iter_batches(self, **_: Any) -> Any:
+            vectors = pa.FixedSizeListArray.from_arrays(pa.array([0.25] * 8 * read.num_rows, pa.float32()), 8)
+            yield read.append_column("vector", vectors)
+
+    return _Read()
+
+
+def _contents(store: MemoryStore) -> dict[str, list[dict[str, Any]]]:
+    usage = ("vector", "access_count", "last_accessed_at")
+    return {
+        ns: [{k: v for k, v in r.items() if k not in usage} for r in store.admin.export(ns)]
+        for ns in store.namespaces()
+    }
+
+
+def test_a_reembedding_catches_up_on_every_write_made_while_it_ran(tmp_path: Path) -> None:
+    """Issue 40 item 2: an add and a supersede made during the job never reached the copy, and the
+    replaced fact ("Paris") was live again there; only deletions were reconciled."""
     with MemoryStore(tmp_path / "old", embedder=HashEmbedder(16)) as source:
-        kept = source.add("bob plays chess", namespace="bob")
+        paris = source.add("alice lives in Paris", namespace="alice")
+        tea = source.add("alice drinks tea", namespace="alice")
+        chess = source.add("bob plays chess", namespace="bob")
         gone = source.add("alice's address is 1 Main St", namespace="alice")
-        import lancedb
-
-        from memory_retrievers.storage.fields import SCALAR_COLUMNS
-
-        # Read with LanceDB, not pylance: importing pylance installs its at-fork warning in this process.
-        read = lancedb.connect(tmp_path / "old").open_table("memories").to_arrow().select(list(SCALAR_COLUMNS))
-        # The Ray read saw both rows; then Alice asked to be forgotten, before her row was restored.
-        source.forget("alice")
-
-        class _Read:  # what the Ray dataset yields: the rows as read, each with its new vector
-            def iter_batches(self, **_: Any) -> Any:
-                vectors = pa.FixedSizeListArray.from_arrays(pa.array([0.25] * 8 * read.num_rows, pa.float32()), 8)
-                yield read.append_column("vector", vectors)
-
+        source.add("carol is a nurse", namespace="carol")
+        snapshot = _snapshot_read(tmp_path / "old")  # the Ray read sees these five
+        # ...and the application goes on writing while the job embeds them.
+        berlin = source.supersede(paris.id, "alice lives in Berlin", namespace="alice")
+        source.update(tea.id, namespace="alice", text="alice drinks green tea", tags=["drinks"])
+        source.delete(gone.id, namespace="alice")
+        source.forget("carol")
+        later = source.add("bob moved to Oslo", namespace="bob")
+        source.add("dan joined today", namespace="dan")  # a namespace the snapshot never saw
         with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
-            report = jobs._restore_all(target, _Read(), 100, 0.0, source=source)
-            assert target.count(namespace="alice") == 0, "a forgotten memory was resurrected in the new table"
-            assert target.get(kept.id, namespace="bob").text == "bob plays chess"
-            assert report.records == 2 and report.added == 1
-            assert gone.id not in {m.id for m in target.list("alice")}
+            report = jobs._restore_all(target, snapshot, 100, 0.0, source=source)
+            assert _contents(target) == _contents(source)
+            live = [m.text for m in target.list("alice")]
+            assert "alice lives in Paris" not in live and "alice lives in Berlin" in live
+            assert target.get(paris.id, namespace="alice").superseded_by == berlin.id
+            assert target.count(namespace="carol") == 0, "a forgotten namespace was resurrected in the new table"
+            assert target.get([chess.id, later.id], namespace="bob")[1].text == "bob moved to Oslo"
+            # A changed text is embedded again by the target's own embedder, not left with the old vector.
+            (green,) = [r for r in target.admin.export("alice") if r["id"] == tea.id]
+            assert np.allclose(green["vector"], HashEmbedder(8).embed_documents(["alice drinks green tea"])[0])
+            # The report says what the catch-up did: 5 copied after the snapshot (Berlin, Paris now
+            # superseded, the changed tea, Oslo, Dan), 2 deleted again (the address, Carol's memory).
+            assert report.records == 5 and report.caught_up == 5 and report.skipped == 2
+            assert report.to_dict()["caught_up"] == 5
+
+
+def test_a_reembedding_leaves_the_targets_own_memories_alone(tmp_path: Path) -> None:
+    with MemoryStore(tmp_path / "old", embedder=HashEmbedder(16)) as source:
+        source.add("bob plays chess", namespace="bob")
+        snapshot = _snapshot_read(tmp_path / "old")
+        with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
+            own = target.add("bob's note kept only in the new table", namespace="bob")
+            jobs._restore_all(target, snapshot, 100, 0.0, source=source)
+            assert target.get(own.id, namespace="bob").text == "bob's note kept only in the new table"
+
+
+def test_a_reembedding_beside_writers_that_never_pause_says_so(tmp_path: Path, monkeypatch: Any) -> None:
+    from memory_retrievers.bulk import catch_up as catching
+    from memory_retrievers.errors import SourceChangingError
+
+    with MemoryStore(tmp_path / "old", embedder=HashEmbedder(16)) as source:
+        source.add("bob plays chess", namespace="bob")
+        snapshot = _snapshot_read(tmp_path / "old")
+        real = catching._difference
+        writes = iter(range(100))
+
+        def busy(*args: Any) -> Any:  # a writer adds one more memory before every comparison
+            source.add(f"bob note {next(writes)}", namespace="bob")
+            return real(*args)
+
+        monkeypatch.setattr(catching, "_difference", busy)
+        with MemoryStore(tmp_path / "new", embedder=HashEmbedder(8)) as target:
+            with pytest.raises(SourceChangingError, match="Pause the writers") as behind:
+                jobs._restore_all(target, snapshot, 100, 0.0, source=source)
+            assert behind.value.behind == 1
+            # Everything copied so far stays: the snapshot and the notes of the rounds run.
+            assert target.count(namespace="bob") == 1 + catching.ROUNDS
 
 
 def test_a_namespace_forgotten_while_its_backfill_runs_is_not_refilled_with_facts(tmp_path: Path) -> None:
