@@ -21,7 +21,7 @@ from collections import Counter
 from pathlib import Path
 
 from memory_retrievers.formation.prompts import EXTRACTION_MARKER, SUMMARY_MARKER
-from memory_retrievers.formation.words import meaning_words
+from memory_retrievers.text.words import meaning_words
 
 __all__ = ["LoCoMoReplayLLM", "dia_ids"]
 

@@ -208,11 +208,8 @@ def reembed(
     context kept, only the vector new. Superseded and expired memories are copied too, as an export
     would. Pending access statistics of ``source`` are written first so the copy carries them.
 
-    Writers may go on meanwhile: the Ray read sees the source as it was when the job started, and
-    the job then catches up, in rounds, on every memory added, changed, superseded or deleted in
-    the source since (changed texts are embedded again in this process), and returns only once a
-    round finds nothing new; ``caught_up`` and ``skipped`` in the report say what that copied and
-    deleted. Access statistics are copied as of the snapshot (a recall is not a change to copy).
+    Writers may go on: every memory added, changed or deleted in the source after the Ray read is
+    copied after it (:func:`~memory_retrievers.bulk.catch_up.catch_up`) before the job returns.
 
     Args:
         source: The store to read (its table is not changed).
@@ -244,9 +241,16 @@ def reembed(
     where = _namespace_filter(namespaces)
     factory = checked_factory(embedder_factory, target.embedder)
     source.admin.flush_access()
+    embedded = _embedded(_read_table(source, where, storage_options), factory, target, workers, embed_batch)
+    return _restore_all(target, embedded, batch_size, started, source=source, namespaces=namespaces)
+
+
+def _embedded(
+    dataset: Any, factory: EmbedderFactory, target: MemoryStore, workers: int | None, embed_batch: int
+) -> Any:
+    """The source's rows as a Ray dataset of Arrow batches, each with a ``vector`` column of the target's model."""
     ray = require_ray()
-    dataset = _read_table(source, where, storage_options)
-    embedded = dataset.map_batches(
+    return dataset.map_batches(
         _WithVectors,
         fn_constructor_args=(factory, model_of(target.embedder)),
         batch_size=embed_batch,
@@ -255,7 +259,6 @@ def reembed(
         compute=ray.data.ActorPoolStrategy(min_size=1, max_size=_workers(workers, ray)),
         num_cpus=1,
     )
-    return _restore_all(target, embedded, batch_size, started, source=source, namespaces=namespaces)
 
 
 def _restore_all(

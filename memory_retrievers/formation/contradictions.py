@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from memory_retrievers.formation.words import NEGATIONS, meaning_words, pairs_sharing_a_word, strip_speaker
+from memory_retrievers.text.words import NEGATIONS, meaning_words, pairs_sharing_a_word, strip_speaker
 
 __all__ = ["Contradiction", "contradiction_core", "find_contradictions"]
 

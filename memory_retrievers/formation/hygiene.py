@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from memory_retrievers.formation.contradictions import contradiction_core
-from memory_retrievers.formation.words import meaning_words, pairs_sharing_a_word, strip_speaker
+from memory_retrievers.text.words import meaning_words, pairs_sharing_a_word, strip_speaker
 
 __all__ = ["FuzzyDuplicate", "find_fuzzy_duplicates"]
 

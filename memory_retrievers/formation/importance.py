@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from memory_retrievers.formation.words import meaning_words, strip_speaker
+from memory_retrievers.text.words import meaning_words, strip_speaker
 
 __all__ = ["FILLER_WORDS", "importance"]
 

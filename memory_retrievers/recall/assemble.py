@@ -29,6 +29,7 @@ from memory_retrievers.recall.results import (
 )
 from memory_retrievers.recall.sections import SECTION_TITLES, ContextSection, section_of
 from memory_retrievers.recall.selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
+from memory_retrievers.recall.updates import asks_about_the_past, updates_first
 from memory_retrievers.text.lines import excerpt as excerpt_of
 from memory_retrievers.text.lines import line_facts
 from memory_retrievers.tokens import TokenCounter
@@ -93,6 +94,8 @@ def assemble(
         )
         for i, sel in sorted(((index[c.id], c) for c in chosen), key=lambda pair: -probability[pair[0]])
     ]
+    if cfg.selection.newest_first and not asks_about_the_past(parts.query, parts.plan.features):
+        out = updates_first(out, parts.vectors, cfg.selection.subject_cosine)
     result = _fit(_result(parts, out, rejected, budget, calibration), budget, counter)
     if explain:
         cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], parts.memories) for r in rejected]

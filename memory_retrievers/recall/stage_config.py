@@ -195,6 +195,14 @@ class SelectionConfig(CheckedModel):
     block by its passage of this many characters holding the most of the query's keywords, marked
     with ``…`` (``ScoredMemory.excerpt``), so it costs the budget what answers; the memory itself is
     untouched. 1,200 characters is about 300 tokens."""
+    newest_first: bool = True
+    """Lines about one subject are shown newest first: a newer line moves up to just above the
+    older ones it follows ("the wedding got moved to June 21" above "the wedding is June 14"), the
+    scores handed out again in that order, and an older line the newer reads as updating is noted
+    ``(updated by the [date] line above)``. See :mod:`memory_retrievers.recall.updates`."""
+    subject_cosine: float = Field(default=0.45, ge=0, le=1)
+    """Cosine of two lines' vectors from which, sharing a content word, they are about one subject
+    (for ``newest_first``)."""
     token_encoding: str = "cl100k_base"
     """The tiktoken encoding that counts the block's tokens against ``RecallConfig.token_budget``."""
 

@@ -1,4 +1,4 @@
-"""Word-level text features shared by the zero-LLM formation steps (pure functions)."""
+"""Word-level text features shared by the zero-LLM formation steps and recall (pure functions)."""
 
 from __future__ import annotations
 

@@ -1,0 +1,176 @@
+"""The latest statement first: lines of a block about one subject, newest above older (pure functions).
+
+A chat says "my sister's wedding is June 14", and weeks later "the wedding got moved to June 21".
+Both match "when is the wedding?", and by relevance alone the first ranks higher (it names the
+sister, the date): an agent reading the block top-down answers June 14. So before the block is
+counted, every line is preceded by the lines that update it: said later by the same speaker,
+about the same subject (both short statements, not pastes; vectors close, cosine at least
+``subject_cosine``; a content word shared), and reading as an update (a word such as "moved",
+"now", "actually", "switched", or a number the older lacks). The newer line moves up to just above
+the best-scored line it updates, and that line is noted as updated, so the agent need not guess;
+other lines keep their order (a newer line that merely mentions the subject again does not jump:
+"when did I first ...?" wants the first), and the scores are handed out again in the new order
+(the block stays in score order).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+import numpy as np
+
+from memory_retrievers.recall.results import ScoredMemory
+from memory_retrievers.text.lines import body_of, speaker_label
+from memory_retrievers.text.query import WORD, QueryFeatures
+from memory_retrievers.text.words import meaning_words
+
+__all__ = ["Line", "asks_about_the_past", "newest_first", "reads_as_update", "updates_first"]
+
+#: Words that say a statement replaces an earlier one ("moved to Berlin", "now Priya", "actually
+#: the 21st", "no longer vegetarian"), after :func:`meaning_words` (plurals and "'s" folded).
+UPDATE_WORDS = frozenset(
+    """actually anymore became become changed correction corrected grew instead longer moved new now
+    postponed rescheduled replaced switched updated""".split()
+)
+
+_NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+
+#: Query words that ask for what was said before, not what is true now ("when did I first ...",
+#: "what did I use before ...", "where did I live originally?").
+PAST_WORDS = frozenset("before earlier first formerly initially originally previously used".split())
+
+#: Longest body (characters, role and speaker labels aside) of a line that takes part: a statement
+#: that can update another is short (a tweet's length); a pasted log, file or long answer is not one,
+#: and two pastes share words and vectors without being one subject.
+STATEMENT_CHARS = 280
+
+
+@dataclass(frozen=True, slots=True)
+class Line:
+    """One line of a block, as this step reads it.
+
+    Attributes:
+        id: The memory's id.
+        text: Its text (role and speaker labels are ignored).
+        created_at: When it was said (``None``: it takes part in no reordering).
+        vector: Its stored vector.
+    """
+
+    id: str
+    text: str
+    created_at: datetime | None
+    vector: np.ndarray
+
+
+def asks_about_the_past(query: str, features: QueryFeatures) -> bool:
+    """Whether a query asks about a day it names, or about what was said before (then no line jumps)."""
+    return bool(features.dates) or not PAST_WORDS.isdisjoint(w.casefold() for w in WORD.findall(query))
+
+
+def updates_first(
+    memories: Sequence[ScoredMemory], vectors: Mapping[str, np.ndarray], subject_cosine: float
+) -> list[ScoredMemory]:
+    """The selected memories in block order with the lines that update others above them (:func:`newest_first`).
+
+    The scores are handed out again in the new order, so the block stays in score order; a line
+    already marked as replaced (``superseded="flag"``) takes no part.
+    """
+    lines = [
+        Line(m.id, m.memory.text, m.memory.created_at if m.memory.superseded_by is None else None, vectors[m.id])
+        for m in memories
+    ]
+    order, notes = newest_first(lines, subject_cosine)
+    by_id = {m.id: m for m in memories}
+    scores = sorted((m.score for m in memories), reverse=True)
+    return [
+        replace(by_id[i], score=score, note="; ".join(n for n in (by_id[i].note, notes.get(i)) if n) or None)
+        for i, score in zip(order, scores, strict=True)
+    ]
+
+
+def reads_as_update(newer: str, older: str) -> bool:
+    """Whether ``newer`` reads as replacing ``older``: an update word, or a number the older lacks."""
+    if UPDATE_WORDS.intersection(meaning_words(body_of(newer))):
+        return True
+    new_numbers, old_numbers = set(_NUMBER.findall(newer)), set(_NUMBER.findall(older))
+    return bool(new_numbers and old_numbers and new_numbers - old_numbers)
+
+
+def newest_first(lines: Sequence[Line], subject_cosine: float) -> tuple[list[str], dict[str, str]]:
+    """The lines' ids in block order, newer lines about one subject above the older, and the notes.
+
+    Args:
+        lines: The block's lines in score order.
+        subject_cosine: Cosine of two lines' vectors from which they may share a subject.
+
+    Returns:
+        The ids in their new order, and for each older line a newer one updates, its note
+        (``"updated by the [2024-03-12] line above"``).
+    """
+    newer = _updated_by(lines, subject_cosine)
+    order: list[str] = []
+    placed: set[int] = set()
+
+    def place(i: int) -> None:
+        placed.add(i)
+        for j in newer[i]:  # in score order: the best of the newer lines first
+            if j not in placed:
+                place(j)
+        order.append(lines[i].id)
+
+    for i in range(len(lines)):
+        if i not in placed:
+            place(i)
+    notes = {}
+    for i, later in newer.items():
+        if later:
+            latest = max(later, key=lambda j: _when(lines[j]))
+            notes[lines[i].id] = f"updated by the [{_when(lines[latest]).date().isoformat()}] line above"
+    return order, notes
+
+
+def _updated_by(lines: Sequence[Line], subject_cosine: float) -> dict[int, list[int]]:
+    """For each line, the lines said after it by the same speaker about its subject that read as updating it.
+
+    Only a line of the same speaker updates another: the assistant's "Got it, Priya's your manager
+    now" echoes the user's correction, it does not update it.
+    """
+    dated = [
+        i for i, line in enumerate(lines) if line.created_at is not None and len(body_of(line.text)) <= STATEMENT_CHARS
+    ]
+    if len(dated) < 2:
+        return {i: [] for i in range(len(lines))}
+    vectors = np.stack([_unit(lines[i].vector) for i in dated])
+    cosines = vectors @ vectors.T
+    words = [_subject_words(lines[i].text) for i in dated]
+    speakers = [speaker_label(lines[i].text) for i in dated]
+    out: dict[int, list[int]] = {i: [] for i in range(len(lines))}
+    for a, i in enumerate(dated):
+        for b, j in enumerate(dated):
+            if (
+                _when(lines[j]) > _when(lines[i])
+                and cosines[a, b] >= subject_cosine
+                and words[a] & words[b]
+                and speakers[a] == speakers[b]
+                and reads_as_update(lines[j].text, lines[i].text)
+            ):
+                out[i].append(j)
+    return out
+
+
+def _subject_words(text: str) -> frozenset[str]:
+    """The content words that can name a subject: not the update words, not bare numbers."""
+    return frozenset(w for w in meaning_words(body_of(text)) if w not in UPDATE_WORDS and not w.isdigit())
+
+
+def _when(line: Line) -> datetime:
+    assert line.created_at is not None
+    return line.created_at
+
+
+def _unit(vector: np.ndarray) -> np.ndarray:
+    norm = float(np.linalg.norm(vector))
+    return vector / norm if norm > 0 else vector

@@ -1,0 +1,142 @@
+"""The latest statement first: lines about one subject, newest above older (recall/updates.py, issue 39 item 1)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, RecallConfig
+from memory_retrievers.recall.updates import Line, newest_first, reads_as_update
+
+T0 = datetime(2024, 1, 9, tzinfo=timezone.utc)
+
+
+def _line(id_: str, text: str, days: int | None, vector: list[float]) -> Line:
+    when = None if days is None else T0 + timedelta(days=days)
+    return Line(id_, text, when, np.asarray(vector, dtype=np.float32))
+
+
+WEDDING_OLD = _line("old", "user: my sister's wedding is June 14", 0, [1.0, 0.1, 0.0])
+WEDDING_NEW = _line("new", "user: the wedding got moved to June 21", 60, [0.9, 0.3, 0.0])
+VIM = _line("vim", "user: I use vim for everything", 30, [0.0, 0.0, 1.0])
+
+
+def test_a_newer_line_about_the_same_subject_moves_just_above_the_older() -> None:
+    order, notes = newest_first([WEDDING_OLD, VIM, WEDDING_NEW], subject_cosine=0.45)
+    assert order == ["new", "old", "vim"]
+    assert notes == {"old": "updated by the [2024-03-09] line above"}
+
+
+def test_lines_of_other_subjects_keep_their_order_and_get_no_note() -> None:
+    # Close vectors but no content word shared, or a shared word but far vectors: not one subject.
+    near_other = _line("near", "user: the venue double-booked again", 90, [0.9, 0.3, 0.0])
+    far_same_word = _line("far", "user: another wedding invite arrived", 90, [0.0, 1.0, 0.0])
+    order, notes = newest_first([WEDDING_OLD, near_other, far_same_word], subject_cosine=0.45)
+    assert order == ["old", "near", "far"] and notes == {}
+
+
+def test_a_newer_line_already_above_stays_and_undated_lines_take_no_part() -> None:
+    undated = _line("undated", "user: the wedding is June 30", None, [1.0, 0.1, 0.0])
+    order, notes = newest_first([WEDDING_NEW, undated, WEDDING_OLD], subject_cosine=0.45)
+    assert order == ["new", "undated", "old"]
+    assert set(notes) == {"old"}
+
+
+def test_a_newer_line_that_only_mentions_the_subject_again_stays_where_its_score_puts_it() -> None:
+    # "when did I first mention the wedding?" wants the first line first: only an update jumps.
+    venue = _line("venue", "user: the wedding is at a quinta in Sintra", 90, [1.0, 0.2, 0.0])
+    order, notes = newest_first([WEDDING_OLD, venue], subject_cosine=0.45)
+    assert order == ["old", "venue"] and notes == {}
+
+
+def test_an_echo_by_another_speaker_is_no_update() -> None:
+    echo = _line("echo", "assistant: got it, the wedding is now June 21", 61, [0.9, 0.3, 0.0])
+    order, notes = newest_first([WEDDING_OLD, echo], subject_cosine=0.45)
+    assert order == ["old", "echo"] and notes == {}
+
+
+def test_a_pasted_log_takes_no_part() -> None:
+    log = _line("log", "user: " + "2024-03-09 wedding service restarted at 10:31\n" * 10, 60, [1.0, 0.1, 0.0])
+    order, notes = newest_first([WEDDING_OLD, log], subject_cosine=0.45)
+    assert order == ["old", "log"] and notes == {}
+
+
+@pytest.mark.parametrize(
+    ("newer", "older", "expected"),
+    [
+        ("actually I moved from Lisbon to Berlin", "I live in Lisbon", True),
+        ("I'm no longer vegetarian", "I'm vegetarian since 2019", True),
+        ("team grew to 8 people", "my team is 5 people", True),
+        ("correction: the ceremony is at 4pm not 3pm", "ceremony at 3pm", True),
+        ("I switched from vim to Neovim", "I use vim", True),
+        ("the wedding is at a quinta in Sintra", "my sister's wedding is June 14", False),
+        ("rent is 1,150€ here", "rent is 1,150€ a month", False),
+    ],
+)
+def test_what_reads_as_an_update(newer: str, older: str, expected: bool) -> None:
+    assert reads_as_update(newer, older) is expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(["wedding", "rent", "vim", "team"]), st.integers(0, 5), st.integers(0, 3)),
+        min_size=0,
+        max_size=8,
+    )
+)
+def test_every_line_is_kept_once_and_no_newer_line_of_a_subject_stays_below_an_older(
+    rows: list[tuple[str, int, int]],
+) -> None:
+    # Each line names its own number, so a later line of its subject reads as updating an earlier one.
+    axis = {"wedding": 0, "rent": 1, "vim": 2, "team": 3}
+    lines = []
+    for n, (word, days, noise) in enumerate(rows):
+        vector = np.zeros(4, dtype=np.float32)
+        vector[axis[word]] = 1.0
+        vector[(axis[word] + 1) % 4] = 0.1 * noise
+        lines.append(Line(f"m{n}", f"user: {word} note {n}", T0 + timedelta(days=days), vector))
+    order, _ = newest_first(lines, subject_cosine=0.45)
+    assert sorted(order) == sorted(line.id for line in lines)
+    place = {id_: i for i, id_ in enumerate(order)}
+    for a in lines:
+        for b in lines:
+            same = a.text.split()[1] == b.text.split()[1]
+            if same and a.created_at is not None and b.created_at is not None and b.created_at > a.created_at:
+                assert place[b.id] < place[a.id], (a.id, b.id, order)
+
+
+def _store(path: Path) -> MemoryStore:
+    return MemoryStore(path, embedder=HashEmbedder(64))
+
+
+# Word-hash vectors are farther apart than a sentence model's for one subject (0.2-0.4 here, 0.45-0.76
+# for all-MiniLM-L6-v2 on the messy chat's corrections), so these tests set the cosine to theirs.
+HASHED = RecallConfig(selection={"subject_cosine": 0.2})
+
+
+def test_the_block_puts_the_correction_first_and_marks_what_it_updates(tmp_path: Path) -> None:
+    with _store(tmp_path / "db") as store:
+        store.add("user: my sister's wedding is June 14 in Lisbon", namespace="m", kind="message", created_at=T0)
+        store.add(
+            "user: the wedding got moved to June 21",
+            namespace="m",
+            kind="message",
+            created_at=T0 + timedelta(days=60),
+        )
+        result = MemoryRetriever(store, config=HASHED).recall("when is my sister's wedding in Lisbon?", namespace="m")
+        block = result.to_context()
+        assert block.index("moved to June 21") < block.index("June 14"), block
+        assert "(updated by the [2024-03-09] line above)" in block
+        scores = [m.score for m in result.memories]
+        assert scores == sorted(scores, reverse=True), "the block must stay in score order"
+        plain = MemoryRetriever(
+            store, config=RecallConfig(selection={"subject_cosine": 0.2, "newest_first": False})
+        ).recall("when is my sister's wedding in Lisbon?", namespace="m")
+        assert plain.to_context().index("June 14") < plain.to_context().index("moved to June 21")
+        assert "updated by" not in plain.to_context()
