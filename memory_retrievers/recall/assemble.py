@@ -95,7 +95,7 @@ def assemble(
         for i, sel in sorted(((index[c.id], c) for c in chosen), key=lambda pair: -probability[pair[0]])
     ]
     if cfg.selection.newest_first and not asks_about_the_past(parts.query, parts.plan.features):
-        out = updates_first(out, parts.vectors, cfg.selection.subject_cosine)
+        out = updates_first(out, parts.vectors, cfg.selection.subject_cosine, parts.query)
     result = _fit(_result(parts, out, rejected, budget, calibration), budget, counter)
     if explain:
         cut += [_cut(scored[index[r.id]], r.reason, probability[index[r.id]], parts.memories) for r in rejected]

@@ -71,7 +71,7 @@ def asks_about_the_past(query: str, features: QueryFeatures) -> bool:
 
 
 def updates_first(
-    memories: Sequence[ScoredMemory], vectors: Mapping[str, np.ndarray], subject_cosine: float
+    memories: Sequence[ScoredMemory], vectors: Mapping[str, np.ndarray], subject_cosine: float, query: str
 ) -> list[ScoredMemory]:
     """The selected memories in block order with the lines that update others above them (:func:`newest_first`).
 
@@ -82,7 +82,7 @@ def updates_first(
         Line(m.id, m.memory.text, m.memory.created_at if m.memory.superseded_by is None else None, vectors[m.id])
         for m in memories
     ]
-    order, notes = newest_first(lines, subject_cosine)
+    order, notes = newest_first(lines, subject_cosine, numbers=_NUMBER.search(query) is None)
     by_id = {m.id: m for m in memories}
     scores = sorted((m.score for m in memories), reverse=True)
     return [
@@ -91,26 +91,32 @@ def updates_first(
     ]
 
 
-def reads_as_update(newer: str, older: str) -> bool:
-    """Whether ``newer`` reads as replacing ``older``: an update word, or a number the older lacks."""
+def reads_as_update(newer: str, older: str, *, numbers: bool = True) -> bool:
+    """Whether ``newer`` reads as replacing ``older``: an update word, or (``numbers``) a number the older lacks."""
     if UPDATE_WORDS.intersection(meaning_words(body_of(newer))):
         return True
+    if not numbers:
+        return False
     new_numbers, old_numbers = set(_NUMBER.findall(newer)), set(_NUMBER.findall(older))
     return bool(new_numbers and old_numbers and new_numbers - old_numbers)
 
 
-def newest_first(lines: Sequence[Line], subject_cosine: float) -> tuple[list[str], dict[str, str]]:
+def newest_first(
+    lines: Sequence[Line], subject_cosine: float, *, numbers: bool = True
+) -> tuple[list[str], dict[str, str]]:
     """The lines' ids in block order, newer lines about one subject above the older, and the notes.
 
     Args:
         lines: The block's lines in score order.
         subject_cosine: Cosine of two lines' vectors from which they may share a subject.
+        numbers: Whether a new number reads as an update (off when the query names a number: "what
+            was in report 123?" asks about that one, not about report 243 written later).
 
     Returns:
         The ids in their new order, and for each older line a newer one updates, its note
         (``"updated by the [2024-03-12] line above"``).
     """
-    newer = _updated_by(lines, subject_cosine)
+    newer = _updated_by(lines, subject_cosine, numbers)
     order: list[str] = []
     placed: set[int] = set()
 
@@ -132,7 +138,7 @@ def newest_first(lines: Sequence[Line], subject_cosine: float) -> tuple[list[str
     return order, notes
 
 
-def _updated_by(lines: Sequence[Line], subject_cosine: float) -> dict[int, list[int]]:
+def _updated_by(lines: Sequence[Line], subject_cosine: float, numbers: bool) -> dict[int, list[int]]:
     """For each line, the lines said after it by the same speaker about its subject that read as updating it.
 
     Only a line of the same speaker updates another: the assistant's "Got it, Priya's your manager
@@ -155,7 +161,7 @@ def _updated_by(lines: Sequence[Line], subject_cosine: float) -> dict[int, list[
                 and cosines[a, b] >= subject_cosine
                 and words[a] & words[b]
                 and speakers[a] == speakers[b]
-                and reads_as_update(lines[j].text, lines[i].text)
+                and reads_as_update(lines[j].text, lines[i].text, numbers=numbers)
             ):
                 out[i].append(j)
     return out

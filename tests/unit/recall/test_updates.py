@@ -82,6 +82,17 @@ def test_what_reads_as_an_update(newer: str, older: str, expected: bool) -> None
     assert reads_as_update(newer, older) is expected
 
 
+def test_a_query_naming_a_number_asks_about_that_one() -> None:
+    # "ticket 123" and "ticket 243" differ by a number as "rent 900" and "rent 950" do; a query
+    # naming the number means that one, so a new number is no update then (update words still are).
+    assert not reads_as_update("ticket 243 resolved", "ticket 123 resolved", numbers=False)
+    assert reads_as_update("ticket 123 moved to done", "ticket 123 resolved", numbers=False)
+    old = _line("t123", "user: ticket 123 resolved by the vendor", 0, [1.0, 0.0, 0.0])
+    new = _line("t243", "user: ticket 243 resolved by the vendor", 5, [1.0, 0.1, 0.0])
+    assert newest_first([old, new], subject_cosine=0.45)[0] == ["t243", "t123"]
+    assert newest_first([old, new], subject_cosine=0.45, numbers=False) == (["t123", "t243"], {})
+
+
 @settings(max_examples=60, deadline=None)
 @given(
     st.lists(
