@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from memory_retrievers.models import Memory
+from memory_retrievers.recall.abstention import asks_about_the_user, held_subject
 from memory_retrievers.recall.blend import Scored
 from memory_retrievers.recall.calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
 from memory_retrievers.recall.config import RecallConfig
@@ -186,6 +187,11 @@ def _floors(
     )
     nearest = max((relevance(parts.semantic, s.hit.id) for s in scored), default=0.0)
     abstain = bool(scored) and float(probability.max()) < gate and nearest < close
+    if abstain and asks_about_the_user(parts.query):
+        held = held_subject(parts.query, (parts.memories[s.hit.id].text for s in scored))
+        if held is not None:
+            abstain = False
+            parts.plan.notes.append(f"did not abstain: a question about the user, and memories say {held!r}")
     if abstain:
         parts.plan.notes.append(
             f"abstained: the best score {probability.max():.3f} is below {gate:.3f} "
