@@ -194,12 +194,13 @@ class Middleware(_LangChain):
         text = seen.split(header, 1)[1].strip() if header in seen else ""
         return _block(last_recall() if text else None, text, ms, [m.stored for m in window])
 
-    def overhead(self, conv: Conversation) -> dict[str, Any]:
-        """Agent turns with and without the middleware, alternately, in a scratch session."""
+    def overhead(self, conv: Conversation, count: int = OVERHEAD_TURNS) -> dict[str, Any]:
+        """Agent turns with and without the middleware, alternately, in a scratch session: the
+        conversation's last ``count`` user turns."""
         from langchain_core.messages import HumanMessage
 
         self.namespace, self.session = conv.id, "overhead"
-        turns = [m for m in conv.messages if m.role == "user" and m.speaker][-OVERHEAD_TURNS:]
+        turns = [m for m in conv.messages if m.role == "user" and m.speaker][-count:]
         bare = MemoryRetriever(self.store)
         ids = itertools.count()  # every turn a new message (a replayed id would rewrite its memory)
 
@@ -330,11 +331,12 @@ class LlamaMemory:
         result = _recalls[-1] if len(_recalls) > before and text else None
         return _block(result, text, ms, [f"{m.role.value}: {m.content}" for m in chat])
 
-    def overhead(self, conv: Conversation) -> dict[str, Any]:
-        """A turn (put the user message, get, put the reply) with and without the recall block."""
+    def overhead(self, conv: Conversation, count: int = OVERHEAD_TURNS) -> dict[str, Any]:
+        """A turn (put the user message, get, put the reply) with and without the recall block: the
+        conversation's last ``count`` user turns."""
         from llama_index.core.base.llms.types import ChatMessage
 
-        turns = [m for m in conv.messages if m.role == "user" and m.speaker][-OVERHEAD_TURNS:]
+        turns = [m for m in conv.messages if m.role == "user" and m.speaker][-count:]
         from llama_index.core.memory import Memory
 
         with_block = self.memory(conv.id, "overhead-with")

@@ -56,6 +56,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from _agent_adapters import OVERHEAD_TURNS
 from _chat_script import (
     Conversation,
     Message,
@@ -598,7 +599,17 @@ def main() -> None:
     ap.add_argument("--systems", default="all", help=f"comma list of {', '.join(SYSTEMS)} or 'all'")
     ap.add_argument("--conversations", type=int, default=None, help="the first N conversations (default: all)")
     ap.add_argument("--sessions", type=int, default=None, help="the first N sessions of each (default: all)")
-    ap.add_argument("--quick", action="store_true", help="one conversation, four sessions, every system (CI smoke)")
+    ap.add_argument(
+        "--quick",
+        action="store_true",
+        help="one conversation, four sessions, every system (CI smoke); --conversations/--sessions, if given, win",
+    )
+    ap.add_argument(
+        "--overhead-turns",
+        type=int,
+        default=OVERHEAD_TURNS,
+        help=f"per-turn overhead: the last conversation's final N user turns (default {OVERHEAD_TURNS})",
+    )
     ap.add_argument("--fit", action="store_true", help="fit the calibrated score on the core systems' candidates")
     ap.add_argument("--out", type=Path, default=OUT)
     ap.add_argument(
@@ -615,7 +626,8 @@ def main() -> None:
     warnings.filterwarnings("ignore")
     RECALL_OVERRIDES.update(args.recall_config)
     if args.quick:
-        args.conversations, args.sessions = 1, 4
+        args.conversations = args.conversations or 1
+        args.sessions = args.sessions or 4
     wanted = list(SYSTEMS) if args.systems == "all" else [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(wanted) - set(SYSTEMS)
     if unknown:
@@ -633,7 +645,7 @@ def main() -> None:
             summary, dumped = score(system, conversations, evidence_of(conversations))
             summary["replay ms per message"] = round(float(np.mean(per_turn)), 2)
             if hasattr(system, "overhead"):
-                summary["per-turn overhead"] = system.overhead(conversations[-1])
+                summary["per-turn overhead"] = system.overhead(conversations[-1], count=args.overhead_turns)
             rows += dumped
             results["systems"][name] = summary
             print(f"{name}: {json.dumps(summary)}", flush=True)
