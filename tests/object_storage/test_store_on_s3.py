@@ -124,7 +124,11 @@ def test_indexes_and_optimize_on_s3_as_on_a_local_folder(
         expected = _maintenance(local)
     store = make_s3_store(config=config)
     got = _maintenance(store)
-    assert got == expected
+    # Versions left after the prune are compared as "pruned" only: how many of optimize's own
+    # commits (compaction, index updates) are past the 1 s retention when its cleanup runs depends
+    # on how long they took (10 against 12 on a loaded machine), not on the object store.
+    assert got[:3] + got[4:] == expected[:3] + expected[4:]
+    assert expected[3] < expected[1]
     fragments, versions, fragments_after, versions_after, indexes, hits = got
     assert fragments >= 12 and fragments_after < fragments and versions_after < versions  # compacted, pruned
     assert {name for name, _, _ in indexes} >= {"text_idx", "search_text_idx", "namespace_idx", "id_idx"}
