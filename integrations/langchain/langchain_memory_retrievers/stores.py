@@ -679,7 +679,9 @@ class MemoryStoreLangGraph(BaseStore):
         args: dict[str, Any] = {
             "k": min(wanted, _RECALL_MAX),
             "token_budget": None,
-            "config": {"channels": {"candidate_depth": depth}},
+            # Pure score order: a page is a slice of this list (offset + limit), so the first k must be
+            # a prefix of the first k + n; the block's latest-first reordering depends on which lines are in.
+            "config": {"channels": {"candidate_depth": depth}, "selection": {"newest_first": False}},
             "query_vector": qvec,
         }
         if selected is not None:
