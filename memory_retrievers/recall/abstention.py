@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memory_retrievers.recall.updates import STATEMENT_CHARS
 from memory_retrievers.text.lines import body_of
 from memory_retrievers.text.query import WORD
 from memory_retrievers.text.words import meaning_words
@@ -29,9 +30,6 @@ _HOW_TO = re.compile(r"^\W*how\s+(?:do|can|could|should|would|to)\b", re.IGNOREC
 
 #: Words of a question that name no subject: asking for the current state, not what about.
 _NO_SUBJECT = frozenset("now still currently today anymore these day days again".split())
-
-#: Longest body (characters) of a memory that can show a subject is held: a statement, not a paste.
-STATEMENT_CHARS = 280
 
 
 def asks_about_the_user(query: str) -> bool:
@@ -48,6 +46,6 @@ def held_subject(query: str, texts: Iterable[str]) -> str | None:
     said: set[str] = set()
     for text in texts:
         body = body_of(text)
-        if len(body) <= STATEMENT_CHARS:
+        if len(body) <= STATEMENT_CHARS:  # a statement, not a paste (as for updates)
             said.update(meaning_words(body))
     return next((w for w in asked if w in said), None)
