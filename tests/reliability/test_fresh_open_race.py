@@ -21,6 +21,7 @@ OPENER = """
 import sys, time, pathlib
 from memory_retrievers import HashEmbedder, MemoryStore
 go = pathlib.Path(sys.argv[2])
+pathlib.Path(f"{go}.ready{sys.argv[4]}").touch()  # imported: waits for the start
 while not go.exists():
     time.sleep(0.001)
 time.sleep(float(sys.argv[3]))
@@ -31,7 +32,7 @@ with MemoryStore(sys.argv[1], embedder=HashEmbedder(32)) as store:
 
 @pytest.mark.long
 def test_item3_six_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
-    openers, rounds = 6, 5
+    openers, rounds = 6, 4  # each stagger (0, 10, 20, 30 ms apart) once
     failures: list[str] = []
     for trial in range(rounds):
         root = tmp_path / f"round-{trial}"
@@ -46,13 +47,17 @@ def test_item3_six_processes_opening_a_new_store_at_once_all_succeed(tmp_path: P
             )
             for i in range(openers)
         ]
-        time.sleep(5)  # every opener has imported the library and waits
-        go.write_text("go", encoding="utf-8")
+        deadline = time.monotonic() + 120
+        while len(list(root.glob("go.ready*"))) < openers and time.monotonic() < deadline:
+            time.sleep(0.05)
+        ready = len(list(root.glob("go.ready*")))
+        go.write_text("go", encoding="utf-8")  # even when one never got ready: no opener left waiting
         for proc in procs:
             _, err = proc.communicate(timeout=300)
             if proc.returncode:
                 failures.append(f"round {trial}: {err.strip().splitlines()[-1] if err.strip() else proc.returncode}")
         assert failures == [], failures
+        assert ready == openers, f"round {trial}: {ready} of {openers} openers got ready"
         with MemoryStore(str(root / "store"), embedder=HashEmbedder(32)) as store:
             assert store.count("n") == openers, trial  # every opener wrote into the one table
     print(f"fresh-open race: {openers} openers x {rounds} rounds, {len(failures)} failed")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -58,11 +59,16 @@ print(json.dumps({"grown_kb": grown, "moved": result.moved, "runs_after": result
 )
 
 
+_RUN = {"capture_output": True, "text": True, "timeout": 900, "check": True}
+
+
+def _load(rows: int, path: Path) -> None:
+    subprocess.run([sys.executable, "-c", _LOAD, str(rows), str(path), "2000"], env=os.environ.copy(), **_RUN)  # type: ignore[call-overload]
+
+
 def _pass(rows: int, path: Path, chunk_rows: int) -> dict[str, int]:
     args = [str(rows), str(path), str(chunk_rows)]
-    run = {"capture_output": True, "text": True, "timeout": 900, "env": os.environ.copy(), "check": True}
-    subprocess.run([sys.executable, "-c", _LOAD, *args], **run)  # type: ignore[call-overload]
-    done = subprocess.run([sys.executable, "-c", _PASS, *args], **run)  # type: ignore[call-overload]
+    done = subprocess.run([sys.executable, "-c", _PASS, *args], env=os.environ.copy(), **_RUN)  # type: ignore[call-overload]
     out: dict[str, int] = json.loads(done.stdout.strip().splitlines()[-1])
     return out
 
@@ -70,6 +76,9 @@ def _pass(rows: int, path: Path, chunk_rows: int) -> dict[str, int]:
 @pytest.mark.long
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from Linux's /proc")
 def test_a_full_pass_in_chunks_peaks_far_below_one_holding_every_row(tmp_path: Path) -> None:
+    _load(40_000, tmp_path / "loaded")  # once: each pass gets its own copy of the same folder
+    shutil.copytree(tmp_path / "loaded", tmp_path / "chunked")
+    shutil.copytree(tmp_path / "loaded", tmp_path / "whole")
     chunked = _pass(40_000, tmp_path / "chunked", chunk_rows=2_000)
     whole = _pass(40_000, tmp_path / "whole", chunk_rows=10**6)  # one chunk: how every pass ran before
     assert (chunked["moved"], chunked["runs_after"]) == (whole["moved"], whole["runs_after"]) == (40_000, 1)
