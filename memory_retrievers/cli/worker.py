@@ -136,6 +136,12 @@ class Worker:
             listener.listen(64)
             listener.settimeout(0.5)  # wake up to check for stop and idleness
             os.replace(staging, self.socket_path)
+            with self._lock:
+                # Idle from now, not from construction: warming up (imports, the store, the model)
+                # can take longer than a short ``--idle``, and a worker idle before it listened
+                # exited before its first request; its client started another, again and again,
+                # for a minute, and then ran the command itself.
+                self._last_request = time.monotonic()
         except BaseException:
             listener.close()
             with contextlib.suppress(FileNotFoundError):

@@ -288,6 +288,22 @@ def test_item12_a_full_worker_answers_busy_at_once_and_a_client_that_gave_up_is_
         assert [m.text for m in opened.list("alice")] == ["Alice keeps bees"]
 
 
+def test_a_worker_is_idle_from_when_it_listens_not_from_when_it_was_built(tmp_path: Path) -> None:
+    """A warm-up longer than ``--idle`` (the real model: ~10 s) must not make the worker exit unused."""
+    from memory_retrievers.cli.worker import Worker
+
+    path = Path(tempfile.mkdtemp(prefix="mrq")) / "w.sock"
+    worker = Worker(path, str(tmp_path / "store"), "hash:32", idle_s=1.0)
+    time.sleep(1.2)  # warming up, longer than its idle time
+    listener = worker._listen()
+    try:
+        assert not worker._idle()  # a client polling for the socket still finds it serving
+        time.sleep(1.2)
+        assert worker._idle()  # and with no request, it is idle after idle_s
+    finally:
+        listener.close()
+
+
 def test_item12_the_worker_timeout_is_a_setting_with_a_default(tmp_path: Path) -> None:
     from memory_retrievers.cli.settings import DEFAULT_WORKER_TIMEOUT_S, SettingsError, resolve
 
