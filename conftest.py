@@ -50,6 +50,10 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         for folder, group in SHARED_WORKER.items():
             if relative.startswith(folder):
                 item.add_marker(pytest.mark.xdist_group(group))
+    # The heaviest tests first (a stable sort: the same order in every worker). pytest-xdist hands
+    # out tests in this order; a minute-long test handed out last kept one worker busy for a minute
+    # or two after the other had finished (seen at the end of the long tier's runs).
+    items.sort(key=lambda item: item.get_closest_marker("heavy") is None)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:

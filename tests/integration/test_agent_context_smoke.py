@@ -14,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testing.paths import ROOT
 
 SYSTEMS = (
@@ -27,6 +29,7 @@ SYSTEMS = (
 )
 
 
+@pytest.mark.heavy
 def test_the_quick_run_records_a_block_for_every_question_through_every_adapter(tmp_path: Path) -> None:
     out = tmp_path / "agent_context.json"
     subprocess.run(
@@ -80,6 +83,7 @@ def test_the_quick_run_records_a_block_for_every_question_through_every_adapter(
     assert rows[0].startswith("| evidence recall@10 | ") and len(rows[0].split("|")) == len(SYSTEMS) + 3
 
 
+@pytest.mark.heavy
 def test_fit_refits_the_calibration_leaving_each_conversation_out(tmp_path: Path) -> None:
     out = tmp_path / "fit.json"
     run = subprocess.run(

@@ -178,6 +178,7 @@ def test_each_wheel_holds_its_package_typed_and_licensed_and_nothing_else(name: 
         assert "Requires-Dist: memory-retrievers>=0.1.0" in metadata
 
 
+@pytest.mark.heavy
 @pytest.mark.integration
 def test_the_wheels_install_and_work_in_a_fresh_venv_offline(wheels: dict[str, Path], tmp_path: Path) -> None:
     venv, home, work = tmp_path / "venv", tmp_path / "home", tmp_path / "project"

@@ -12,9 +12,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testing.paths import ROOT
 
 
+@pytest.mark.heavy
 def test_the_quick_workload_run_reports_every_scenario(tmp_path: Path) -> None:
     out = tmp_path / "workloads.json"
     subprocess.run(

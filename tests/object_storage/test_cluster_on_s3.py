@@ -32,6 +32,7 @@ def proxy(anonymous_s3: LocalS3Server, monkeypatch: pytest.MonkeyPatch) -> Itera
     metered.close()
 
 
+@pytest.mark.heavy
 def test_cluster_on_s3_makes_a_cold_tenant_cheap(anonymous_s3: LocalS3Server, proxy: Any) -> None:
     uri = anonymous_s3.uri(f"cluster-cold-tenant-{np.random.default_rng().integers(1 << 30)}")
     embedder = HashEmbedder(DIM)

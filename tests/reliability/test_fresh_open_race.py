@@ -30,6 +30,7 @@ with MemoryStore(sys.argv[1], embedder=HashEmbedder(32)) as store:
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.long
 def test_item3_six_processes_opening_a_new_store_at_once_all_succeed(tmp_path: Path) -> None:
     openers, rounds = 6, 4  # each stagger (0, 10, 20, 30 ms apart) once

@@ -15,6 +15,8 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+
 from memory_retrievers import HashEmbedder, MemoryStore
 
 PURGE = (
@@ -23,6 +25,7 @@ PURGE = (
 )
 
 
+@pytest.mark.heavy
 def test_purge_while_another_process_writes_loses_no_acknowledged_write(tmp_path: Path) -> None:
     path = tmp_path / "db"
     app = MemoryStore(path, embedder=HashEmbedder(32))

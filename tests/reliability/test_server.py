@@ -132,6 +132,7 @@ def test_a_multi_worker_server_serves_adds_and_recalls(tmp_path: Path, kind: str
         server.stop()
 
 
+@pytest.mark.heavy
 def test_gunicorn_preload_with_the_store_opened_in_the_parent(tmp_path: Path) -> None:
     """The issue's pattern: the parent opened the store and wrote before forking its workers."""
     server = _serve("gunicorn", tmp_path, MEMORY_SERVER_OPEN_IN_PARENT="1")

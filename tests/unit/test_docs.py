@@ -227,6 +227,7 @@ def test_a_page_runs_as_pasted(tmp_path: Path, page: str) -> None:
     check_prints(page, run_page(page, tmp_path))
 
 
+@pytest.mark.heavy
 @pytest.mark.long  # mkdocs and mkdocstrings: about 40 s of CPU
 def test_the_docs_site_builds_strictly(tmp_path: Path) -> None:
     done = subprocess.run(

@@ -45,6 +45,7 @@ def _run(script: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedPro
     )
 
 
+@pytest.mark.heavy
 def test_the_cli_guide_runs_as_pasted(env: dict[str, str], tmp_path: Path) -> None:
     text = (ROOT / "docs" / "how-to" / "cli.md").read_text()
     scripts = [body for note, body in blocks(text, "bash") if not note.startswith("cwd: repo")]

@@ -201,6 +201,7 @@ def test_item4_purge_stops_the_worker_and_erases_the_forgotten_text(proc: Proc, 
     assert proc("list", "-n", "alice", "--json", extra_env=WORKER).returncode == 0
 
 
+@pytest.mark.heavy
 @pytest.mark.integration
 def test_end_to_end_with_the_real_model(proc: Proc) -> None:
     real = {"MEMORY_RETRIEVERS_EMBEDDER": "minilm"}

@@ -73,6 +73,7 @@ def _pass(rows: int, path: Path, chunk_rows: int) -> dict[str, int]:
     return out
 
 
+@pytest.mark.heavy
 @pytest.mark.long
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the peak RSS from Linux's /proc")
 def test_a_full_pass_in_chunks_peaks_far_below_one_holding_every_row(tmp_path: Path) -> None:

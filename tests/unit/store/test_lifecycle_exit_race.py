@@ -94,6 +94,7 @@ def test_the_exit_wait_is_bounded_when_a_foreign_thread_never_leaves(monkeypatch
     assert 0.2 <= time.monotonic() - started < 2.0
 
 
+@pytest.mark.heavy
 @pytest.mark.long
 def test_the_langchain_tutorial_snippet_exits_cleanly_under_cpu_load(tmp_path: Path) -> None:
     """The docs snippet that aborted in CI (langchain.md block 1), 8 runs, 4 at a time.

@@ -46,6 +46,7 @@ def test_the_vendored_suite_matches_the_installed_release() -> None:
         assert (UPSTREAM / suite).is_file(), suite
 
 
+@pytest.mark.heavy
 @pytest.mark.standard
 def test_langgraph_store_suite_passes(tmp_path: Path) -> None:
     report = tmp_path / "report.xml"
