@@ -37,6 +37,7 @@ UPDATE_WORDS = frozenset(
 )
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
+_YEAR = re.compile(r"(?:19|20)\d\d")
 
 #: Query words that ask for what was said before, not what is true now ("when did I first ...",
 #: "what did I use before ...", "where did I live originally?").
@@ -92,13 +93,31 @@ def updates_first(
 
 
 def reads_as_update(newer: str, older: str, *, numbers: bool = True) -> bool:
-    """Whether ``newer`` reads as replacing ``older``: an update word, or (``numbers``) a number the older lacks."""
+    """Whether ``newer`` reads as replacing ``older``: an update word, or (``numbers``) a number the older lacks.
+
+    The new number must be of a kind the older also has (a time for a time, a year for a year,
+    another number for another number): see :func:`_numbers_by_kind`.
+    """
     if UPDATE_WORDS.intersection(meaning_words(body_of(newer))):
         return True
     if not numbers:
         return False
-    new_numbers, old_numbers = set(_NUMBER.findall(newer)), set(_NUMBER.findall(older))
-    return bool(new_numbers and old_numbers and new_numbers - old_numbers)
+    new_numbers, old_numbers = _numbers_by_kind(newer), _numbers_by_kind(older)
+    return any(kind in old_numbers and found - old_numbers[kind] for kind, found in new_numbers.items())
+
+
+def _numbers_by_kind(text: str) -> dict[str, set[str]]:
+    """The numbers of a text by kind: a time of day ("1:52"), a year ("2019"), any other.
+
+    A new number updates an older line only against a number of its own kind: "June 14" -> "June
+    21" and "rent 900" -> "rent 950" do; "my half marathon PR is 1:52" does not update "the Chicago
+    marathon, Oct 13", said the same day (a time against a day, noted as an update before).
+    """
+    out: dict[str, set[str]] = {}
+    for number in _NUMBER.findall(text):
+        kind = "time" if ":" in number else "year" if _YEAR.fullmatch(number) else "other"
+        out.setdefault(kind, set()).add(number)
+    return out
 
 
 def newest_first(

@@ -76,6 +76,11 @@ def test_a_pasted_log_takes_no_part() -> None:
         ("I switched from vim to Neovim", "I use vim", True),
         ("the wedding is at a quinta in Sintra", "my sister's wedding is June 14", False),
         ("rent is 1,150€ here", "rent is 1,150€ a month", False),
+        ("the flight leaves at 11:15", "the flight leaves at 9:30", True),
+        ("the wedding is on June 21", "my sister's wedding is June 14", True),
+        # A number of another kind is not the same fact changed: a time against a day, a year against a count.
+        ("my half marathon PR is 1:52", "training for the Chicago marathon, Oct 13", False),
+        ("I've lived in Porto since 2019", "I've lived in 3 cities", False),
     ],
 )
 def test_what_reads_as_an_update(newer: str, older: str, expected: bool) -> None:
