@@ -47,7 +47,7 @@ import re
 import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date, datetime, time
+from datetime import date, datetime, time, timezone
 from typing import Any, Literal, cast
 
 import numpy as np
@@ -246,6 +246,15 @@ def _lookup(value: Mapping[str, Any], key: str) -> Any:
             return None
         current = current.get(part)
     return current
+
+
+def _last_updated(memory: Memory) -> datetime:
+    """An item's ``updated_at`` as LangGraph shows it: when it was last put (its creation if never since)."""
+    return memory.updated_at or memory.created_at or _NEVER
+
+
+#: Stored times are UTC; the earliest one, for a memory without any (never one stored by the store).
+_NEVER = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
@@ -621,7 +630,7 @@ class MemoryStoreLangGraph(BaseStore):
             listed: list[Memory] = []
             for ns in namespaces:
                 listed.extend(await self._alist(ns, op.filter, wanted))
-            listed.sort(key=lambda m: m.updated_at or datetime.min, reverse=True)
+            listed.sort(key=_last_updated, reverse=True)
             page = listed[op.offset : wanted]
             if op.refresh_ttl:
                 await self._refresh(page)
@@ -638,7 +647,7 @@ class MemoryStoreLangGraph(BaseStore):
         ranked.sort(key=lambda pair: -pair[0])
         rest.sort(key=lambda found: -(found.cosine or 0.0))
         # Unindexed items (index=False, nothing to embed) come last, unscored, as in LangGraph's stores.
-        unscored.sort(key=lambda m: m.updated_at or datetime.min, reverse=True)
+        unscored.sort(key=_last_updated, reverse=True)
         found = ([f for _, f in ranked] + rest + [_Found(m, None) for m in unscored])[op.offset : wanted]
         if op.refresh_ttl:
             await self._refresh([f.memory for f in found])
@@ -729,12 +738,30 @@ class MemoryStoreLangGraph(BaseStore):
         return out
 
     async def _alist(self, ns: str, flt: Mapping[str, Any] | None, wanted: int) -> list[Memory]:
-        out: list[Memory] = []
-        async for page in aiter_memories(self._store, ns):
-            out.extend(m for m in page if _matches(self._value(m), flt))
-            if len(out) >= wanted:
-                break
-        return out[:wanted]
+        """The ``wanted`` items of a namespace last updated first (matching ``flt``)."""
+        if not flt:
+            with contextlib.suppress(NotFoundError):  # one deleted between the two reads: the long way
+                return await self._alatest(ns, wanted)
+        # A filter matches values in Python, so every item is read: the store pages by creation, and
+        # a listing by update cannot stop at the first page that holds enough matches.
+        matching = [m for m in await self._aall(ns) if _matches(self._value(m), flt)]
+        matching.sort(key=_last_updated, reverse=True)
+        return matching[:wanted]
+
+    async def _alatest(self, ns: str, wanted: int) -> list[Memory]:
+        """The ``wanted`` items last updated, from two small columns of every item and then only those.
+
+        A search without a query is a listing by ``updated_at``: reading and converting every item
+        of the namespace (up to a page of 1,000) for a page of 10 cost 29 ms a search with 1,000
+        items (LangGraph's own ``test_large_batches_async``: 58 s of 6,000 operations), and the
+        listing by creation it paged through could miss an old item updated last in a namespace
+        larger than a page. Ties: the newer-created first.
+        """
+        columns = await self._store.acolumns(ns, ["id", "updated_at", "created_at"])
+        rows = columns.to_pylist()
+        rows.sort(key=lambda r: (r["updated_at"] or r["created_at"], r["created_at"]))
+        ids = [r["id"] for r in reversed(rows[-wanted:])] if wanted else []
+        return cast("list[Memory]", await self._store.aget(ids, namespace=ns)) if ids else []
 
     async def _alist_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
         for condition in op.match_conditions or ():

@@ -13,6 +13,8 @@ from langgraph.store.base import GetOp, InvalidNamespaceError, PutOp, SearchOp
 
 from langchain_memory_retrievers import MemoryStoreLangGraph
 from memory_retrievers import MemoryStore, StorageError
+from memory_retrievers.store import paging
+from memory_retrievers.testing import ManualClock
 
 
 @pytest.fixture
@@ -173,3 +175,26 @@ def test_a_closed_store_does_not_answer(lg: MemoryStoreLangGraph, store: MemoryS
     ):
         with pytest.raises(StorageError, match="closed"):
             call()
+
+
+def test_a_search_without_a_query_lists_the_last_updated_first_beyond_a_page(
+    lg: MemoryStoreLangGraph, clock: ManualClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An old item put again last comes first, however many newer items the namespace holds.
+
+    The listing once paged through the items by creation, a page (1,000) at a time, and stopped at
+    the first page: an item created before that page and updated since was never listed. The
+    page is made 5 items here so that 12 items are "more than a page".
+    """
+    monkeypatch.setattr(paging, "PAGE_SIZE", 5)
+    for i in range(12):
+        clock.advance(seconds=60)
+        lg.put(("notes",), f"k{i}", {"text": f"note {i}", "tag": "note"})
+    clock.advance(seconds=60)
+    lg.put(("notes",), "k0", {"text": "note 0, edited last", "tag": "note"})
+    assert [h.key for h in lg.search(("notes",), limit=3)] == ["k0", "k11", "k10"]
+    assert [h.key for h in lg.search(("notes",), limit=3, filter={"tag": "note"})] == ["k0", "k11", "k10"]
+    assert [h.key for h in lg.search(("notes",), limit=2, offset=1)] == ["k11", "k10"]
+    clock.advance(seconds=60)
+    lg.put(("notes",), "k5", {"text": "note 5, edited after"})
+    assert [h.key for h in lg.search(("notes",), limit=2)] == ["k5", "k0"]
