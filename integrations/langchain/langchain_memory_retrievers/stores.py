@@ -248,13 +248,13 @@ def _lookup(value: Mapping[str, Any], key: str) -> Any:
     return current
 
 
+#: Stored times are UTC; the earliest one, for a memory without any (never one stored by the store).
+_NEVER = datetime.min.replace(tzinfo=timezone.utc)
+
+
 def _last_updated(memory: Memory) -> datetime:
     """An item's ``updated_at`` as LangGraph shows it: when it was last put (its creation if never since)."""
     return memory.updated_at or memory.created_at or _NEVER
-
-
-#: Stored times are UTC; the earliest one, for a memory without any (never one stored by the store).
-_NEVER = datetime.min.replace(tzinfo=timezone.utc)
 
 
 def _matches(value: Mapping[str, Any], flt: Mapping[str, Any] | None) -> bool:
@@ -751,16 +751,14 @@ class MemoryStoreLangGraph(BaseStore):
     async def _alatest(self, ns: str, wanted: int) -> list[Memory]:
         """The ``wanted`` items last updated, from two small columns of every item and then only those.
 
-        A search without a query is a listing by ``updated_at``: reading and converting every item
-        of the namespace (up to a page of 1,000) for a page of 10 cost 29 ms a search with 1,000
-        items (LangGraph's own ``test_large_batches_async``: 58 s of 6,000 operations), and the
-        listing by creation it paged through could miss an old item updated last in a namespace
-        larger than a page. Ties: the newer-created first.
+        A search without a query is a listing by ``updated_at``; the store pages by creation, so
+        paging through it and stopping at the first page that held enough missed an old item put
+        again since, in a namespace larger than a page (1,000). Ties: the newer-created first.
         """
         columns = await self._store.acolumns(ns, ["id", "updated_at", "created_at"])
         rows = columns.to_pylist()
         rows.sort(key=lambda r: (r["updated_at"] or r["created_at"], r["created_at"]))
-        ids = [r["id"] for r in reversed(rows[-wanted:])] if wanted else []
+        ids = [r["id"] for r in reversed(rows[-wanted:])]  # wanted >= 1: offset + limit, limit >= 1
         return cast("list[Memory]", await self._store.aget(ids, namespace=ns)) if ids else []
 
     async def _alist_namespaces(self, op: ListNamespacesOp) -> list[tuple[str, ...]]:
