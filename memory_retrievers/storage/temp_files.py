@@ -40,11 +40,13 @@ async def aremove_stale_temp_files(table: MemoryTable, min_age_s: float = 3600.0
     """:func:`remove_stale_temp_files` on a worker thread; inline once the interpreter exits.
 
     A store still open at exit is closed then, after executors stopped taking work, and its close
-    may optimize (to write access statistics).
+    may optimize (to write access statistics). The refusal reads "after interpreter shutdown" from
+    an executor that never ran a thread, and "after shutdown" from one whose threads already took
+    the exit signal (an earlier optimize used it): both mean "run it here".
     """
     try:
         return await asyncio.to_thread(remove_stale_temp_files, table, min_age_s)
     except RuntimeError as exc:
-        if "interpreter shutdown" not in str(exc):
+        if "cannot schedule new futures" not in str(exc):
             raise
         return remove_stale_temp_files(table, min_age_s)
