@@ -70,7 +70,8 @@ from _chat_script import (
 from _data import DEFAULT_LOCOMO
 
 from memory_retrievers import MemoryRetriever, MemoryStore, SentenceTransformerEmbedder
-from memory_retrievers.recall.calibration import FEATURES, Calibration, fit_calibration
+from memory_retrievers.recall.calibration import FEATURES, Calibration
+from memory_retrievers.recall.fitting import fit_calibration
 from memory_retrievers.tokens import default_counter
 
 # LanceDB logs a deprecation warning per hybrid query (a Rust log line, not a Python warning).
@@ -561,7 +562,8 @@ def print_constants(report: dict[str, Any]) -> None:
         print(
             f"{name} = Calibration(\n    name={c['name']!r},\n    embedder={c['embedder']!r},\n"
             f"    intercept={c['intercept']!r},\n    weights={{\n{weights},\n    }},\n    floor={c['floor']!r},\n"
-            f"    abstain={c['abstain']!r},\n    abstain_relevance={c['abstain_relevance']!r},\n)"
+            f"    abstain={c['abstain']!r},\n    abstain_relevance={c['abstain_relevance']!r},\n"
+            f"    limits={c.get('limits', {})!r},\n)"
         )
 
 

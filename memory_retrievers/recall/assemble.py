@@ -18,6 +18,7 @@ from memory_retrievers.recall.abstention import asks_about_the_user, held_subjec
 from memory_retrievers.recall.blend import Scored
 from memory_retrievers.recall.calibration import FEATURES, Calibration, Signals, feature_matrix, query_terms
 from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.copies import fold_copies, note_copies
 from memory_retrievers.recall.plan import Plan
 from memory_retrievers.recall.results import (
     CONTEXT_HEADER,
@@ -30,9 +31,8 @@ from memory_retrievers.recall.results import (
 )
 from memory_retrievers.recall.sections import SECTION_TITLES, ContextSection, section_of
 from memory_retrievers.recall.selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
-from memory_retrievers.recall.updates import asks_about_the_past, updates_first
+from memory_retrievers.recall.updates import asks_about_the_past, brought_back, line_of, numbers_update, updates_first
 from memory_retrievers.text.lines import excerpt as excerpt_of
-from memory_retrievers.text.lines import line_facts
 from memory_retrievers.tokens import TokenCounter
 
 __all__ = ["Assembly", "assemble"]
@@ -73,9 +73,13 @@ def assemble(
     sees is monotone with the block.
     """
     asked = query_terms(parts.plan.features.keywords)
-    features = feature_matrix([_signals(item, position, parts, asked) for position, item in enumerate(scored, 1)])
+    signals = [_signals(item, position, parts, asked) for position, item in enumerate(scored, 1)]
+    features = calibration.within_limits(feature_matrix(signals))  # what the explanation shows is what it read
     probability = calibration.probabilities(features)
     kept, cut = _floors(scored, probability, parts, cfg, calibration)
+    newest_first = cfg.selection.newest_first and not asks_about_the_past(parts.query, parts.plan.features)
+    if newest_first:
+        probability = _keep_updates(kept, cut, scored, probability, parts, cfg)
     kept.sort(key=lambda i: -probability[i])  # calibrated order; ties keep the final-score order
     kept, lines, folded = _shown(kept, scored, parts, cfg, asked)
     cut += [_cut(scored[i], CutReason.COPY, probability[i], parts.memories) for i in folded]
@@ -95,7 +99,7 @@ def assemble(
         )
         for i, sel in sorted(((index[c.id], c) for c in chosen), key=lambda pair: -probability[pair[0]])
     ]
-    if cfg.selection.newest_first and not asks_about_the_past(parts.query, parts.plan.features):
+    if newest_first:
         out = updates_first(out, parts.vectors, cfg.selection.subject_cosine, parts.query)
     result = _fit(_result(parts, out, rejected, budget, calibration), budget, counter)
     if explain:
@@ -128,8 +132,8 @@ def _shown(
     copies: dict[str, tuple[str, ...]] = {}
     folded: list[int] = []
     if cfg.selection.collapse_copies:
-        kept, copies, folded = _fold_copies(kept, scored, parts.memories)
-        _note_copies(notes, copies, parts.memories)
+        kept, copies, folded = fold_copies(kept, [s.hit.id for s in scored], parts.memories)
+        note_copies(notes, copies, parts.memories)
     excerpts = _excerpts([scored[i].hit.id for i in kept], parts.memories, asked, cfg.selection.excerpt_chars)
     return kept, _Lines(notes, excerpts, copies), folded
 
@@ -137,13 +141,6 @@ def _shown(
 def _excerpts(ids: Sequence[str], memories: Mapping[str, Memory], asked: tuple[str, ...], chars: int) -> dict[str, str]:
     """The excerpt shown for each memory longer than ``chars`` (the part the query asks about)."""
     return {id_: excerpt_of(memories[id_].text, asked, chars) for id_ in ids if len(memories[id_].text) > chars}
-
-
-def _note_copies(notes: dict[str, str], copies: Mapping[str, tuple[str, ...]], memories: Mapping[str, Memory]) -> None:
-    """Add to each kept line's note how often it was said, and when (in place)."""
-    for id_, others in copies.items():
-        said = _said(memories[id_], [memories[o] for o in others])
-        notes[id_] = f"{notes[id_]}; {said}" if id_ in notes else said
 
 
 def _result(
@@ -216,6 +213,42 @@ def _floors(
         else:
             cut.append(_cut(item, reason, probability[i], parts.memories))
     return kept, cut
+
+
+#: Floors a newer line that updates a kept one is brought back past (never an abstention or a copy).
+_UPDATES_PASS = frozenset({CutReason.BELOW_FLOOR, CutReason.BELOW_RELEVANCE, CutReason.BELOW_SCORE})
+
+
+def _keep_updates(
+    kept: list[int],
+    cut: list[CutCandidate],
+    scored: Sequence[Scored],
+    probability: np.ndarray,
+    parts: Assembly,
+    cfg: RecallConfig,
+) -> np.ndarray:
+    """Bring back each cut candidate that updates a kept line, scored just above the line it updates.
+
+    "where do I live now?" matches "I live in Lisbon" on every word and "I moved to Berlin" on
+    few: the calibrated score cuts the move, and the block would state the old fact alone (see
+    :func:`brought_back`). ``kept`` and ``cut`` change in place; returns the scores, those of the
+    lines brought back raised.
+    """
+    at = {s.hit.id: i for i, s in enumerate(scored)}
+    lines = [line_of(s.hit.id, parts.memories[s.hit.id], parts.vectors[s.hit.id]) for s in scored]
+    others = [lines[at[c.id]] for c in cut if c.reason in _UPDATES_PASS]
+    back = brought_back(
+        [lines[i] for i in kept], others, cfg.selection.subject_cosine, numbers=numbers_update(parts.query)
+    )
+    if not back:
+        return probability
+    probability = probability.copy()
+    for new, old in back.items():  # in the order found: a line is raised before the lines above it
+        probability[at[new]] = max(probability[at[new]], np.nextafter(probability[at[old]], np.inf))
+    kept += [at[new] for new in back]
+    cut[:] = [c for c in cut if c.id not in back]
+    parts.plan.notes.append(f"kept {len(back)} newer line(s) below a floor: each updates a line the block keeps")
+    return probability
 
 
 def _select(
@@ -336,43 +369,6 @@ def _signals(item: Scored, position: int, parts: Assembly, asked: tuple[str, ...
         kind=memory.kind,
         query_terms=asked,
     )
-
-
-def _fold_copies(
-    kept: list[int], scored: Sequence[Scored], memories: Mapping[str, Memory]
-) -> tuple[list[int], dict[str, tuple[str, ...]], list[int]]:
-    """Keep the first (best) candidate of each line.
-
-    Returns the kept candidates, each kept one's copies (oldest first), and the folded candidates.
-    """
-    first: dict[str, str] = {}
-    out: list[int] = []
-    copies: dict[str, list[str]] = {}
-    folded: list[int] = []
-    for i in kept:
-        id_ = scored[i].hit.id
-        original = first.setdefault(line_facts(memories[id_].text).key, id_)
-        if original == id_:
-            out.append(i)
-        else:
-            copies.setdefault(original, []).append(id_)
-            folded.append(i)
-    ordered = {
-        k: tuple(sorted(v, key=lambda m: (memories[m].created_at is None, memories[m].created_at, m)))
-        for k, v in copies.items()
-    }
-    return out, ordered, folded
-
-
-def _said(kept: Memory, others: Sequence[Memory]) -> str:
-    """The note of a line said several times: how often, and over which days."""
-    days = sorted(m.created_at.date() for m in (kept, *others) if m.created_at is not None)
-    times = f"said {1 + len(others)} times"
-    if not days:
-        return times
-    if days[0] == days[-1]:
-        return f"{times} on {days[0].isoformat()}"
-    return f"{times}, {days[0].isoformat()} to {days[-1].isoformat()}"
 
 
 def relevance(semantic: Mapping[str, float], memory_id: str) -> float:

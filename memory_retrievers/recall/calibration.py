@@ -19,10 +19,11 @@ query. :class:`Calibration` is a logistic model over what the channels saw of a 
   is the query asked before, not its answer), how many content words it has (chatter has none), a
   chat turn or not.
 
-Fitted by :func:`fit_calibration` on LoCoMo (``benchmarks/agent_context.py --fit``), where "about
-p of the memories scored p are evidence" is checked by leave-one-conversation-out. The shipped
-models are :data:`MINILM_CALIBRATION` (the default embedder) and :data:`RANK_CALIBRATION` (any
-other embedder: no cosine features, so no floor by default).
+Fitted by :func:`~memory_retrievers.recall.fitting.fit_calibration` on LoCoMo
+(``benchmarks/agent_context.py --fit``), where "about p of the memories scored p are evidence" is
+checked by leave-one-conversation-out. The shipped models are :data:`MINILM_CALIBRATION` (the
+default embedder) and :data:`RANK_CALIBRATION` (any other embedder: no cosine features, so no
+floor by default), both read within :data:`LOCOMO_LIMITS`.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ from memory_retrievers.text.lines import LineFacts, line_facts, stem
 __all__ = [
     "COSINE_FEATURES",
     "FEATURES",
+    "LOCOMO_LIMITS",
     "MAX_WEIGHT",
     "MINILM_CALIBRATION",
     "RANK_CALIBRATION",
@@ -50,7 +52,6 @@ __all__ = [
     "calibration_for",
     "feature_matrix",
     "query_terms",
-    "fit_calibration",
 ]
 
 #: Every feature a calibration may weigh, in matrix column order.
@@ -188,8 +189,8 @@ class Calibration(CheckedModel):
     """A logistic model from :data:`FEATURES` to the probability that a memory is evidence.
 
     ``score = 1 / (1 + exp(-(intercept + Σ weights[f] * feature_f)))``; features without a weight
-    count 0. Build one with :func:`fit_calibration` on your own labelled recalls, or use a shipped
-    one (see the module docstring).
+    count 0. Build one with :func:`~memory_retrievers.recall.fitting.fit_calibration` on your own
+    labelled recalls, or use a shipped one (see the module docstring).
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -210,6 +211,11 @@ class Calibration(CheckedModel):
     """The best score below which recall returns nothing when ``RecallConfig.relevance.abstain_below`` is
     ``None``: a query none of whose memories is likely to answer it gets an empty block. Chosen on
     the fitting data (0: never abstain)."""
+    limits: Mapping[str, float] = Field(default_factory=dict)
+    """The largest value each feature took in the fitting data, by name: a larger value is read as
+    that one. A logistic model extrapolates a feature past its data linearly: fitted on chat turns
+    of at most 41 content words, it read a 1,570-word pasted stack trace as 20 times likelier
+    evidence than a short answer, and put it into blocks it had nothing to do with."""
     abstain_relevance: float = Field(default=1.0, ge=0.0, le=1.0)
     """Recall abstains only when, besides, no memory's relevance (cosine, clipped to [0, 1]) reaches
     this (``RecallConfig.relevance.abstain_relevance`` when set): a memory that close to the query is kept
@@ -226,79 +232,42 @@ class Calibration(CheckedModel):
             raise ValueError(f"weights must be finite numbers between -{MAX_WEIGHT:g} and {MAX_WEIGHT:g}")
         return {k: float(v) for k, v in value.items()}
 
+    @field_validator("limits")
+    @classmethod
+    def _known_limits(cls, value: Mapping[str, float]) -> Mapping[str, float]:
+        unknown = sorted(set(value) - set(FEATURES))
+        if unknown:
+            raise ValueError(f"unknown feature(s) {unknown} in limits; features are: {', '.join(FEATURES)}")
+        if not all(math.isfinite(float(v)) for v in value.values()):
+            raise ValueError("limits must be finite numbers")
+        return {k: float(v) for k, v in value.items()}
+
     def suits(self, embedder: str) -> bool:
         """Whether its cosine features are on ``embedder``'s scale (or it reads none)."""
         return self.embedder is None or self.embedder == embedder
 
+    def within_limits(self, features: np.ndarray) -> np.ndarray:
+        """The rows of a :func:`feature_matrix` as the model reads them: each feature at most its limit."""
+        if not self.limits:
+            return features
+        top = np.asarray([self.limits.get(f, np.inf) for f in FEATURES], dtype=np.float64)
+        clipped: np.ndarray = np.minimum(features, top)
+        return clipped
+
     def probabilities(self, features: np.ndarray) -> np.ndarray:
-        """The calibrated score of each row of a :func:`feature_matrix`."""
+        """The calibrated score of each row of a :func:`feature_matrix` (read within :attr:`limits`)."""
         w = np.asarray([self.weights.get(f, 0.0) for f in FEATURES], dtype=np.float64)
         with np.errstate(over="ignore", invalid="ignore"):
-            z = features @ w + self.intercept
+            z = self.within_limits(features) @ w + self.intercept
         # Huge features can still overflow (inf - inf is NaN): a score is always a number in [0, 1].
         z = np.nan_to_num(z, nan=0.0, posinf=40.0, neginf=-40.0)
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
 
 
-def fit_calibration(
-    features: np.ndarray,
-    labels: Sequence[bool] | np.ndarray,
-    *,
-    name: str,
-    embedder: str | None,
-    use: Sequence[str] | None = None,
-    l2: float = 1.0,
-    floor: float = 0.0,
-    abstain: float = 0.0,
-    abstain_relevance: float = 1.0,
-) -> Calibration:
-    """Fit a :class:`Calibration` by L2-regularised logistic regression (Newton's method).
-
-    Args:
-        features: Rows of :func:`feature_matrix`, candidates of many recalls stacked.
-        labels: Whether each candidate is evidence for its query.
-        name: What it is fitted on.
-        embedder: The embedder whose cosines the rows hold, or ``None`` to fit without the cosine
-            features (:data:`COSINE_FEATURES`).
-        use: The features to weigh (default: all, less the cosine ones when ``embedder`` is None).
-        l2: Ridge penalty on the weights (not the intercept).
-        floor: Stored as the calibration's default per-memory floor.
-        abstain: Stored as the calibration's default abstention threshold.
-        abstain_relevance: Stored as the relevance that keeps recall from abstaining.
-
-    Raises:
-        ValueError: Shapes disagree, or the labels are all one class.
-    """
-    x_all = np.asarray(features, dtype=np.float64)
-    y = np.asarray(labels, dtype=np.float64)
-    if x_all.ndim != 2 or x_all.shape[1] != len(FEATURES) or len(y) != len(x_all):
-        raise ValueError(f"features must be an (n, {len(FEATURES)}) matrix with one label per row")
-    if y.min() == y.max():
-        raise ValueError("labels must hold both evidence and non-evidence candidates")
-    chosen = [f for f in (use or FEATURES) if embedder is not None or f not in COSINE_FEATURES]
-    cols = [FEATURES.index(f) for f in chosen]
-    x = np.hstack([np.ones((len(x_all), 1)), x_all[:, cols]])
-    beta = np.zeros(x.shape[1])
-    penalty = np.full(x.shape[1], l2)
-    penalty[0] = 0.0
-    for _ in range(100):
-        p = 1.0 / (1.0 + np.exp(-np.clip(x @ beta, -40.0, 40.0)))
-        grad = x.T @ (p - y) + penalty * beta
-        hess = (x * (p * (1 - p))[:, None]).T @ x + np.diag(penalty) + 1e-9 * np.eye(x.shape[1])
-        step = np.linalg.solve(hess, grad)
-        beta -= step
-        if float(np.max(np.abs(step))) < 1e-8:
-            break
-    return Calibration(
-        name=name,
-        embedder=embedder,
-        intercept=round(float(beta[0]), 6),
-        weights={f: round(float(b), 6) for f, b in zip(chosen, beta[1:], strict=True)},
-        floor=floor,
-        abstain=abstain,
-        abstain_relevance=abstain_relevance,
-    )
-
+#: Where the shipped calibrations stop extrapolating: the content words of LoCoMo dev's longest
+#: turn (41, ``log1p``); their other features are bounded by construction (cosines, shares,
+#: reciprocal ranks). Measured after the fit, so they hold no limit of their fit's own.
+LOCOMO_LIMITS = {"content_words": 3.73767}
 
 #: Fitted for all-MiniLM-L6-v2 on LoCoMo dev replayed as chat traffic (``python
 #: benchmarks/agent_context.py --fit``): every candidate of 5,576 questions over four stores (clean
@@ -334,12 +303,13 @@ MINILM_CALIBRATION = Calibration(
     floor=0.005,
     abstain=0.1,
     abstain_relevance=0.35,
+    limits=LOCOMO_LIMITS,
 )
 
 #: Fitted on the same candidates without the cosine features, for any other embedder. It orders
 #: and calibrates (expected calibration error 0.006 leave-one-conversation-out), but without the
 #: cosine it cannot tell an off-topic query from an answerable one, so it neither abstains nor
-#: floors: fit one for your embedder (:func:`fit_calibration`) to get both.
+#: floors: fit one for your embedder (:func:`~memory_retrievers.recall.fitting.fit_calibration`) to get both.
 RANK_CALIBRATION = Calibration(
     name="LoCoMo dev, 6 conversations, rank only",
     embedder=None,
@@ -364,6 +334,7 @@ RANK_CALIBRATION = Calibration(
     floor=0.0,
     abstain=0.0,
     abstain_relevance=1.0,
+    limits=LOCOMO_LIMITS,
 )
 
 

@@ -11,6 +11,11 @@ the best-scored line it updates, and that line is noted as updated, so the agent
 other lines keep their order (a newer line that merely mentions the subject again does not jump:
 "when did I first ...?" wants the first), and the scores are handed out again in the new order
 (the block stays in score order).
+
+A newer line often scores too low to be in the block at all: it says "moved to Berlin", the
+question asks where the user lives, and "I live in Lisbon" matches every word. So before
+selection, a candidate cut by a floor comes back when it updates a line the block keeps
+(:func:`updates_of`): the correction is found among the candidates the search already brought.
 """
 
 from __future__ import annotations
@@ -22,26 +27,43 @@ from datetime import datetime
 
 import numpy as np
 
+from memory_retrievers.models import Memory
 from memory_retrievers.recall.results import ScoredMemory
 from memory_retrievers.text.lines import body_of, speaker_label
 from memory_retrievers.text.query import WORD, QueryFeatures
 from memory_retrievers.text.words import meaning_words
 
-__all__ = ["Line", "asks_about_the_past", "newest_first", "reads_as_update", "updates_first"]
+__all__ = [
+    "Line",
+    "asks_about_the_past",
+    "brought_back",
+    "line_of",
+    "newest_first",
+    "numbers_update",
+    "reads_as_update",
+    "updates_first",
+    "updates_of",
+]
 
 #: Words that say a statement replaces an earlier one ("moved to Berlin", "now Priya", "actually
 #: the 21st", "no longer vegetarian"), after :func:`meaning_words` (plurals and "'s" folded).
 UPDATE_WORDS = frozenset(
     """actually anymore became become changed correction corrected grew instead longer moved new now
-    postponed rescheduled replaced switched updated""".split()
+    postponed renamed rescheduled replaced switched updated""".split()
 )
+
+#: The update words that say so on their own. "now" and "new" also open chatter ("bye for now",
+#: "working on a new project"): two friends' chat (LoCoMo) has them in one line of ten, and a line
+#: the floor cut comes back for a stronger word (or a changed number) only; see :func:`updates_of`.
+STRONG_UPDATE_WORDS = UPDATE_WORDS - {"became", "become", "grew", "new", "now"}
 
 _NUMBER = re.compile(r"\d+(?:[.,:]\d+)*")
 _YEAR = re.compile(r"(?:19|20)\d\d")
 
 #: Query words that ask for what was said before, not what is true now ("when did I first ...",
-#: "what did I use before ...", "where did I live originally?").
-PAST_WORDS = frozenset("before earlier first formerly initially originally previously used".split())
+#: "what did I use before ...", "where did I live originally?"), past tense included ("what was my
+#: rent?": the event or the state then, not the latest).
+PAST_WORDS = frozenset("before did earlier first formerly initially originally previously used was were".split())
 
 #: Longest body (characters, role and speaker labels aside) of a line that takes part: a statement
 #: that can update another is short (a tweet's length); a pasted log, file or long answer is not one,
@@ -79,11 +101,8 @@ def updates_first(
     The scores are handed out again in the new order, so the block stays in score order; a line
     already marked as replaced (``superseded="flag"``) takes no part.
     """
-    lines = [
-        Line(m.id, m.memory.text, m.memory.created_at if m.memory.superseded_by is None else None, vectors[m.id])
-        for m in memories
-    ]
-    order, notes = newest_first(lines, subject_cosine, numbers=_NUMBER.search(query) is None)
+    lines = [line_of(m.id, m.memory, vectors[m.id]) for m in memories]
+    order, notes = newest_first(lines, subject_cosine, numbers=numbers_update(query))
     by_id = {m.id: m for m in memories}
     scores = sorted((m.score for m in memories), reverse=True)
     return [
@@ -92,13 +111,27 @@ def updates_first(
     ]
 
 
-def reads_as_update(newer: str, older: str, *, numbers: bool = True) -> bool:
+def line_of(id_: str, memory: Memory, vector: np.ndarray) -> Line:
+    """A memory as this step reads it (a line already replaced takes part in nothing: no date)."""
+    return Line(id_, memory.text, memory.created_at if memory.superseded_by is None else None, vector)
+
+
+def numbers_update(query: str) -> bool:
+    """Whether a new number reads as an update for this query: not when it names one itself.
+
+    "what was in report 123?" asks about that one, not about report 243 written later.
+    """
+    return _NUMBER.search(query) is None
+
+
+def reads_as_update(newer: str, older: str, *, numbers: bool = True, strong: bool = False) -> bool:
     """Whether ``newer`` reads as replacing ``older``: an update word, or (``numbers``) a number the older lacks.
 
     The new number must be of a kind the older also has (a time for a time, a year for a year,
-    another number for another number): see :func:`_numbers_by_kind`.
+    another number for another number): see :func:`_numbers_by_kind`. ``strong``: only the words
+    of :data:`STRONG_UPDATE_WORDS` count.
     """
-    if UPDATE_WORDS.intersection(meaning_words(body_of(newer))):
+    if (STRONG_UPDATE_WORDS if strong else UPDATE_WORDS).intersection(meaning_words(body_of(newer))):
         return True
     if not numbers:
         return False
@@ -157,32 +190,102 @@ def newest_first(
     return order, notes
 
 
-def _updated_by(lines: Sequence[Line], subject_cosine: float, numbers: bool) -> dict[int, list[int]]:
-    """For each line, the lines said after it by the same speaker about its subject that read as updating it.
+def updates_of(
+    kept: Sequence[Line], others: Sequence[Line], subject_cosine: float, *, numbers: bool = True
+) -> dict[str, str]:
+    """The lines of ``others`` that update a line of ``kept``, each with the id of the first it updates.
+
+    The test of the block's own reordering (:func:`newest_first`): said later by the same speaker,
+    both short statements, about one subject, reading as an update; but bringing a cut line back
+    takes a word that says so on its own (:data:`STRONG_UPDATE_WORDS`) or a changed number.
+
+    Args:
+        kept: The lines the block keeps, in score order.
+        others: The candidates it cut.
+        subject_cosine: Cosine of two lines' vectors from which they may share a subject.
+        numbers: Whether a new number reads as an update (see :func:`newest_first`).
+
+    Returns:
+        ``{other's id: the id of the best-scored kept line it updates}``.
+    """
+    olds, news = _statements(kept), _statements(others)
+    if not olds or not news:
+        return {}
+    cosines = np.stack([s.unit for s in news]) @ np.stack([s.unit for s in olds]).T
+    out: dict[str, str] = {}
+    for a, new in enumerate(news):
+        for b, old in enumerate(olds):
+            if _updates(new, old, float(cosines[a, b]), subject_cosine, numbers, strong=True):
+                out[new.line.id] = old.line.id
+                break
+    return out
+
+
+def brought_back(
+    kept: Sequence[Line], cut: Sequence[Line], subject_cosine: float, *, numbers: bool = True
+) -> dict[str, str]:
+    """The cut lines to bring back into a block: each updates a kept line or one brought back before it.
+
+    Returns:
+        ``{id of the line brought back: id of the line it updates}``, in the order found (a line
+        brought back comes before the lines that update it in turn).
+    """
+    olds, others, out = list(kept), {line.id: line for line in cut}, {}
+    while olds and others:
+        found = updates_of(olds, list(others.values()), subject_cosine, numbers=numbers)
+        out.update(found)
+        olds = [others.pop(new) for new in found]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class _Statement:
+    """A line that can update another or be updated, with what the test reads of it."""
+
+    index: int
+    line: Line
+    unit: np.ndarray
+    words: frozenset[str]
+    speaker: str
+
+
+def _statements(lines: Sequence[Line]) -> list[_Statement]:
+    """The dated short statements among ``lines`` (a paste or an undated line takes no part)."""
+    return [
+        _Statement(i, line, _unit(line.vector), _subject_words(line.text), speaker_label(line.text))
+        for i, line in enumerate(lines)
+        if line.created_at is not None and len(body_of(line.text)) <= STATEMENT_CHARS
+    ]
+
+
+def _updates(
+    new: _Statement, old: _Statement, cosine: float, subject_cosine: float, numbers: bool, *, strong: bool = False
+) -> bool:
+    """Whether ``new`` updates ``old``: said after it, by the same speaker, on its subject, as an update.
 
     Only a line of the same speaker updates another: the assistant's "Got it, Priya's your manager
     now" echoes the user's correction, it does not update it.
     """
-    dated = [
-        i for i, line in enumerate(lines) if line.created_at is not None and len(body_of(line.text)) <= STATEMENT_CHARS
-    ]
-    if len(dated) < 2:
-        return {i: [] for i in range(len(lines))}
-    vectors = np.stack([_unit(lines[i].vector) for i in dated])
-    cosines = vectors @ vectors.T
-    words = [_subject_words(lines[i].text) for i in dated]
-    speakers = [speaker_label(lines[i].text) for i in dated]
+    return (
+        _when(new.line) > _when(old.line)
+        and cosine >= subject_cosine
+        and bool(new.words & old.words)
+        and new.speaker == old.speaker
+        and reads_as_update(new.line.text, old.line.text, numbers=numbers, strong=strong)
+    )
+
+
+def _updated_by(lines: Sequence[Line], subject_cosine: float, numbers: bool) -> dict[int, list[int]]:
+    """For each line, the lines said after it by the same speaker about its subject that read as updating it."""
     out: dict[int, list[int]] = {i: [] for i in range(len(lines))}
-    for a, i in enumerate(dated):
-        for b, j in enumerate(dated):
-            if (
-                _when(lines[j]) > _when(lines[i])
-                and cosines[a, b] >= subject_cosine
-                and words[a] & words[b]
-                and speakers[a] == speakers[b]
-                and reads_as_update(lines[j].text, lines[i].text, numbers=numbers)
-            ):
-                out[i].append(j)
+    dated = _statements(lines)
+    if len(dated) < 2:
+        return out
+    cosines = np.stack([s.unit for s in dated]) @ np.stack([s.unit for s in dated]).T
+    for a, old in enumerate(dated):
+        for b, new in enumerate(dated):
+            if _updates(new, old, float(cosines[b, a]), subject_cosine, numbers):
+                out[old.index].append(new.index)
     return out
 
 

@@ -19,8 +19,8 @@ from memory_retrievers.recall.calibration import (
     Signals,
     calibration_for,
     feature_matrix,
-    fit_calibration,
 )
+from memory_retrievers.recall.fitting import fit_calibration
 
 
 def signals(**kw: object) -> Signals:
@@ -113,6 +113,32 @@ def test_probabilities_are_a_logistic_of_the_weighted_features() -> None:
     row[0, FEATURES.index("cosine")] = 0.5
     assert c.probabilities(row)[0] == pytest.approx(0.5)  # -1 + 2 * 0.5 = 0
     assert c.probabilities(np.full((1, len(FEATURES)), 1e6))[0] == pytest.approx(1.0)  # clipped, no overflow
+
+
+def test_a_feature_past_its_limit_is_read_at_the_limit() -> None:
+    # Issue 39: fitted on chat turns of at most 41 content words, the shipped model read a pasted
+    # 1,570-word stack trace (log1p: 7.36) as far likelier evidence than any turn, and the trace
+    # went into blocks it had nothing to do with.
+    c = Calibration(name="t", intercept=-3.0, weights={"content_words": 1.0}, limits={"content_words": 3.7})
+    rows = np.zeros((3, len(FEATURES)))
+    rows[:, FEATURES.index("content_words")] = [2.0, 3.7, 7.36]
+    p = c.probabilities(rows)
+    assert p[0] < p[1] and p[2] == p[1]
+    assert c.within_limits(rows)[2, FEATURES.index("content_words")] == 3.7
+    assert MINILM_CALIBRATION.limits["content_words"] == pytest.approx(math.log1p(41), abs=1e-5)
+    assert RANK_CALIBRATION.limits == MINILM_CALIBRATION.limits
+    with pytest.raises(ConfigError, match="unknown feature"):
+        Calibration(name="t", intercept=0.0, weights={}, limits={"words": 3.0})
+    with pytest.raises(ConfigError, match="finite"):
+        Calibration(name="t", intercept=0.0, weights={}, limits={"content_words": float("nan")})
+
+
+def test_a_fitted_calibration_stops_at_the_largest_value_it_saw() -> None:
+    rng = np.random.default_rng(5)
+    x = rng.normal(size=(2_000, len(FEATURES)))
+    y = x[:, FEATURES.index("rr_bm25")] > 0
+    fitted = fit_calibration(x, y, name="limits", embedder="e")
+    assert fitted.limits == {f: pytest.approx(x[:, FEATURES.index(f)].max(), abs=1e-6) for f in FEATURES}
 
 
 def test_a_calibration_refuses_unknown_features_and_bad_weights() -> None:

@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore, RecallConfig
-from memory_retrievers.recall.updates import Line, newest_first, reads_as_update
+from memory_retrievers.recall.updates import Line, asks_about_the_past, newest_first, reads_as_update, updates_of
+from memory_retrievers.text.query import analyze
 
 T0 = datetime(2024, 1, 9, tzinfo=timezone.utc)
 
@@ -87,6 +88,37 @@ def test_what_reads_as_an_update(newer: str, older: str, expected: bool) -> None
     assert reads_as_update(newer, older) is expected
 
 
+def test_updates_of_finds_the_cut_lines_that_update_a_kept_one() -> None:
+    echo = _line("echo", "assistant: got it, the wedding moved to June 21", 61, [0.9, 0.3, 0.0])
+    earlier = _line("earlier", "user: the wedding is in June, moved from May", -30, [0.95, 0.2, 0.0])
+    paste = _line("paste", "user: the wedding got moved to June 21 " + "log line " * 40, 62, [0.9, 0.3, 0.0])
+    chatter = _line("chatter", "user: wedding prep is fun, bye for now", 63, [0.9, 0.3, 0.0])
+    found = updates_of([WEDDING_OLD, VIM], [echo, earlier, paste, chatter, WEDDING_NEW], subject_cosine=0.45)
+    # only the user's own later short statement: not the assistant's echo, not a line said before,
+    # not a paste that happens to hold the words, not chatter whose only update word is "now"
+    # (which still reorders lines the block kept anyway)
+    assert found == {"new": "old"}
+    assert reads_as_update(chatter.text, WEDDING_OLD.text)
+    assert not reads_as_update(chatter.text, WEDDING_OLD.text, strong=True)
+    assert updates_of([WEDDING_OLD], [WEDDING_NEW], subject_cosine=0.99) == {}  # another subject
+    assert updates_of([], [WEDDING_NEW], subject_cosine=0.45) == {}
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("where do I live now?", False),
+        ("who's my manager?", False),
+        ("where did I live originally?", True),
+        ("what was my rent?", True),  # the past tense asks about then, not the latest
+        ("when did Caroline go to the support group?", True),
+        ("what happened on 3 May 2023?", True),  # a day it names
+    ],
+)
+def test_which_questions_ask_about_the_past(query: str, past: bool) -> None:
+    assert asks_about_the_past(query, analyze(query)) is past
+
+
 def test_a_query_naming_a_number_asks_about_that_one() -> None:
     # "ticket 123" and "ticket 243" differ by a number as "rent 900" and "rent 950" do; a query
     # naming the number means that one, so a new number is no update then (update words still are).
@@ -156,3 +188,38 @@ def test_the_block_puts_the_correction_first_and_marks_what_it_updates(tmp_path:
         ).recall("when is my sister's wedding in Lisbon?", namespace="m")
         assert plain.to_context().index("June 14") < plain.to_context().index("moved to June 21")
         assert "updated by" not in plain.to_context()
+
+
+MOVE = (
+    "user: so I live in Lisbon, tiny flat in Alfama",
+    "user: my cat is called Bolacha",
+    "user: I work at a fintech, mostly python",
+    "user: ok long day lol",
+    "user: actually I moved from Lisbon to Berlin last month",
+    "user: the weather is nice today",
+)
+
+
+@pytest.mark.parametrize("newest_first", [True, False])
+def test_a_correction_below_the_floor_comes_back_above_what_it_updates(tmp_path: Path, newest_first: bool) -> None:
+    # Issue 39: "where do I live now?" matched "I live in Lisbon" on every word, and the move scored
+    # under the floor (0.0024 against 0.01 with the real model): the block stated the old fact alone.
+    # Here the floor is set between the two lines' scores (0.047 and 0.0013 with these vectors).
+    config = RecallConfig(
+        selection={"subject_cosine": 0.2, "newest_first": newest_first}, relevance={"min_score": 0.01}
+    )
+    with _store(tmp_path / "db") as store:
+        for i, text in enumerate(MOVE):
+            store.add(text, namespace="m", kind="message", created_at=T0 + timedelta(days=10 * i))
+        result = MemoryRetriever(store, config=config).recall("where do I live now?", namespace="m", explain=True)
+    block = result.to_context()
+    if not newest_first:  # the floor alone: what the block was before
+        assert "Berlin" not in block and "Lisbon" in block, block
+        return
+    assert block.index("moved from Lisbon to Berlin") < block.index("I live in Lisbon"), block
+    assert "(updated by the [2024-02-18] line above)" in block
+    assert [m.memory.text for m in result.memories][:2] == [MOVE[4], MOVE[0]]
+    assert "Berlin" not in " ".join(c.text for c in result.cut), "a line brought back is not also listed as cut"
+    assert any("newer line(s) below a floor" in n for n in result.plan["notes"]), result.plan["notes"]
+    scores = [m.score for m in result.memories]
+    assert scores == sorted(scores, reverse=True) and all(0.0 <= s <= 1.0 for s in scores)
