@@ -124,3 +124,64 @@ def test_an_exact_answer_clears_a_similarity_cutoff_of_0_3(tmp_path: Path, minil
         )
         (top, *_) = MemoryRetriever(store, namespace="u").recall("What is my secret code?").memories
         assert top.text == "My secret code is 4471." and top.score >= 0.3
+
+
+# Issue 39: a chat where the latest statement must win and a pasted trace must stay where it belongs.
+CHAT = (
+    "user: hey! I'm a backend dev, mostly python + postgres",
+    "user: and I use vim for literally everything, 8 yrs now lol",
+    "assistant: Nice, vim keeps you fast. What are you working on?",
+    "user: ok long day lol",
+    "assistant: Rest up!",
+    "user: prod is on fire, celery worker keeps dying, pasting the trace",
+    "TRACE",
+    "user: my cat is called Bolacha, grey tabby",
+    "user: oh and I switched from vim to Neovim, my lazy.nvim config is great",
+    "assistant: Neovim with lazy.nvim is a great setup!",
+)
+TRACE = "user: " + "\n".join(
+    f"[2026-03-0{i % 9 + 1} 10:31:07,412: ERROR/ForkPoolWorker-{i % 4}] Task falcon.settle[{i:04x}] raised: "
+    "OperationalError"
+    if i % 5 == 0
+    else f'  File "/srv/app/falcon/tasks/step_{i}.py", line {i * 7}, in handle\n    return self.handle(*args)'
+    for i in range(150)
+)
+
+
+@pytest.fixture
+def chat(tmp_path: Path, minilm: SentenceTransformerEmbedder) -> Iterator[MemoryStore]:
+    clock = ManualClock(START)
+    store = MemoryStore(tmp_path / "chat", embedder=minilm, clock=clock)
+    for day, text in enumerate(CHAT):
+        store.add(
+            TRACE if text == "TRACE" else text,
+            namespace="u",
+            kind="message",
+            session_id=f"s{day // 4}",
+            created_at=START + timedelta(days=day),
+        )
+    clock.advance(days=30)
+    yield store
+    store.close()
+
+
+def test_a_correction_the_floor_cut_is_in_the_block_above_what_it_corrects(chat: MemoryStore) -> None:
+    question = "which editor do I use these days?"
+    block = MemoryRetriever(chat, namespace="u").recall(question).to_context()
+    assert "Neovim" in block and block.index("switched from vim to Neovim") < block.index("I use vim"), block
+    assert "(updated by the [2026-03-10] line above)" in block
+    # What made it: the switch scores under the floor, and without the step that brings back a
+    # line updating a kept one, the block states the old editor alone.
+    plain = MemoryRetriever(chat, namespace="u", config={"selection": {"newest_first": False}}).recall(question)
+    assert "Neovim" not in plain.to_context() and "I use vim" in plain.to_context()
+
+
+@pytest.mark.parametrize("question", ["which editor do I use these days?", "what's my cat's name?"])
+def test_a_pasted_trace_stays_out_of_blocks_it_has_nothing_to_do_with(chat: MemoryStore, question: str) -> None:
+    block = MemoryRetriever(chat, namespace="u").recall(question).to_context()
+    assert "ForkPoolWorker" not in block, block
+    # The calibration read its 1,500 content words as evidence (fitted on turns of at most 41):
+    # without its limits, the trace is in both blocks.
+    unlimited = MINILM_CALIBRATION.model_copy(update={"limits": {}})
+    loose = MemoryRetriever(chat, namespace="u", config={"relevance": {"calibration": unlimited}}).recall(question)
+    assert "ForkPoolWorker" in loose.to_context()
