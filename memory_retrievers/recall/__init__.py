@@ -10,8 +10,13 @@ one recall's state they read and write; ``tasks`` keeps its concurrent work toge
 :class:`~memory_retrievers.MemoryRetriever` runs them in order.
 
 A custom pipeline can read a namespace the same way: ``source = await store.arecall_source(ns)``.
+
+A calibration for another embedder, or for your own traffic: :class:`Calibration`, fitted by
+:func:`fit_calibration` and passed as ``RecallConfig(relevance={"calibration": ...})``.
 """
 
+from memory_retrievers.recall.calibration import Calibration
+from memory_retrievers.recall.fitting import fit_calibration
 from memory_retrievers.recall.source import RecallSource, SourceHits
 
-__all__ = ["RecallSource", "SourceHits"]
+__all__ = ["Calibration", "RecallSource", "SourceHits", "fit_calibration"]
