@@ -32,6 +32,7 @@ from memory_retrievers.recall.results import (
 from memory_retrievers.recall.sections import SECTION_TITLES, ContextSection, section_of
 from memory_retrievers.recall.selection import Candidate, CutReason, Rejected, Selected, SelectionParams, select
 from memory_retrievers.recall.updates import asks_about_the_past, brought_back, line_of, numbers_update, updates_first
+from memory_retrievers.text.hedges import is_hedge
 from memory_retrievers.text.lines import excerpt as excerpt_of
 from memory_retrievers.tokens import TokenCounter
 
@@ -174,8 +175,8 @@ def _floors(
     """The candidates that pass every floor (by index), and the others with their reason.
 
     When no candidate reaches the abstention threshold (nor the relevance that vouches for one), every
-    one but the pinned is cut: the query is taken as one the memories do not answer. Pinned memories
-    pass every floor.
+    one but the pinned is cut: the query is taken as one the memories do not answer. The assistant
+    saying it did not know is never an answer (:func:`is_hedge`). Pinned memories pass every floor.
     """
     floor = calibration.floor if cfg.relevance.min_score is None else cfg.relevance.min_score
     gate = calibration.abstain if cfg.relevance.abstain_below is None else cfg.relevance.abstain_below
@@ -202,6 +203,8 @@ def _floors(
         reason = None
         if abstain and not mem.pinned:
             reason = CutReason.ABSTAINED
+        elif not mem.pinned and is_hedge(mem.text):
+            reason = CutReason.HEDGE
         elif cfg.relevance.relevance_floor > 0 and item.score < cfg.relevance.relevance_floor * best:
             reason = CutReason.BELOW_FLOOR
         elif not mem.pinned and relevance(parts.semantic, item.hit.id) < cfg.relevance.min_relevance:

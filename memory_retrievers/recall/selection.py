@@ -54,6 +54,8 @@ class CutReason(str, enum.Enum):
     """No candidate scored ``abstain_below``: the query is taken as one the memories do not answer."""
     COPY = "copy"
     """It says the same as a better line in the block (``collapse_copies``)."""
+    HEDGE = "hedge"
+    """The assistant said it did not know ("I don't think you've told me"): not an answer."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,6 +80,8 @@ def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
     assert CutReason.ABSTAINED in reasons(10, None, 0.0, abstain_below=0.999)
     store.add("apples and pears, note 0", namespace="u", kind="message", dedup=False)
     assert CutReason.COPY in reasons(10, None, 0.0)
+    store.add("assistant: I don't think you've told me about apples and pears, note 9", namespace="u", kind="message")
+    assert CutReason.HEDGE in reasons(10, None, 0.0)
     assert set(CutReason) == {
         CutReason.K_CAP,
         CutReason.OVER_BUDGET,
@@ -88,6 +90,7 @@ def test_every_cut_reason_is_produced(store: MemoryStore) -> None:
         CutReason.BELOW_SCORE,
         CutReason.ABSTAINED,
         CutReason.COPY,
+        CutReason.HEDGE,
     }
 
 

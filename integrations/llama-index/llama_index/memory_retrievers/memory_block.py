@@ -73,16 +73,17 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
     and returns a context block, leaving out whatever says the same as a message of that chat (it
     is in the prompt already). Messages flushed out of short-term memory (``aput``) are queued as
     ``message`` memories as ``remember`` says (committed in the background, and found by this
-    process's recall at once: see ``MemoryStore.add_many_later``) (by default the user's, as the LangChain
-    ``MemoryMiddleware`` does: see its ``remember``), so later sessions can recall them (unless a
-    :class:`~llama_index.memory_retrievers.MemoryDBChatStore` on this namespace already keeps them:
-    those are not stored twice). ``atruncate`` re-selects within a smaller budget rather than
-    dropping the whole block.
+    process's recall at once: see ``MemoryStore.add_many_later``), so later sessions can recall
+    them (unless a :class:`~llama_index.memory_retrievers.MemoryDBChatStore` on this namespace
+    already keeps them: those are not stored twice). ``atruncate`` re-selects within a smaller
+    budget rather than dropping the whole block.
 
-    Why the user's messages only by default: memory layers such as mem0 and langmem keep facts
-    about the user, not the assistant's replies; a stored reply is the model's own words (a
-    restatement at best, a guess at worst), which the agent would later recall as if they were
-    facts about the user. ``remember="turn"`` keeps every role.
+    Why every role by default: LlamaIndex's own ``VectorMemoryBlock`` keeps the assistant's replies,
+    and what the assistant told the user (a booking, a recommendation, "the capital of France is
+    Paris") is asked about later. A reply saying it did not know ("I don't think you've told me")
+    is never recalled as an answer (recall cuts it: ``CutReason.HEDGE``). ``remember="user"`` keeps
+    the user's messages only, as the LangChain ``MemoryMiddleware`` does by default: memory layers
+    such as mem0 and langmem keep facts about the user, not the model's own words.
 
     Every field can be reassigned (checked like the constructor's). Recall goes through one core
     retriever that each call names the block's current namespace to, so a copy re-pointed at another
@@ -116,9 +117,9 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         "in the background (form_later), so facts are extracted off the hot path.",
     )
     remember: Literal["user", "turn"] = Field(
-        default="user",
-        description="Which flushed messages become memories: 'user' (the user's only, as LangChain's "
-        "MemoryMiddleware does) or 'turn' (every role).",
+        default="turn",
+        description="Which flushed messages become memories: 'turn' (every role, as LlamaIndex's "
+        "VectorMemoryBlock does) or 'user' (the user's only, as LangChain's MemoryMiddleware does).",
     )
 
     _last_query: tuple[str, list[str]] | None = PrivateAttr(default=None)

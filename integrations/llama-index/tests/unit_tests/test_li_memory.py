@@ -65,15 +65,16 @@ async def test_block_stores_flushed_messages_and_truncates_by_selection(store: M
         session_id="old",
     )
     stored = store.list("alice")
-    # The user's messages only, by default (as the LangChain middleware remembers).
-    assert {m.text for m in stored} == {"user: I adopted a cat named Miso", "user: Miso likes tuna"}
-    assert {m.session_id for m in stored} == {"old"}
-    every_role = RecallMemoryBlock(store=store, namespace="alice", remember="turn")
-    await every_role.aput([user("Miso is three"), bot("Lovely!")], from_short_term_memory=True, session_id="other")
-    assert {m.text for m in store.list("alice", filter={"session_ids": ["other"]})} == {
-        "user: Miso is three",
+    # Every role, by default (as LlamaIndex's VectorMemoryBlock keeps them); an empty reply is nothing.
+    assert {m.text for m in stored} == {
+        "user: I adopted a cat named Miso",
         "assistant: Lovely!",
+        "user: Miso likes tuna",
     }
+    assert {m.session_id for m in stored} == {"old"}
+    users_only = RecallMemoryBlock(store=store, namespace="alice", remember="user")
+    await users_only.aput([user("Miso is three"), bot("Lovely!")], from_short_term_memory=True, session_id="other")
+    assert {m.text for m in store.list("alice", filter={"session_ids": ["other"]})} == {"user: Miso is three"}
 
     content = await block.aget([user("what is the cat called, Miso?")])
     assert content.count("\n- [") >= 2
@@ -84,6 +85,31 @@ async def test_block_stores_flushed_messages_and_truncates_by_selection(store: M
     assert "Miso" in smaller  # the best memory survives truncation
     assert await block.atruncate(content, tokens_to_truncate=tokens) is None
     assert await block.aget([]) == ""
+
+
+async def test_a_default_block_keeps_what_the_assistant_said_and_never_its_hedge(store: MemoryStore) -> None:
+    # Issue 39 item 5, after LlamaIndex's own test_vector_memory_block_get (run against
+    # VectorMemoryBlock there): with default construction the assistant's answer is stored and
+    # recalled; and a reply saying it did not know is never handed back as the answer.
+    block = RecallMemoryBlock(store=store, namespace="alice")
+    await block.aput(
+        [
+            user("What's the capital of France?"),
+            bot("The capital of France is Paris."),
+            user("What about Germany?"),
+            bot("The capital of Germany is Berlin."),
+            user("what's my dog called?"),
+            bot("I don't think you've told me its name. Is it a new puppy?"),
+            user("his name is Rex, a beagle"),
+        ]
+    )
+    assert "capital of France is Paris" in await block.aget([user("Tell me about Paris.")])
+    dog = await block.aget([user("what is my dog's name?")])
+    assert "Rex" in dog and "told me its name" not in dog, dog
+    assert await block.aget([]) == ""
+    await block.aput([])
+    await block.aput([ChatMessage(role=MessageRole.USER, content=None, blocks=[])])  # no text: nothing stored
+    assert store.count("alice") == 7
 
 
 # ---------------------------------------------------------------- agent memory
