@@ -20,6 +20,7 @@ selection, a candidate cut by a floor comes back when it updates a line the bloc
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -131,7 +132,7 @@ def reads_as_update(newer: str, older: str, *, numbers: bool = True, strong: boo
     another number for another number): see :func:`_numbers_by_kind`. ``strong``: only the words
     of :data:`STRONG_UPDATE_WORDS` count.
     """
-    if (STRONG_UPDATE_WORDS if strong else UPDATE_WORDS).intersection(meaning_words(body_of(newer))):
+    if (STRONG_UPDATE_WORDS if strong else UPDATE_WORDS).intersection(_words_of(newer)):
         return True
     if not numbers:
         return False
@@ -139,7 +140,8 @@ def reads_as_update(newer: str, older: str, *, numbers: bool = True, strong: boo
     return any(kind in old_numbers and found - old_numbers[kind] for kind, found in new_numbers.items())
 
 
-def _numbers_by_kind(text: str) -> dict[str, set[str]]:
+@functools.lru_cache(maxsize=4096)
+def _numbers_by_kind(text: str) -> dict[str, frozenset[str]]:
     """The numbers of a text by kind: a time of day ("1:52"), a year ("2019"), any other.
 
     A new number updates an older line only against a number of its own kind: "June 14" -> "June
@@ -150,7 +152,7 @@ def _numbers_by_kind(text: str) -> dict[str, set[str]]:
     for number in _NUMBER.findall(text):
         kind = "time" if ":" in number else "year" if _YEAR.fullmatch(number) else "other"
         out.setdefault(kind, set()).add(number)
-    return out
+    return {kind: frozenset(found) for kind, found in out.items()}  # cached: never changed in place
 
 
 def newest_first(
@@ -209,15 +211,12 @@ def updates_of(
         ``{other's id: the id of the best-scored kept line it updates}``.
     """
     olds, news = _statements(kept), _statements(others)
-    if not olds or not news:
-        return {}
-    cosines = np.stack([s.unit for s in news]) @ np.stack([s.unit for s in olds]).T
     out: dict[str, str] = {}
-    for a, new in enumerate(news):
-        for b, old in enumerate(olds):
-            if _updates(new, old, float(cosines[a, b]), subject_cosine, numbers, strong=True):
-                out[new.line.id] = old.line.id
-                break
+    # Row by row: for each new line, the best-scored kept line first.
+    for a, b in _close_pairs(news, olds, subject_cosine):
+        new, old = news[a], olds[b]
+        if new.line.id not in out and _updates(new, old, numbers, strong=True):
+            out[new.line.id] = old.line.id
     return out
 
 
@@ -244,34 +243,43 @@ class _Statement:
 
     index: int
     line: Line
-    unit: np.ndarray
-    words: frozenset[str]
+    when: float
     speaker: str
 
 
 def _statements(lines: Sequence[Line]) -> list[_Statement]:
     """The dated short statements among ``lines`` (a paste or an undated line takes no part)."""
     return [
-        _Statement(i, line, _unit(line.vector), _subject_words(line.text), speaker_label(line.text))
+        _Statement(i, line, _when(line).timestamp(), speaker_label(line.text))
         for i, line in enumerate(lines)
         if line.created_at is not None and len(body_of(line.text)) <= STATEMENT_CHARS
     ]
 
 
-def _updates(
-    new: _Statement, old: _Statement, cosine: float, subject_cosine: float, numbers: bool, *, strong: bool = False
-) -> bool:
-    """Whether ``new`` updates ``old``: said after it, by the same speaker, on its subject, as an update.
+def _close_pairs(news: Sequence[_Statement], olds: Sequence[_Statement], subject_cosine: float) -> np.ndarray:
+    """``(new, old)`` index pairs, row by row, of a later line by the same speaker with close vectors.
+
+    The cheap half of :func:`_updates`, for every pair at once: a recall's 70 cut candidates
+    against its 25 kept lines are 1,750 pairs, of which a handful pass.
+    """
+    if not news or not olds:
+        return np.empty((0, 2), dtype=np.intp)
+    close = _units(news) @ _units(olds).T >= subject_cosine
+    later = np.array([s.when for s in news])[:, None] > np.array([s.when for s in olds])[None, :]
+    speakers = {name: code for code, name in enumerate({s.speaker for s in (*news, *olds)})}
+    same = np.array([speakers[s.speaker] for s in news])[:, None] == np.array([speakers[s.speaker] for s in olds])
+    return np.argwhere(close & later & same)
+
+
+def _updates(new: _Statement, old: _Statement, numbers: bool, *, strong: bool = False) -> bool:
+    """Whether ``new``, said later by the same speaker with a close vector (:func:`_close_pairs`), updates ``old``.
 
     Only a line of the same speaker updates another: the assistant's "Got it, Priya's your manager
-    now" echoes the user's correction, it does not update it.
+    now" echoes the user's correction, it does not update it. Then a content word shared, and
+    the newer reading as an update.
     """
-    return (
-        _when(new.line) > _when(old.line)
-        and cosine >= subject_cosine
-        and bool(new.words & old.words)
-        and new.speaker == old.speaker
-        and reads_as_update(new.line.text, old.line.text, numbers=numbers, strong=strong)
+    return bool(_subject_words(new.line.text) & _subject_words(old.line.text)) and reads_as_update(
+        new.line.text, old.line.text, numbers=numbers, strong=strong
     )
 
 
@@ -279,19 +287,24 @@ def _updated_by(lines: Sequence[Line], subject_cosine: float, numbers: bool) -> 
     """For each line, the lines said after it by the same speaker about its subject that read as updating it."""
     out: dict[int, list[int]] = {i: [] for i in range(len(lines))}
     dated = _statements(lines)
-    if len(dated) < 2:
-        return out
-    cosines = np.stack([s.unit for s in dated]) @ np.stack([s.unit for s in dated]).T
-    for a, old in enumerate(dated):
-        for b, new in enumerate(dated):
-            if _updates(new, old, float(cosines[b, a]), subject_cosine, numbers):
-                out[old.index].append(new.index)
+    for b, a in _close_pairs(dated, dated, subject_cosine):  # new b, old a
+        if _updates(dated[b], dated[a], numbers):
+            out[dated[a].index].append(dated[b].index)
+    for later in out.values():
+        later.sort()  # in score order: the best of the newer lines first
     return out
 
 
+@functools.lru_cache(maxsize=4096)
+def _words_of(text: str) -> tuple[str, ...]:
+    """:func:`meaning_words` of a line's body (cached: a recall asks for the same lines' words often)."""
+    return meaning_words(body_of(text))
+
+
+@functools.lru_cache(maxsize=4096)
 def _subject_words(text: str) -> frozenset[str]:
     """The content words that can name a subject: not the update words, not bare numbers."""
-    return frozenset(w for w in meaning_words(body_of(text)) if w not in UPDATE_WORDS and not w.isdigit())
+    return frozenset(w for w in _words_of(text) if w not in UPDATE_WORDS and not w.isdigit())
 
 
 def _when(line: Line) -> datetime:
@@ -299,6 +312,8 @@ def _when(line: Line) -> datetime:
     return line.created_at
 
 
-def _unit(vector: np.ndarray) -> np.ndarray:
-    norm = float(np.linalg.norm(vector))
-    return vector / norm if norm > 0 else vector
+def _units(statements: Sequence[_Statement]) -> np.ndarray:
+    """The statements' vectors as unit rows, in float32 (a float64 product of these sizes is ~15x slower)."""
+    matrix = np.stack([s.line.vector for s in statements]).astype(np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    return matrix / np.where(norms > 0, norms, 1.0)
