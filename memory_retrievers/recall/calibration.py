@@ -225,22 +225,12 @@ class Calibration(CheckedModel):
     @field_validator("weights")
     @classmethod
     def _known(cls, value: Mapping[str, float]) -> Mapping[str, float]:
-        unknown = sorted(set(value) - set(FEATURES))
-        if unknown:
-            raise ValueError(f"unknown feature(s) {unknown}; features are: {', '.join(FEATURES)}")
-        if not all(math.isfinite(float(w)) and abs(float(w)) <= MAX_WEIGHT for w in value.values()):
-            raise ValueError(f"weights must be finite numbers between -{MAX_WEIGHT:g} and {MAX_WEIGHT:g}")
-        return {k: float(v) for k, v in value.items()}
+        return _by_feature(value, "weights", MAX_WEIGHT)
 
     @field_validator("limits")
     @classmethod
     def _known_limits(cls, value: Mapping[str, float]) -> Mapping[str, float]:
-        unknown = sorted(set(value) - set(FEATURES))
-        if unknown:
-            raise ValueError(f"unknown feature(s) {unknown} in limits; features are: {', '.join(FEATURES)}")
-        if not all(math.isfinite(float(v)) for v in value.values()):
-            raise ValueError("limits must be finite numbers")
-        return {k: float(v) for k, v in value.items()}
+        return _by_feature(value, "limits", math.inf)
 
     def suits(self, embedder: str) -> bool:
         """Whether its cosine features are on ``embedder``'s scale (or it reads none)."""
@@ -262,6 +252,17 @@ class Calibration(CheckedModel):
         # Huge features can still overflow (inf - inf is NaN): a score is always a number in [0, 1].
         z = np.nan_to_num(z, nan=0.0, posinf=40.0, neginf=-40.0)
         return 1.0 / (1.0 + np.exp(-np.clip(z, -40.0, 40.0)))
+
+
+def _by_feature(value: Mapping[str, float], field: str, bound: float) -> dict[str, float]:
+    """A calibration's ``{feature: number}`` field, checked: known features, finite numbers within ``bound``."""
+    unknown = sorted(set(value) - set(FEATURES))
+    if unknown:
+        raise ValueError(f"unknown feature(s) {unknown} in {field}; features are: {', '.join(FEATURES)}")
+    if not all(math.isfinite(float(v)) and abs(float(v)) <= bound for v in value.values()):
+        within = f" between -{bound:g} and {bound:g}" if math.isfinite(bound) else ""
+        raise ValueError(f"{field} must be finite numbers{within}")
+    return {k: float(v) for k, v in value.items()}
 
 
 #: Where the shipped calibrations stop extrapolating: the content words of LoCoMo dev's longest
