@@ -238,11 +238,10 @@ def _keep_updates(
     lines brought back raised.
     """
     at = {s.hit.id: i for i, s in enumerate(scored)}
-    lines = [line_of(s.hit.id, parts.memories[s.hit.id], parts.vectors[s.hit.id]) for s in scored]
-    others = [lines[at[c.id]] for c in cut if c.reason in _UPDATES_PASS]
-    back = brought_back(
-        [lines[i] for i in kept], others, cfg.selection.subject_cosine, numbers=numbers_update(parts.query)
-    )
+    ids = [scored[i].hit.id for i in kept] + [c.id for c in cut if c.reason in _UPDATES_PASS]
+    lines = [line_of(id_, parts.memories[id_], parts.vectors[id_]) for id_ in ids]
+    numbers = numbers_update(parts.query)
+    back = brought_back(lines[: len(kept)], lines[len(kept) :], cfg.selection.subject_cosine, numbers=numbers)
     if not back:
         return probability
     probability = probability.copy()

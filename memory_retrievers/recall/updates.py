@@ -287,11 +287,10 @@ def _updated_by(lines: Sequence[Line], subject_cosine: float, numbers: bool) -> 
     """For each line, the lines said after it by the same speaker about its subject that read as updating it."""
     out: dict[int, list[int]] = {i: [] for i in range(len(lines))}
     dated = _statements(lines)
-    for b, a in _close_pairs(dated, dated, subject_cosine):  # new b, old a
+    # Row by row (new b ascending), so each old line's list is in score order: the best newer line first.
+    for b, a in _close_pairs(dated, dated, subject_cosine):
         if _updates(dated[b], dated[a], numbers):
             out[dated[a].index].append(dated[b].index)
-    for later in out.values():
-        later.sort()  # in score order: the best of the newer lines first
     return out
 
 
