@@ -1,10 +1,11 @@
 """The process lifecycle of open stores: commit before ``os.fork()``, commit and close at exit.
 
 A store registers here once open (:func:`register`) and leaves at close (:func:`unregister`). The
-hooks are installed once, at import: ``os.register_at_fork`` (commit queued writes before a fork,
-forget the parent's stores in the child), threading's shutdown (commit queued writes while
-executors still take work) and ``atexit`` (close what is still open, then let LanceDB's threads
-leave Python before the interpreter finalizes: see :func:`_let_foreign_threads_leave`).
+hooks are installed once: at import ``os.register_at_fork`` (commit queued writes before a fork,
+forget the parent's stores in the child) and threading's shutdown (commit queued writes while
+executors still take work); when the first store opens, ``atexit`` (close what is still open,
+before LanceDB stops its runtime: see :func:`_hook_exit`; then let LanceDB's threads leave Python
+before the interpreter finalizes: see :func:`_let_foreign_threads_leave`).
 """
 
 from __future__ import annotations
@@ -38,9 +39,36 @@ _OPEN: weakref.WeakSet[StoreBase] = weakref.WeakSet()
 _FORK_COMMIT_WAIT_S = 60.0
 
 
+#: Whether :func:`_close_open_stores` is registered with ``atexit`` (at the first store opened).
+_EXIT_HOOKED = False
+_EXIT_HOOK_LOCK = threading.Lock()
+
+
 def register(store: StoreBase) -> None:
     """Track an open store: queued writes are committed before a fork and at exit, and it is closed at exit."""
     _OPEN.add(store)
+    _hook_exit()
+
+
+def _hook_exit() -> None:
+    """Register the close at exit once, after LanceDB's own exit hook, so that it runs before it.
+
+    ``atexit`` runs its handlers last registered first, and importing ``lancedb`` registers one
+    that shuts its async runtime down. Registered before it (at this module's import, which comes
+    first), the close ran after that shutdown: a close that still had LanceDB work to do (the
+    access statistics a recall records are written by an optimize) awaited a call that would
+    never complete, so a program that recalled and exited without ``close()`` hung for the
+    whole close timeout (300 s) and then logged "closing a store at exit failed".
+    """
+    global _EXIT_HOOKED
+    if _EXIT_HOOKED:
+        return
+    with _EXIT_HOOK_LOCK:
+        if not _EXIT_HOOKED:
+            import lancedb  # noqa: F401  (imported by then: an open store has a LanceDB table; its hook first)
+
+            atexit.register(_close_open_stores)
+            _EXIT_HOOKED = True
 
 
 def unregister(store: StoreBase) -> None:
@@ -133,7 +161,6 @@ def _let_foreign_threads_leave(timeout_s: float = _FOREIGN_LEAVE_WAIT_S) -> None
         logger.debug("memory-retrievers: %d foreign thread(s) still in Python code at exit", len(inside))
 
 
-@atexit.register
 def _close_open_stores() -> None:
     for store in list(_OPEN):
         try:
