@@ -10,8 +10,11 @@ licence memories, and the error-code channel brings in the memory that explains 
 
 Writing it touches no file of the library: a class with a ``name``, what it ``needs``, when it
 ``runs`` and an async ``search`` over the recall source, handed to
-``MemoryRetriever(store, channels=[ErrorCodes()])``. It runs offline in about a second with the
-hash embedder (use the default model, ``MemoryStore()``, in an application).
+``MemoryRetriever(store, channels=[ErrorCodes()])``, and the same way to the framework adapters:
+the LangChain ``RecallRetriever`` and the LlamaIndex ``RecallRetriever`` below (and
+``MemoryMiddleware``, ``MemoryStoreLangGraph``, ``RecallMemoryBlock``, ``RecallMemory``). It runs
+offline in a few seconds with the hash embedder (use the default model, ``MemoryStore()``, in an
+application).
 
     python examples/custom_channel.py
 """
@@ -23,6 +26,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from langchain_memory_retrievers import RecallRetriever as LangChainRetriever
+from llama_index.memory_retrievers import RecallRetriever as LlamaIndexRetriever
 from memory_retrievers import (
     ChannelInput,
     FtsField,
@@ -77,16 +82,38 @@ def show(title: str, retriever: MemoryRetriever, question: str) -> None:
         print(f"  {rank}. {memory.text}  [{lists}]")
 
 
+def lists_of(explanation: dict[str, object]) -> str:
+    """The ranked lists that found a memory, from the explanation an adapter puts in its metadata."""
+    return ", ".join(f"{c['label']}#{c['rank']}" for c in explanation["channels"])  # type: ignore[attr-defined]
+
+
 def main() -> None:
     question = "The customer renewed the licence in the admin console and now sees E-4012: why?"
+    # The plug-in's weight goes in the config by its name, like a built-in channel's.
+    weights = {"weights": {"error_code": 3.0}}
     with tempfile.TemporaryDirectory() as folder, MemoryStore(Path(folder), embedder=HashEmbedder(64)) as store:
         store.add_many([{"text": text} for text in MEMORIES], namespace="support")
         print(f"question: {question}\n")
         show("built-in channels", MemoryRetriever(store), question)
-        # The plug-in's weight goes in the config by its name, like a built-in channel's.
-        custom = MemoryRetriever(store, channels=[ErrorCodes()], config={"weights": {"error_code": 3.0}})
+        custom = MemoryRetriever(store, channels=[ErrorCodes()], config=weights)
         print()
         show("with the error-code channel", custom, question)
+
+        # The same channel through a LangChain retriever: a BaseRetriever for any chain.
+        langchain = LangChainRetriever(
+            store=store, namespace="support", k=2, channels=[ErrorCodes()], recall_config=weights
+        )
+        print("\nLangChain RecallRetriever with the channel:")
+        for doc in langchain.invoke(question):
+            print(f"  {doc.page_content}  [{lists_of(doc.metadata['explanation'])}]")
+
+        # And through a LlamaIndex retriever: a BaseRetriever for any query engine.
+        llama_index = LlamaIndexRetriever(
+            store, namespace="support", similarity_top_k=2, channels=[ErrorCodes()], recall_config=weights
+        )
+        print("\nLlamaIndex RecallRetriever with the channel:")
+        for node in llama_index.retrieve(question):
+            print(f"  {node.node.get_content()}  [{lists_of(node.node.metadata['explanation'])}]")
 
 
 if __name__ == "__main__":

@@ -16,8 +16,8 @@ reading the first user's memories. Here it is done once:
   requests reads the namespace the call names and no other.
 - :class:`AdapterModel`: the pydantic base of adapters that are pydantic models (LangChain and
   LlamaIndex components are): the ``store`` field (a serialised store reopened), the ``namespace``
-  / ``session_id`` / ``recall_config`` / ``llm`` / ``former`` / ``filters`` fields checked wherever a
-  subclass declares them, unknown arguments refused by name, copies sharing the store, ``pickle``
+  / ``session_id`` / ``recall_config`` / ``channels`` / ``llm`` / ``former`` / ``filters`` fields
+  checked wherever a subclass declares them, unknown arguments refused by name, copies sharing the store, ``pickle``
   writing the store as its spec, and the recall binding rebuilt only when a setting it was built
   from changed.
 - :data:`DEFAULT_K` and :data:`DEFAULT_TOKEN_BUDGET`: the defaults every adapter shares, those of
@@ -28,10 +28,10 @@ A framework adapter keeps only its framework's specifics. Nothing here imports a
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, ClassVar
+from collections.abc import Callable, Iterable, Mapping
+from typing import Annotated, Any, ClassVar
 
-from pydantic import BaseModel, ConfigDict, PrivateAttr, ValidationInfo, field_serializer, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationInfo, field_serializer, field_validator
 
 from memory_retrievers.config import validated
 from memory_retrievers.errors import ConfigError, NotAStoreError
@@ -48,7 +48,9 @@ from memory_retrievers.integration.handles import (
 )
 from memory_retrievers.llm import LLM, as_llm
 from memory_retrievers.recall.builtin import default_registry
+from memory_retrievers.recall.channel import Channel
 from memory_retrievers.recall.config import RecallConfig
+from memory_retrievers.recall.registry import ChannelRegistry
 from memory_retrievers.recall.rerank import Reranker
 from memory_retrievers.recall.results import RecallResult
 from memory_retrievers.recall.retriever import MemoryRetriever
@@ -59,6 +61,7 @@ __all__ = [
     "ADAPTER_MODEL_CONFIG",
     "DEFAULT_K",
     "DEFAULT_TOKEN_BUDGET",
+    "AdapterChannels",
     "AdapterModel",
     "LLMConverter",
     "RecallBinding",
@@ -73,6 +76,39 @@ DEFAULT_TOKEN_BUDGET: int | None = _DEFAULTS.token_budget
 
 #: Turns whatever an adapter's ``llm`` argument takes (a framework model...) into a core LLM.
 LLMConverter = Callable[[Any], "LLM | None"]
+
+
+def channel_tuple(channels: Any) -> tuple[Channel, ...]:
+    """``channels`` (``None`` or an iterable of :class:`~memory_retrievers.Channel`) as a tuple.
+
+    Raises:
+        ConfigError: Not a list of channels (a str, a single channel, anything not iterable), or
+            an item that is not a channel or has a bad name, ``needs`` or weight.
+    """
+    if channels is None:
+        return ()
+    if isinstance(channels, (str, bytes, Channel)) or not isinstance(channels, Iterable):
+        raise ConfigError(f"channels must be a list of Channel, got {type(channels).__name__}")
+    out = tuple(channels)
+    ChannelRegistry(out)  # each checked now, at construction, not on the first recall
+    return out
+
+
+def registry_with(channels: Iterable[Channel]) -> ChannelRegistry:
+    """The built-in channels plus ``channels`` (a built-in's name replaces it), as recall runs them."""
+    return default_registry().with_channels(channels)
+
+
+#: The ``channels`` field of an adapter model: the user's recall channels, added to the built-ins
+#: (validated even when not given, so that ``recall_config``'s weights are checked against them).
+AdapterChannels = Annotated[
+    tuple[Channel, ...] | None,
+    Field(
+        default=None,
+        validate_default=True,
+        description="Recall channels of your own, added to the built-in ones (a built-in's name replaces it).",
+    ),
+]
 
 
 class StoreBinding:
@@ -139,10 +175,12 @@ class RecallBinding(StoreBinding):
         config: A :class:`~memory_retrievers.RecallConfig`, a dict of its fields, or ``None``.
         llm: Anything ``to_llm`` accepts (by default a core ``LLM``, a callable or ``None``).
         reranker: Optional core reranker.
+        channels: Recall channels (:class:`~memory_retrievers.Channel`) added to the built-in ones
+            (one named like a built-in replaces it); ``config.weights`` may name them.
         to_llm: The framework's conversion of ``llm`` to a core LLM.
 
     Raises:
-        ConfigError: A bad store, config, llm or reranker.
+        ConfigError: A bad store, config, llm, reranker or channel, or a weight naming no channel.
 
     Example:
         An adapter that is a plain class holds one binding and names the namespace per call:
@@ -153,7 +191,7 @@ class RecallBinding(StoreBinding):
             result = await self._binding.arecall(query, namespace=user_id, k=k)
     """
 
-    __slots__ = ("_llm", "_reranker", "_retriever")
+    __slots__ = ("_channels", "_llm", "_reranker", "_retriever")
 
     def __init__(
         self,
@@ -162,12 +200,16 @@ class RecallBinding(StoreBinding):
         config: RecallConfig | Mapping[str, Any] | None = None,
         llm: Any = None,
         reranker: Reranker | None = None,
+        channels: Iterable[Channel] | None = None,
         to_llm: LLMConverter = as_llm,
     ) -> None:
         super().__init__(store)
         self._llm = to_llm(llm)
         self._reranker = reranker
-        self._retriever = MemoryRetriever(self._store, config=config, llm=self._llm, reranker=reranker)
+        self._channels = channel_tuple(channels)
+        self._retriever = MemoryRetriever(
+            self._store, config=config, llm=self._llm, reranker=reranker, channels=self._channels
+        )
 
     @property
     def retriever(self) -> MemoryRetriever:
@@ -195,7 +237,12 @@ class RecallBinding(StoreBinding):
             InvalidInputError: A bad ``namespace``.
         """
         return MemoryRetriever(
-            self._store, namespace=self.key(namespace), config=self.config, llm=self._llm, reranker=self._reranker
+            self._store,
+            namespace=self.key(namespace),
+            config=self.config,
+            llm=self._llm,
+            reranker=self._reranker,
+            channels=self._channels,
         )
 
     def recall(self, query: str, *, namespace: str, **kwargs: Any) -> RecallResult:
@@ -225,13 +272,14 @@ class AdapterModel(BaseModel):
     Checks, wherever a subclass declares the field (validators run on construction and on
     assignment): ``namespace`` and ``session_id`` against the store's key limit (``None`` passes,
     for adapters whose namespace comes per call), ``recall_config`` into a frozen
-    :class:`~memory_retrievers.RecallConfig`, ``filters`` into a
+    :class:`~memory_retrievers.RecallConfig` whose weights name registered channels, ``channels``
+    (declare it as :data:`AdapterChannels`) into a tuple of channels, ``filters`` into a
     :class:`~memory_retrievers.MemoryFilter`, ``llm`` through :meth:`convert_llm`, ``former``
     against the store. ``store`` may be given as its spec (from ``model_dump`` or ``pickle``): the
     live store of the process is reused, or it is reopened.
 
-    Copies: ``copy``, ``deepcopy`` and ``model_copy`` share the store and the recall binding (which
-    hold no namespace); ``pickle`` writes the fields with the store as its spec, and refuses when
+    Copies: ``copy``, ``deepcopy`` and ``model_copy`` share the store, the channels and the recall
+    binding (which hold no namespace); ``pickle`` writes the fields with the store as its spec, and refuses when
     one of :attr:`unserialisable` is set.
 
     Raises:
@@ -261,7 +309,7 @@ class AdapterModel(BaseModel):
     #: Constructor arguments taken besides the fields and dropped (LlamaIndex passes ``class_name``).
     extra_arguments: ClassVar[tuple[str, ...]] = ()
     #: Fields that hold a model or a client: set, they make the adapter refuse to serialise.
-    unserialisable: ClassVar[tuple[str, ...]] = ("llm", "former", "reranker")
+    unserialisable: ClassVar[tuple[str, ...]] = ("llm", "former", "reranker", "channels")
 
     _adapter_binding: tuple[tuple[Any, ...], RecallBinding] | None = PrivateAttr(default=None)
 
@@ -304,15 +352,27 @@ class AdapterModel(BaseModel):
 
     @field_validator("recall_config", mode="before", check_fields=False)
     @classmethod
-    def _check_recall_config(cls, value: Any) -> Any:
+    def _check_recall_config(cls, value: Any, info: ValidationInfo) -> Any:
         # Frozen once validated: an edit in place cannot leave the recall binding out of date.
         if value is None:
             return None
         config: RecallConfig = validated(RecallConfig, value, "RecallConfig")
-        # The adapters recall through the built-in channels: a weight naming another channel (a typo)
-        # fails here, at construction or assignment, not on the first recall in production.
-        default_registry().check_weights(config.weights)
+        # A weight naming no channel (a typo) fails here, at construction or assignment, not on the
+        # first recall in production. While constructing, the channels (declared after this field)
+        # are not read yet: their own validator checks these weights against them.
+        if "channels" in cls.model_fields and "channels" not in info.data:
+            return config
+        registry_with(info.data.get("channels") or ()).check_weights(config.weights)
         return config
+
+    @field_validator("channels", mode="before", check_fields=False)
+    @classmethod
+    def _check_channels(cls, value: Any, info: ValidationInfo) -> Any:
+        channels = channel_tuple(value)
+        config = info.data.get("recall_config")
+        if isinstance(config, RecallConfig):
+            registry_with(channels).check_weights(config.weights)
+        return channels or None
 
     @field_validator("filters", mode="before", check_fields=False)
     @classmethod
@@ -337,7 +397,7 @@ class AdapterModel(BaseModel):
 
     # ------------------------------------------------------------------ recall
     def recall_binding(self) -> RecallBinding:
-        """The recall binding of the current store, ``recall_config``, ``llm`` and ``reranker``.
+        """The recall binding of the current store, ``recall_config``, ``llm``, ``reranker`` and ``channels``.
 
         Rebuilt when one of them changed (compared by identity: validated values are frozen, so a
         change is always a new object); never for a namespace, which every recall names.
@@ -347,12 +407,18 @@ class AdapterModel(BaseModel):
             getattr(self, "recall_config", None),
             getattr(self, "llm", None),
             getattr(self, "reranker", None),
+            getattr(self, "channels", None),
         )
         held = self._adapter_binding
         if held is not None and all(a is b for a, b in zip(held[0], inputs, strict=True)):
             return held[1]
         binding = RecallBinding(
-            self.store, config=inputs[1], llm=inputs[2], reranker=inputs[3], to_llm=type(self).convert_llm
+            self.store,
+            config=inputs[1],
+            llm=inputs[2],
+            reranker=inputs[3],
+            channels=inputs[4],
+            to_llm=type(self).convert_llm,
         )
         self._adapter_binding = (inputs, binding)
         return binding
@@ -360,8 +426,10 @@ class AdapterModel(BaseModel):
     # ------------------------------------------------------------------ copies and serialisation
     def __deepcopy__(self, memo: dict[int, Any] | None = None) -> AdapterModel:
         # The store is a handle on a table: a copy uses the same one (copying it would fail, and a
-        # second handle would not see this one's writes); so does a former, which writes to it.
-        return super().__deepcopy__(deepcopy_memo(memo, self.store, getattr(self, "former", None)))
+        # second handle would not see this one's writes); so does a former, which writes to it, and
+        # so do the channels (a plug-in may hold a client; the recall binding stays shared too).
+        shared = (self.store, getattr(self, "former", None), getattr(self, "channels", None))
+        return super().__deepcopy__(deepcopy_memo(memo, *shared))
 
     def serialisable_state(self) -> dict[str, Any]:
         """The fields, the store as its spec: what ``pickle`` writes and the constructor takes back.
@@ -375,7 +443,7 @@ class AdapterModel(BaseModel):
         if held:
             names = " or ".join(held)
             raise ConfigError(
-                f"a {owner} with {names} set cannot be serialised ({names} holds a model or a client, not data); "
+                f"a {owner} with {names} set cannot be serialised ({names} holds a model, a client or code, not data); "
                 f"rebuild the {owner} with it instead"
             )
         state = {name: getattr(self, name) for name in type(self).model_fields}

@@ -11,7 +11,8 @@ once:
   checked and registered, keys checked against its limit, one shared
   :class:`~memory_retrievers.MemoryRetriever` that every namespace is recalled through.
 - :class:`AdapterModel` for adapters that are pydantic models: the same, plus the ``store`` field
-  (a serialised store reopened), the ``recall_config``/``llm``/``former``/key fields checked, and
+  (a serialised store reopened), the ``recall_config``/``channels``/``llm``/``former``/key fields
+  checked (:data:`AdapterChannels` declares ``channels``), and
   copies (``copy``, ``deepcopy``, ``model_copy``) and ``pickle`` that share the store.
 - :data:`DEFAULT_K` and :data:`DEFAULT_TOKEN_BUDGET`: the defaults every adapter shares, those of
   :class:`~memory_retrievers.RecallConfig`.
@@ -40,6 +41,7 @@ from memory_retrievers.integration.adapter import (
     ADAPTER_MODEL_CONFIG,
     DEFAULT_K,
     DEFAULT_TOKEN_BUDGET,
+    AdapterChannels,
     AdapterModel,
     RecallBinding,
     StoreBinding,
@@ -76,6 +78,7 @@ __all__ = [
     "DEFAULT_K",
     "DEFAULT_TOKEN_BUDGET",
     "MIDDLEWARE_HEADER",
+    "AdapterChannels",
     "AdapterModel",
     "ModelWindow",
     "RecallBinding",

@@ -176,7 +176,10 @@ PRINTS = {
         "[1, 1, 1, 0]\n['alice', 'bob', 'carol', 'dave']\n4\ndave prefers green tea in the morning"
     ),
     ("docs/how-to/shards.md", 1): "('carol', 'dave') 2\n1 0\n()",
-    ("docs/how-to/extend/channel.md", 0): "Order ORD-10482 was refunded on 3 March. ['bm25', 'order', 'vector']\nTrue",
+    ("docs/how-to/extend/channel.md", 0): (
+        "Order ORD-10482 was refunded on 3 March. ['bm25', 'order', 'vector']\nTrue\n"
+        "Order ORD-10482 was refunded on 3 March. True\nOrder ORD-10482 was refunded on 3 March."
+    ),
     ("docs/how-to/extend/embedder.md", 0): (
         "Alice's favourite colour is teal\nchar-trigrams-256 256\nrefused: EmbedderMismatchError"
     ),

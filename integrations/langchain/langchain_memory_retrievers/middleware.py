@@ -34,7 +34,15 @@ from langchain.agents.middleware import AgentMiddleware, AgentState, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
-from memory_retrievers import ConfigError, InvalidInputError, MemoryStore, QueueFullError, RecallConfig, RecallResult
+from memory_retrievers import (
+    Channel,
+    ConfigError,
+    InvalidInputError,
+    MemoryStore,
+    QueueFullError,
+    RecallConfig,
+    RecallResult,
+)
 from memory_retrievers.integration import (
     MIDDLEWARE_HEADER,
     ModelWindow,
@@ -120,6 +128,8 @@ class MemoryMiddleware(AgentMiddleware):
         former: A :class:`~memory_retrievers.formation.MemoryFormer` of the same store: each
             stored turn is also handed to it in the background (``form_later``), so facts are
             extracted and consolidated off the hot path; the turn is stored before that.
+        channels: Recall channels of your own (:class:`~memory_retrievers.Channel`), added to the
+            built-in ones; ``recall_config``'s weights may name them.
 
     Raises:
         ConfigError: Bad arguments.
@@ -145,6 +155,7 @@ class MemoryMiddleware(AgentMiddleware):
         header: str = MIDDLEWARE_HEADER,
         recall_once_per_turn: bool = True,
         former: Any = None,
+        channels: Sequence[Channel] | None = None,
     ) -> None:
         super().__init__()
         if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
@@ -159,7 +170,7 @@ class MemoryMiddleware(AgentMiddleware):
             raise ConfigError(
                 f"remember must be one of {', '.join(map(repr, _REMEMBER))} (or a bool), got {remember!r}"
             )
-        self._binding = RecallBinding(store, config=recall_config, llm=llm, to_llm=to_memory_llm)
+        self._binding = RecallBinding(store, config=recall_config, llm=llm, channels=channels, to_llm=to_memory_llm)
         self._store = self._binding.store
         self._former = self._binding.former(former)
         if self._former is not None and remember == "off":

@@ -20,7 +20,7 @@ from memory_retrievers import (
     RecallResult,
     Reranker,
 )
-from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, coerce_filter
+from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterChannels, AdapterModel, coerce_filter
 
 from ._documents import to_documents
 from .llms import child_callbacks, to_memory_llm
@@ -62,12 +62,17 @@ class RecallRetriever(AdapterModel, BaseRetriever):
     Every field can be changed (assignment, ``model_copy(update=...)``, configurable fields). Recall
     goes through one core retriever that each call names its namespace to, so a copy re-pointed at
     another namespace reads that namespace only; it is rebuilt when the store, ``recall_config``,
-    ``llm`` or ``reranker`` changed. The wiring (field checks, copies, serialisation) is
+    ``llm``, ``reranker`` or ``channels`` changed. The wiring (field checks, copies, serialisation) is
     :class:`memory_retrievers.integration.AdapterModel`'s. Unknown constructor arguments raise
     :class:`~memory_retrievers.ConfigError` naming the valid ones.
     ``pickle``, ``copy.deepcopy`` (the copy shares the store) and LangChain's ``dumps``/``loads``
     round-trip it; the store is saved as its spec (uri, table, embedder, config) and reopened, or the
-    live store of the process is reused.
+    live store of the process is reused. A retriever with a ``reranker`` or ``channels`` (code, not
+    data) refuses to serialise: rebuild it with them instead.
+
+    ``channels`` adds recall channels of your own (:class:`~memory_retrievers.Channel`) to the
+    built-in ones, as ``MemoryRetriever(store, channels=[...])`` does; ``recall_config``'s weights
+    may name them (``{"weights": {"order": 3.0}}``).
 
     Example:
         .. code-block:: python
@@ -101,14 +106,16 @@ class RecallRetriever(AdapterModel, BaseRetriever):
     """A LangChain chat model / LLM / Runnable (or a core ``LLM``) for query expansion and HyDE."""
     reranker: Reranker | None = None
     """Optional reranker blended with the fused score."""
+    channels: AdapterChannels = None
+    """Recall channels of your own (:class:`~memory_retrievers.Channel`), added to the built-in ones."""
 
-    #: A reranker holds a model.
     @classmethod
     def convert_llm(cls, llm: Any) -> MemoryLLM | None:
         """A framework model (wrapped) or anything the core accepts, as a core LLM."""
         return to_memory_llm(llm)
 
-    unserialisable = ("reranker",)
+    #: A reranker holds a model, a channel is code: neither is data to serialise.
+    unserialisable = ("reranker", "channels")
 
     def _namespace_now(self) -> str:
         """This call's namespace: the field (set per call through a configurable field, or fixed)."""

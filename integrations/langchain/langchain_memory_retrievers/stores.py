@@ -67,6 +67,7 @@ from langgraph.store.base import (
 )
 
 from memory_retrievers import (
+    Channel,
     ConfigError,
     FilterError,
     InvalidInputError,
@@ -364,6 +365,8 @@ class MemoryStoreLangGraph(BaseStore):
             ``sweep_interval_minutes`` (for :meth:`start_ttl_sweeper`, default 5). An item's TTL is the
             core's ``expires_at``: expired items leave get, search and listings at once, and
             :meth:`sweep_ttl` (or ``store.admin.expire``/``optimize``) deletes them.
+        channels: Recall channels of your own (:class:`~memory_retrievers.Channel`) for ``search``
+            with a query (``ranking="recall"``), added to the built-in ones.
 
     Raises:
         ConfigError: Bad arguments.
@@ -388,13 +391,14 @@ class MemoryStoreLangGraph(BaseStore):
         kind: MemoryKind | str = MemoryKind.FACT,
         ranking: Ranking = "recall",
         ttl: Mapping[str, Any] | None = None,
+        channels: Sequence[Channel] | None = None,
     ) -> None:
         if isinstance(index_fields, str):
             raise InvalidInputError(f"index_fields must be a list of paths; wrap it: [{index_fields!r}]")
         if ranking not in ("recall", "vector"):
             raise ConfigError(f"ranking must be 'recall' or 'vector', got {ranking!r}")
         # One core retriever for every LangGraph namespace: each search names its core namespace.
-        self._binding = RecallBinding(store, config=recall_config, llm=llm, to_llm=to_memory_llm)
+        self._binding = RecallBinding(store, config=recall_config, llm=llm, channels=channels, to_llm=to_memory_llm)
         self._store = self._binding.store
         self.index_fields = tuple(index_fields) if index_fields is not None else None
         self.kind = MemoryKind(kind)

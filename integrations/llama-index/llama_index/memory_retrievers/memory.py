@@ -11,7 +11,14 @@ from pydantic import Field
 
 from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import ConfigError, Memory, MemoryRetriever, RecallConfig
-from memory_retrievers.integration import ADAPTER_MODEL_CONFIG, AdapterModel, check_arguments, query_text, run_sync
+from memory_retrievers.integration import (
+    ADAPTER_MODEL_CONFIG,
+    AdapterChannels,
+    AdapterModel,
+    check_arguments,
+    query_text,
+    run_sync,
+)
 
 from ._messages import from_memories
 from .bridges import to_memory_llm
@@ -42,8 +49,9 @@ class RecallMemory(AdapterModel, BaseMemory):
     memories, 2,000 tokens unless ``recall_config`` says otherwise). The wiring (field checks,
     copies, serialisation) is :class:`memory_retrievers.integration.AdapterModel`'s. Unknown arguments raise
     :class:`~memory_retrievers.ConfigError` naming the valid ones. ``to_dict``/``to_json``/
-    ``from_dict``/``from_json`` and ``pickle`` round-trip it (the store as its spec) when ``llm`` is
-    ``None``.
+    ``from_dict``/``from_json`` and ``pickle`` round-trip it (the store as its spec) when ``llm``,
+    ``former`` and ``channels`` are ``None``. ``channels`` adds recall channels of your own
+    (:class:`~memory_retrievers.Channel`) to the built-in ones; ``recall_config``'s weights may name them.
 
     Example:
         .. code-block:: python
@@ -63,6 +71,7 @@ class RecallMemory(AdapterModel, BaseMemory):
         default="config", description="Token budget of the recalled block ('config': recall_config.token_budget)."
     )
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
+    channels: AdapterChannels = None
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
     former: Any = Field(
         default=None,

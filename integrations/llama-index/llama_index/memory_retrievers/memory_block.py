@@ -15,6 +15,7 @@ from memory_retrievers import LLM as MemoryLLM
 from memory_retrievers import MemoryKind, MemoryRetriever, QueueFullError, RecallConfig
 from memory_retrievers.integration import (
     ADAPTER_MODEL_CONFIG,
+    AdapterChannels,
     AdapterModel,
     ModelWindow,
     aall_memories,
@@ -92,7 +93,9 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
     (field checks, copies, serialisation) is :class:`memory_retrievers.integration.AdapterModel`'s.
     Unknown arguments raise
     :class:`~memory_retrievers.ConfigError`. ``pickle`` and ``model_dump``/``model_validate``
-    round-trip it (the store as its spec) when ``llm`` is ``None``.
+    round-trip it (the store as its spec) when ``llm``, ``former`` and ``channels`` are ``None``.
+    ``channels`` adds recall channels of your own (:class:`~memory_retrievers.Channel`) to the
+    built-in ones; ``recall_config``'s weights may name them.
 
     Example:
         .. code-block:: python
@@ -110,6 +113,7 @@ class RecallMemoryBlock(AdapterModel, BaseMemoryBlock[str]):
         default="config", description="Maximum tokens of the block ('config': recall_config.token_budget)."
     )
     recall_config: RecallConfig | None = Field(default=None, description="Recall settings (or a dict of them).")
+    channels: AdapterChannels = None
     llm: Any = Field(default=None, description="Optional LlamaIndex LLM for expansion/HyDE.")
     former: Any = Field(
         default=None,

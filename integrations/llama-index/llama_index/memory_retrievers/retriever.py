@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextvars import ContextVar
 from typing import Any, Literal
 
@@ -13,6 +13,7 @@ from llama_index.core.callbacks import CallbackManager
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from memory_retrievers import (
+    Channel,
     ConfigError,
     InvalidInputError,
     MemoryFilter,
@@ -154,6 +155,8 @@ class RecallRetriever(BaseRetriever):
         topic: The caller's topic (penalises other topics).
         llm: A LlamaIndex ``LLM`` (or core LLM) for query expansion and HyDE.
         reranker: Optional core reranker.
+        channels: Recall channels of your own (:class:`~memory_retrievers.Channel`), added to the
+            built-in ones; ``recall_config``'s weights may name them.
         score: What ``NodeWithScore.score`` holds (see :func:`to_nodes`): ``"calibrated"``
             (default: the calibrated score in [0, 1], comparable across queries, for
             ``SimilarityPostprocessor(similarity_cutoff=...)``) or ``"relevance"`` (cosine
@@ -181,6 +184,7 @@ class RecallRetriever(BaseRetriever):
         topic: str | None = None,
         llm: Any = None,
         reranker: Reranker | None = None,
+        channels: Sequence[Channel] | None = None,
         score: Score = "calibrated",
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
@@ -194,9 +198,11 @@ class RecallRetriever(BaseRetriever):
             isinstance(token_budget, bool) or not isinstance(token_budget, int) or token_budget < 0
         ):
             raise ConfigError(f"token_budget must be an int >= 0, 'config' or None, got {token_budget!r}")
-        # One core retriever for every namespace, built now (a bad config or reranker fails here):
-        # each query names the namespace it reads.
-        self._binding = RecallBinding(store, config=recall_config, llm=llm, reranker=reranker, to_llm=to_memory_llm)
+        # One core retriever for every namespace, built now (a bad config, reranker or channel fails
+        # here): each query names the namespace it reads.
+        self._binding = RecallBinding(
+            store, config=recall_config, llm=llm, reranker=reranker, channels=channels, to_llm=to_memory_llm
+        )
         self.namespace = namespace
         self._filter = coerce_filter(filters)
         self.similarity_top_k = similarity_top_k
