@@ -125,6 +125,8 @@ PUBLIC_MODULES = (
     "memory_retrievers.formation",
     "memory_retrievers.integration",
     "memory_retrievers.bulk",
+    "memory_retrievers.testing",
+    "memory_retrievers.testing.channels",
     "langchain_memory_retrievers",
     "llama_index.memory_retrievers",
 )

@@ -1,4 +1,4 @@
-"""Test helpers shipped with the library, for our adapters' tests and for users' own tests.
+"""ManualClock: a settable UTC clock, for stores whose timestamps a test decides.
 
 Pair a :class:`ManualClock` with :class:`~memory_retrievers.HashEmbedder` for fast, exactly
 reproducible stores (timestamps and vectors are the same on every run and in every process).
