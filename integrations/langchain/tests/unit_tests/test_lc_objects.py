@@ -114,7 +114,7 @@ def test_reassigning_the_history_session_and_namespace_reads_and_writes_the_new_
 @pytest.mark.parametrize(
     ("kwargs", "message"),
     [
-        ({"kk": 3}, r"'kk' \(did you mean 'k'\?\).*valid arguments are: filters, k, llm"),
+        ({"kk": 3}, r"'kk' \(did you mean 'k'\?\).*valid arguments are: channels, filters, k, llm"),
         ({"namespaces": "bob"}, r"did you mean 'namespace'"),
     ],
 )
