@@ -86,7 +86,11 @@ MAX_WEIGHT = 1_000.0
 #: Cosine above which a question memory counts as close to the query (``question_close``).
 QUESTION_CLOSE = 0.7
 
-_MAIN_CHANNELS = ("vector", "bm25", "context")
+#: The lists ``rr_other`` reads: the other built-in channels and the fact-to-turn "sources" lists, the
+#: ones the shipped calibrations were fitted on. A user's channel is none of them: its weight counts
+#: through ``final_share`` and its list through ``agreement``, never through a coefficient fitted
+#: on how often recency or link hits were evidence on LoCoMo (negative there: most were not).
+_OTHER_CHANNELS = frozenset({"entity", "recency", "dated", "links", "sources"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,7 +148,7 @@ def feature_matrix(candidates: Sequence[Signals]) -> np.ndarray:
     for i, (c, f) in enumerate(zip(candidates, facts, strict=True)):
         question = 1.0 if f.asks else 0.0
         covered = sum(1 for t in c.query_terms if t in f.keywords) / len(c.query_terms) if c.query_terms else 0.0
-        other = [r for ch, r in c.ranks.items() if ch not in _MAIN_CHANNELS]
+        other = [r for ch, r in c.ranks.items() if ch in _OTHER_CHANNELS]
         out[i] = (
             c.cosine,
             c.cosine - best_cos,

@@ -38,6 +38,22 @@ def signals(**kw: object) -> Signals:
     return Signals(**{**base, **kw})  # type: ignore[arg-type]
 
 
+def test_rr_other_reads_only_the_built_in_lists_it_was_fitted_on() -> None:
+    # A user's channel ("error_code") is none of them: the shipped models weigh rr_other negatively
+    # (recency or link hits were rarely evidence on LoCoMo), which made a plug-in's best hit score
+    # lower the more it was found by it. It counts through final_share and agreement instead.
+    rows = feature_matrix(
+        [
+            signals(ranks={"vector": 2, "error_code": 1}, lists=2),
+            signals(ranks={"vector": 1, "recency": 4, "error_code": 2}, lists=3),
+            signals(ranks={"sources": 2}, lists=1),
+        ]
+    )
+    plug_in, recent, source = (dict(zip(FEATURES, row, strict=True)) for row in rows)
+    assert plug_in["rr_other"] == 0.0 and plug_in["agreement"] == pytest.approx(2 / 3)
+    assert recent["rr_other"] == 0.25 and source["rr_other"] == 0.5
+
+
 def test_features_are_computed_as_documented() -> None:
     rows = feature_matrix(
         [

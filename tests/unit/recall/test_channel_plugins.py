@@ -8,6 +8,7 @@ return garbage or other namespaces' ids), recall goes on and stays in its namesp
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -470,3 +471,43 @@ def test_a_plugin_replacing_a_built_in_weighs_its_default_weight_when_the_config
     retriever.recall("what does alice drink?", namespace="alice")
     # Observed: [1.0] (ChannelWeights().vector, the built-in's default), not the plug-in's 3.0
     assert mine.weights == [3.0]
+
+
+class _Codes:
+    """The memories quoting the query's error codes exactly (examples/custom_channel.py's channel)."""
+
+    name = "error_code"
+    needs: frozenset[Need] = frozenset()
+    default_weight = 1.0
+
+    def runs(self, features: QueryFeatures, config: RecallConfig, mode: RoutingMode) -> bool:
+        return True
+
+    async def search(self, given: ChannelInput) -> Sequence[RankedList]:
+        codes = set(re.findall(r"E-\d{4}", given.query.text))
+        hits = await given.source.text_search(" ".join(sorted(codes)), FtsField.TEXT, given.depth)
+        exact = [i for i in hits.ids if codes & set(re.findall(r"E-\d{4}", given.source.memory(i).text))]
+        return [RankedList(self.name, tuple(exact), given.weight)]
+
+
+def test_a_plug_ins_weight_can_put_its_best_hit_first(store: MemoryStore) -> None:
+    # Its hits were read by the calibration as a recency or link hit (a negative coefficient): at
+    # weight 30 the memory only the plug-in found exactly still ranked second, its score unmoved.
+    texts = [
+        "Error E-4013 means the licence has expired; renew it in the admin console.",
+        "Error E-4012 means the calendar token is stale: sign out and in again to refresh it.",
+        "Calendar sync can lag by a few minutes after a password change.",
+        "A renewed licence shows its new expiry date in the admin console.",
+        "Tickets about error E-4013 are handled by the billing team.",
+        "The mobile app caches the calendar for offline use.",
+    ]
+    store.add_many([{"text": t} for t in texts], namespace="support")
+    query = "The customer renewed the licence in the admin console and now sees E-4012: why?"
+    firsts, scores = [], []
+    for weight in (0.5, 3.0, 30.0):
+        retriever = MemoryRetriever(store, channels=[_Codes()], config={"weights": {"error_code": weight}})
+        memories = retriever.recall(query, namespace="support", k=3).memories
+        firsts.append(memories[0].text)
+        scores.append(next(m.score for m in memories if "E-4012" in m.text))
+    assert "E-4013" in firsts[0] and "E-4012" in firsts[-1]  # the weight decides, as the user set it
+    assert scores == sorted(scores)  # a larger weight never lowers what the channel found
