@@ -51,6 +51,10 @@ class AccessLog:
         with self._lock:
             return len(self._pending)
 
+    def drop(self) -> None:
+        """Forget the pending statistics (they are statistics, not memories: nothing stored is lost)."""
+        self._take()
+
     def _take(self) -> Pending:
         with self._lock:
             pending, self._pending = self._pending, {}

@@ -284,10 +284,13 @@ class StoreBase:
         """Async twin of :meth:`close`: waits for queued writes and running maintenance too."""
         await self._close_by(deadline_in(timeout), timeout)
 
-    async def _close_by(self, deadline: float | None, timeout: float | None) -> None:
-        """:meth:`aclose` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
+    def _finish_at_exit(self) -> None:
+        """Commit queued writes and write pending access statistics, leaving the store open (see ``lifecycle``)."""
         if self._closed or self._forked():
             return
+        _loop.run_sync(self._finish_by(deadline_in(FLUSH_TIMEOUT_S), FLUSH_TIMEOUT_S))
+
+    async def _finish_by(self, deadline: float | None, timeout: float | None) -> None:
         await self._writes_by(deadline, timeout, "close")  # the access statistics' rows are committed first
         try:
             if self._access.pending:
@@ -298,6 +301,19 @@ class StoreBase:
             raise self._late("close", timeout) from None
         except MemoryRetrieversError as exc:  # e.g. a read-only store: closing must still work
             logger.warning("memory-retrievers: access statistics could not be written at close: %s", exc)
+
+    def _drop_access_statistics(self) -> None:
+        """Forget pending access statistics (at exit, once LanceDB can no longer write them)."""
+        if self._access.pending:
+            unwritten = self._access.pending
+            logger.debug("memory-retrievers: %d memories' access statistics were not written at exit", unwritten)
+            self._access.drop()
+
+    async def _close_by(self, deadline: float | None, timeout: float | None) -> None:
+        """:meth:`aclose` with its deadline (a monotonic time) set by the caller (a sharded store's, for all)."""
+        if self._closed or self._forked():
+            return
+        await self._finish_by(deadline, timeout)
         await self._writes_by(deadline, timeout, "close")
         if not await self._maintainer.await_idle(_left(deadline)) and self._maintainer.abandon():
             logger.warning(

@@ -2,10 +2,11 @@
 
 A store registers here once open (:func:`register`) and leaves at close (:func:`unregister`). The
 hooks are installed once: at import ``os.register_at_fork`` (commit queued writes before a fork,
-forget the parent's stores in the child) and threading's shutdown (commit queued writes while
-executors still take work); when the first store opens, ``atexit`` (close what is still open,
-before LanceDB stops its runtime: see :func:`_hook_exit`; then let LanceDB's threads leave Python
-before the interpreter finalizes: see :func:`_let_foreign_threads_leave`).
+forget the parent's stores in the child), threading's shutdown (commit queued writes while
+executors still take work) and ``atexit`` (close what is still open, then let LanceDB's threads
+leave Python before the interpreter finalizes: see :func:`_let_foreign_threads_leave`); when the
+first store opens, one more ``atexit`` hook writes what needs LanceDB's runtime before LanceDB
+stops it (see :func:`_hook_lancedb_exit`).
 """
 
 from __future__ import annotations
@@ -39,36 +40,55 @@ _OPEN: weakref.WeakSet[StoreBase] = weakref.WeakSet()
 _FORK_COMMIT_WAIT_S = 60.0
 
 
-#: Whether :func:`_close_open_stores` is registered with ``atexit`` (at the first store opened).
-_EXIT_HOOKED = False
-_EXIT_HOOK_LOCK = threading.Lock()
+#: Whether LanceDB was imported before this module: its exit hook then runs after our close anyway.
+_LANCEDB_FIRST = "lancedb" in sys.modules
+#: Whether :func:`_finish_lancedb_work` is registered (at the first store opened), and whether it ran.
+_LANCEDB_HOOKED = False
+_LANCEDB_STOPPING = False
+_HOOK_LOCK = threading.Lock()
 
 
 def register(store: StoreBase) -> None:
     """Track an open store: queued writes are committed before a fork and at exit, and it is closed at exit."""
     _OPEN.add(store)
-    _hook_exit()
+    _hook_lancedb_exit()
 
 
-def _hook_exit() -> None:
-    """Register the close at exit once, after LanceDB's own exit hook, so that it runs before it.
+def _hook_lancedb_exit() -> None:
+    """Register :func:`_finish_lancedb_work` once, after LanceDB's own exit hook, so that it runs before it.
 
-    ``atexit`` runs its handlers last registered first, and importing ``lancedb`` registers one
-    that shuts its async runtime down. Registered before it (at this module's import, which comes
-    first), the close ran after that shutdown: a close that still had LanceDB work to do (the
-    access statistics a recall records are written by an optimize) awaited a call that would
-    never complete, so a program that recalled and exited without ``close()`` hung for the
-    whole close timeout (300 s) and then logged "closing a store at exit failed".
+    ``atexit`` runs its handlers last registered first. Importing ``lancedb`` (when the first store
+    opens, after this module registered the close at exit) registers a hook that stops its async
+    runtime, which then ran before our close: a close that still had LanceDB work to do (the access
+    statistics a recall records are written by an optimize) awaited a call that never completed,
+    so a program that recalled and exited without ``close()`` hung for the whole close timeout
+    (300 s), then logged "closing a store at exit failed". The close itself stays registered at
+    import, so that the program's own exit handlers, registered later, still find their stores open.
     """
-    global _EXIT_HOOKED
-    if _EXIT_HOOKED:
+    global _LANCEDB_HOOKED
+    if _LANCEDB_FIRST or _LANCEDB_HOOKED:
         return
-    with _EXIT_HOOK_LOCK:
-        if not _EXIT_HOOKED:
+    with _HOOK_LOCK:
+        if not _LANCEDB_HOOKED:
             import lancedb  # noqa: F401  (imported by then: an open store has a LanceDB table; its hook first)
 
-            atexit.register(_close_open_stores)
-            _EXIT_HOOKED = True
+            atexit.register(_finish_lancedb_work)
+            _LANCEDB_HOOKED = True
+
+
+def _finish_lancedb_work() -> None:
+    """At exit, just before LanceDB stops its runtime: commit queued writes, write access statistics.
+
+    The stores stay open (exit handlers registered before the first store opened run after this,
+    and may still use them); their close at exit then has no optimize left to run.
+    """
+    global _LANCEDB_STOPPING
+    for store in list(_OPEN):
+        try:
+            store._finish_at_exit()
+        except Exception:  # at exit: report, never raise
+            logger.warning("memory-retrievers: writing a store's pending work at exit failed", exc_info=True)
+    _LANCEDB_STOPPING = True
 
 
 def unregister(store: StoreBase) -> None:
@@ -161,9 +181,12 @@ def _let_foreign_threads_leave(timeout_s: float = _FOREIGN_LEAVE_WAIT_S) -> None
         logger.debug("memory-retrievers: %d foreign thread(s) still in Python code at exit", len(inside))
 
 
+@atexit.register
 def _close_open_stores() -> None:
     for store in list(_OPEN):
         try:
+            if _LANCEDB_STOPPING:  # LanceDB's runtime has stopped: an optimize would never return
+                store._drop_access_statistics()
             store.close()
         except Exception:  # at exit: report, never raise
             logger.warning("memory-retrievers: closing a store at exit failed", exc_info=True)

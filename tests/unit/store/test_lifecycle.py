@@ -101,6 +101,30 @@ def test_pending_access_statistics_are_written_at_exit_without_close(tmp_path: P
         assert all(m.access_count == 1 and m.last_accessed_at is not None for m in memories)
 
 
+@pytest.mark.long
+def test_an_exit_handler_registered_before_the_first_store_opens_still_uses_it(tmp_path: Path) -> None:
+    # The hook that writes before LanceDB stops its runtime is registered when the first store
+    # opens; the close stays registered at import. A first version closed the stores there, so an
+    # app's shutdown hook registered at setup found its store closed and its write was lost.
+    script = textwrap.dedent(
+        f"""
+        import atexit
+        from memory_retrievers import HashEmbedder, MemoryRetriever, MemoryStore
+        opened = {{}}
+        atexit.register(lambda: opened["store"].add_later("the session ended", namespace="u"))
+        opened["store"] = store = MemoryStore({str(tmp_path / "db")!r}, embedder=HashEmbedder(16))
+        store.add_many([{{"text": f"the kettle {{i}} is in the kitchen"}} for i in range(3)], namespace="u")
+        MemoryRetriever(store, namespace="u").recall("where is the kettle?")
+        """
+    )
+    done = subprocess.run([sys.executable, "-c", script], check=True, capture_output=True, text=True, timeout=120)
+    assert done.stderr == "", done.stderr
+    with MemoryStore(tmp_path / "db", embedder=HashEmbedder(16)) as store:
+        memories = {m.text: m for m in store.list("u")}
+        assert "the session ended" in memories and len(memories) == 4
+        assert all(m.access_count == 1 for text, m in memories.items() if "kettle" in text)
+
+
 def test_purge_removes_forgotten_and_deleted_text_from_disk(make_store: Make) -> None:
     store = make_store()
     store.add_many([{"text": f"keep note {i}"} for i in range(20)], namespace="keep")
