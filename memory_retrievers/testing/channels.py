@@ -128,7 +128,8 @@ class ChannelStandardTests:
             source = FakeRecallSource(memories)
             lists = _search(channel, source, query, config)
             for ranked in lists:
-                assert isinstance(ranked.ids, tuple) and all(isinstance(i, str) for i in ranked.ids), ranked
+                ids_ok = not isinstance(ranked.ids, (str, bytes)) and all(isinstance(i, str) for i in ranked.ids)
+                assert ids_ok, f"{query!r}: a list's ids must be memory ids (str), best first; got {ranked.ids!r}"
                 assert math.isfinite(ranked.weight) and ranked.weight >= 0, ranked
                 made_up = set(ranked.ids) - source.handed_out
                 assert not made_up, f"{query!r}: ids no search or fetch returned: {sorted(made_up)}"
@@ -183,8 +184,10 @@ class ChannelStandardTests:
                 with warnings.catch_warnings():
                     warnings.simplefilter("error", ChannelFailedWarning)
                     result = retriever.recall(query, namespace="mine", k=len(records))
-                routed = channel.runs(analyze(query), config, config.mode)
-                assert (channel.name in result.plan["channels"]) is routed, f"{query!r}: routed {routed}"
+                weight = retriever.channels.weight(channel.name, config.weights)
+                routed = weight > 0 and channel.runs(analyze(query), config, config.mode)
+                why = "runs() said so" if weight > 0 else f"its weight is {weight}: a channel weighing 0 never runs"
+                assert (channel.name in result.plan["channels"]) is routed, f"{query!r}: routed {routed} ({why})"
                 assert {m.id for m in result.memories} <= mine, f"{query!r} read another namespace"
 
 

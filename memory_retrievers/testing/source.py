@@ -5,7 +5,10 @@ memories held in memory: each search ranks the way the store's does in kind (BM2
 cosine over the embedder's unit vectors, shared entities, newest first), without LanceDB, so a
 channel's unit tests run in milliseconds and say exactly what it was given.
 
-It keeps the contract the real sources keep, strictly: an id can be resolved (:meth:`memory`,
+Replaced (``superseded_by``) and expired (``expires_at`` passed) memories are left out, as recall's
+default filter leaves them out of the store's sources; full-text search approximates LanceDB's
+English index (stop words out, common endings stemmed). It keeps the contract the real sources
+keep, strictly: an id can be resolved (:meth:`memory`,
 :meth:`vector`) only once a search or :meth:`fetch` returned it, so a channel that makes up ids
 fails here (``KeyError``) before it fails in production; :attr:`FakeRecallSource.handed_out` lists
 every id it returned, for a test to compare with a channel's lists.
@@ -15,6 +18,7 @@ from __future__ import annotations
 
 import math
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -25,25 +29,52 @@ import numpy as np
 
 from memory_retrievers.embeddings import Embedder, HashEmbedder
 from memory_retrievers.errors import ConfigError
-from memory_retrievers.models import FtsField, Memory
+from memory_retrievers.models import FtsField, Memory, MemoryKind
 from memory_retrievers.recall.channel import Channel, ChannelInput, ChannelQuery, Need
 from memory_retrievers.recall.config import RecallConfig
 from memory_retrievers.recall.fusion import RankedList, weighted_rrf
+from memory_retrievers.recall.registry import ChannelRegistry
 from memory_retrievers.recall.source import SourceHits
 from memory_retrievers.text.dates import DateSpan
 from memory_retrievers.text.query import analyze
+from memory_retrievers.text.speakers import speaker_of
 
 __all__ = ["FakeRecallSource", "channel_input"]
 
 _WORD = re.compile(r"\w+")
-_SPEAKER = re.compile(r"^([^:\n]{1,40}): \S")
+#: The English stop words LanceDB's full-text index leaves out (tantivy's list, Lucene's classic set).
+_STOP_WORDS = frozenset(
+    "a an and are as at be but by for if in into is it no not of on or such that the their then there these "
+    "they this to was will with".split()
+)
 # BM25's usual constants (Lucene's and Tantivy's defaults): term saturation and length normalisation.
 _K1, _B = 1.2, 0.75
 _START = datetime(2024, 5, 1, 12, 0, tzinfo=timezone.utc)
 
 
 def _words(text: str) -> list[str]:
-    return [w.casefold() for w in _WORD.findall(text)]
+    """Index terms as LanceDB's English full-text index makes them, approximately.
+
+    Lower-cased and ASCII-folded, stop words left out, and a light stemmer for the English
+    endings that matter most ("drinks"/"drink", "running"/"run", "moved"/"move"); LanceDB uses a
+    Snowball stemmer, so rarer forms may still differ.
+    """
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().casefold()
+    return [_stem(w) for w in _WORD.findall(folded) if w not in _STOP_WORDS]
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "i"
+    if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for ending in ("ing", "ed"):
+        if len(word) > len(ending) + 2 and word.endswith(ending):
+            word = word[: -len(ending)]
+            if len(word) > 2 and word[-1] == word[-2] and word[-1] not in "lsz":  # running -> run
+                word = word[:-1]
+            break
+    return word
 
 
 class FakeRecallSource:
@@ -77,11 +108,16 @@ class FakeRecallSource:
         self._namespace = namespace
         self.embedder: Embedder = embedder or HashEmbedder(64)
         self._memories: dict[str, Memory] = {}
+        given: set[str] = set()
+        now = datetime.now(timezone.utc)
         for i, item in enumerate(memories):
             memory = _as_memory(item, i, namespace)
-            if memory.id in self._memories:
+            if memory.id in given:
                 raise ConfigError(f"memories: id {memory.id!r} is given twice")
-            self._memories[memory.id] = memory
+            given.add(memory.id)
+            # What the store's sources leave out under recall's default filter: replaced and expired memories.
+            if memory.superseded_by is None and (memory.expires_at is None or memory.expires_at > now):
+                self._memories[memory.id] = memory
         ids = list(self._memories)
         texts = [self._memories[i].text for i in ids]
         vectors = self.embedder.embed_documents(texts) if texts else np.zeros((0, self.embedder.dimension))
@@ -172,8 +208,9 @@ class FakeRecallSource:
         return any(m.entities for m in self._memories.values())
 
     async def speakers(self) -> frozenset[str]:
-        """Names of ``"Name: text"`` messages."""
-        return frozenset(match.group(1) for m in self._memories.values() if (match := _SPEAKER.match(m.text)))
+        """Names of ``"Name: text"`` memories of kind ``message`` (as the store reads them)."""
+        found = (speaker_of(m.text) for m in self._memories.values() if m.kind is MemoryKind.MESSAGE)
+        return frozenset(name for name in found if name)
 
     def memory(self, id_: str) -> Memory:
         """A memory an earlier search or fetch returned (``KeyError`` otherwise, as a real source may)."""
@@ -204,7 +241,7 @@ async def channel_input(
     The query is analysed as recall does (keywords, entities, dates); embedded with the source's
     embedder when the channel needs :attr:`Need.VECTOR`; and a channel that needs
     :attr:`Need.FUSED` gets a first pass of its own (the source's vector and BM25 hits, fused). The
-    weight is the channel's ``default_weight``.
+    weight is the config's for the channel's name, else its ``default_weight``.
 
     Args:
         channel: The channel to be searched.
@@ -221,8 +258,10 @@ async def channel_input(
         by_vector = (await source.vector_search(source.embedder.embed_query(query), depth)).ids
         by_words = (await source.text_search(terms, FtsField.TEXT, depth)).ids
         fused = tuple(weighted_rrf([RankedList("vector", by_vector), RankedList("bm25", by_words)]))
+    config = config or RecallConfig()
+    weight = ChannelRegistry([channel]).weight(channel.name, config.weights)
     given = ChannelQuery(query, terms, features, vector=vector)
-    return ChannelInput(source, given, config or RecallConfig(), float(channel.default_weight), depth, fused)
+    return ChannelInput(source, given, config, weight, depth, fused)
 
 
 def _field_text(memory: Memory, field: FtsField) -> str:

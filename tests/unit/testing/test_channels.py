@@ -91,7 +91,28 @@ class _FindsNothing(_Plain):
         return []
 
 
+class _OptIn(_Plain):
+    """Off unless the config gives it a weight: the host never routes a channel weighing 0."""
+
+    default_weight = 0.0
+
+
+class _ListIds(_Plain):
+    async def search(self, given: ChannelInput) -> Sequence[RankedList]:
+        (found,) = await super().search(given)
+        return [RankedList(self.name, list(found.ids), given.weight)]  # type: ignore[arg-type]
+
+
 SUITE = ChannelStandardTests()
+
+
+@pytest.mark.parametrize("weights", [{}, {"plain": 2.0}], ids=["off by default", "weighted by the config"])
+def test_the_suite_passes_an_opt_in_channel_and_ids_given_as_a_list(tmp_path: Path, weights: dict[str, float]) -> None:
+    config = RecallConfig(weights=weights)
+    SUITE.test_it_runs_inside_a_recall_where_it_is_routed(_OptIn(), DEFAULT_MEMORIES, DEFAULT_QUERIES, config, tmp_path)
+    SUITE.test_search_returns_ranked_lists_of_ids_its_source_returned(
+        _ListIds(), DEFAULT_MEMORIES, DEFAULT_QUERIES, config
+    )
 
 
 def test_the_suite_passes_a_correct_plug_in(tmp_path: Path) -> None:

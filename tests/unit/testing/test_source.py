@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from memory_retrievers import ConfigError, FtsField, HashEmbedder, Memory, MemoryStore
+from memory_retrievers import ConfigError, FtsField, HashEmbedder, Memory, MemoryKind, MemoryStore
 from memory_retrievers.recall import RecallSource
 from memory_retrievers.testing import FakeRecallSource
 from memory_retrievers.text.dates import DateSpan
@@ -30,6 +30,27 @@ async def test_text_search_ranks_by_bm25_and_returns_only_matches() -> None:
     assert hits.scores[0] > hits.scores[1] > 0
     assert (await source.text_search("kettle", FtsField.TEXT, 1)).ids == ("m1",)
     assert (await source.text_search("", FtsField.TEXT, 10)).ids == ()
+
+
+async def test_words_are_matched_as_the_full_text_index_matches_them() -> None:
+    source = FakeRecallSource(["she drinks tea", "he was running late", "Café crème at the station"])
+    assert (await source.text_search("drink", FtsField.TEXT, 5)).ids == ("m0",)  # endings stemmed
+    assert (await source.text_search("run", FtsField.TEXT, 5)).ids == ("m1",)
+    assert (await source.text_search("cafe creme", FtsField.TEXT, 5)).ids == ("m2",)  # accents folded
+    assert (await source.text_search("the", FtsField.TEXT, 5)).ids == ()  # a stop word matches nothing
+
+
+async def test_replaced_and_expired_memories_are_left_out_as_recall_leaves_them_out() -> None:
+    past = datetime.now(timezone.utc) - timedelta(days=1)
+    source = FakeRecallSource(
+        [
+            {"text": "I live in Lisbon", "superseded_by": "m1"},
+            {"text": "I live in Berlin now"},
+            {"text": "the Lisbon flat viewing is today", "expires_at": past},
+        ]
+    )
+    assert (await source.text_search("live lisbon berlin", FtsField.TEXT, 5)).ids == ("m1",)
+    assert await source.fetch(["m0", "m1", "m2"]) == ("m1",)
 
 
 async def test_context_and_entity_fields() -> None:
@@ -89,8 +110,10 @@ async def test_an_id_is_resolved_only_once_a_search_or_fetch_returned_it() -> No
 
 
 async def test_speakers_entities_and_namespace() -> None:
-    source = FakeRecallSource([*TEXTS, Memory(id="x", namespace="elsewhere", text="no speaker here")], namespace="u")
-    assert await source.speakers() == {"Alice", "Bob"}
+    messages = [{"text": t, "kind": MemoryKind.MESSAGE} for t in TEXTS]
+    source = FakeRecallSource([*messages, Memory(id="x", namespace="elsewhere", text="no speaker here")], namespace="u")
+    assert await source.speakers() == {"Alice", "Bob"}  # as the store reads them: messages only
+    assert await FakeRecallSource(TEXTS).speakers() == frozenset()
     assert not await source.has_entities()
     assert source.namespace == "u" and (await source.fetch(["x"])) == ("x",) and source.memory("x").namespace == "u"
     assert await FakeRecallSource([{"text": "t", "entities": ["E"]}]).has_entities()
