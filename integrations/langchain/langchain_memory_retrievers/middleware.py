@@ -25,6 +25,7 @@ assistant said or promised matters; ``remember="off"`` stores nothing.
 
 from __future__ import annotations
 
+import copy
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
@@ -48,6 +49,7 @@ from memory_retrievers.integration import (
     ModelWindow,
     RecallBinding,
     arecall_window,
+    deepcopy_memo,
     headed_block,
     query_text,
     recall_window,
@@ -189,6 +191,20 @@ class MemoryMiddleware(AgentMiddleware):
     def store(self) -> MemoryStore:
         """The memory store (fixed: build another middleware for another store)."""
         return self._store
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MemoryMiddleware:
+        # The store, its recall binding and the former are handles the copy shares (a store cannot
+        # be copied: it is bound to this process's connection); the turn cache and its lock are the
+        # copy's own, so the two never hand each other a recall.
+        memo = deepcopy_memo(memo, self._store, self._binding, self._former)
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in vars(self).items():
+            if name not in ("_turns", "_turns_lock"):
+                setattr(clone, name, copy.deepcopy(value, memo))
+        clone._turns = OrderedDict()
+        clone._turns_lock = threading.Lock()
+        return clone
 
     # ------------------------------------------------------------------ shared logic
     def _resolve_namespace(self, runtime: Runtime[Any]) -> str:

@@ -41,6 +41,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 import math
 import re
@@ -78,7 +79,7 @@ from memory_retrievers import (
     RecallConfig,
     ScoredMemory,
 )
-from memory_retrievers.integration import PAGE_SIZE, RecallBinding, aiter_memories, run_sync, unit_rows
+from memory_retrievers.integration import PAGE_SIZE, RecallBinding, aiter_memories, deepcopy_memo, run_sync, unit_rows
 
 from ._ttl import (
     DEFAULT_SWEEP_INTERVAL_MINUTES,
@@ -405,6 +406,18 @@ class MemoryStoreLangGraph(BaseStore):
         self.ranking: Ranking = ranking
         self.ttl_config = check_ttl_config(ttl)  # type: ignore[assignment]
         self._sweeper = Sweeper(self.sweep_ttl)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> MemoryStoreLangGraph:
+        # The store and its recall binding are handles the copy shares (a store cannot be copied:
+        # it is bound to this process's connection); the TTL sweeper is the copy's own, not started.
+        memo = deepcopy_memo(memo, self._store, self._binding)
+        clone = object.__new__(type(self))
+        memo[id(self)] = clone
+        for name, value in vars(self).items():
+            if name != "_sweeper":
+                setattr(clone, name, copy.deepcopy(value, memo))
+        clone._sweeper = Sweeper(clone.sweep_ttl)
+        return clone
 
     # ------------------------------------------------------------------ TTL
     def sweep_ttl(self) -> Awaitable:

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from typing import Any
 
 import pytest
+from langchain.agents import create_agent
 from langchain_core.documents import Document
+from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, HumanMessage
 from langchain_core.runnables import ConfigurableField
 
 from langchain_memory_retrievers import (
@@ -40,6 +44,29 @@ def test_each_plain_adapter_refuses_what_is_not_a_store_alike(build: Callable[[A
     # One check for all (the history and the LangGraph store raised InvalidInputError before issue 28).
     with pytest.raises(ConfigError, match="store must be a MemoryStore, got str"):
         build("./memories")
+
+
+@pytest.mark.parametrize("build", PLAIN.values(), ids=PLAIN.keys())
+def test_each_plain_adapter_deep_copies_sharing_its_store(store: MemoryStore, build: Callable[[Any], Any]) -> None:
+    # copy.deepcopy of the middleware and the LangGraph store raised ForkedStoreError: the copy
+    # tried to pickle the store, which cannot leave its process. A copy shares the store and its
+    # binding (handles, not data) and keeps its own state (the middleware's turn cache, the sweeper).
+    adapter = build(store)
+    twin = copy.deepcopy(adapter)
+    assert twin is not adapter and twin.store is store and twin._binding is adapter._binding
+    for own in ("_turns", "_turns_lock", "_sweeper"):
+        if hasattr(adapter, own):
+            assert getattr(twin, own) is not getattr(adapter, own), own
+
+
+def test_a_deep_copied_langgraph_store_and_middleware_still_work(store: MemoryStore) -> None:
+    lg = copy.deepcopy(MemoryStoreLangGraph(store))
+    lg.put(("memories", "alice"), "tea", {"text": "Alice drinks green tea"})
+    assert [h.key for h in lg.search(("memories", "alice"), query="what does she drink?")] == ["tea"]
+    middleware = copy.deepcopy(MemoryMiddleware(store, namespace="alice", remember="user"))
+    model = FakeMessagesListChatModel(responses=[AIMessage("Green tea.")])
+    create_agent(model, tools=[], middleware=[middleware]).invoke({"messages": [HumanMessage("What do I drink?")]})
+    assert "user: What do I drink?" in {m.text for m in store.list("alice", filter={"kinds": ["message"]})}
 
 
 def test_the_langgraph_store_searches_every_namespace_through_one_core_retriever(store: MemoryStore) -> None:
