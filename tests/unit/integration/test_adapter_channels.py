@@ -15,37 +15,15 @@ import pytest
 from pydantic import ValidationError
 
 from memory_retrievers import (
-    ChannelInput,
     ConfigError,
-    FtsField,
     MemoryStore,
-    Need,
-    RankedList,
     RecallConfig,
-    RoutingMode,
 )
 from memory_retrievers.integration import AdapterChannels, AdapterModel, RecallBinding
-from memory_retrievers.text.query import QueryFeatures
+from testing.channels import WordChannel
 
 QUIET = {"record_access": False}
 ZEBRA = "the zebra at the zoo is called Stripes"
-
-
-class Zebra:
-    """Finds the memories mentioning zebras, whatever the query asks: a list only it can give."""
-
-    needs: frozenset[Need] = frozenset()
-    default_weight = 1.0
-
-    def __init__(self, name: str = "zebra") -> None:
-        self.name = name
-
-    def runs(self, features: QueryFeatures, config: RecallConfig, mode: RoutingMode) -> bool:
-        return True
-
-    async def search(self, given: ChannelInput) -> Sequence[RankedList]:
-        hits = await given.source.text_search("zebra", FtsField.TEXT, given.depth)
-        return [RankedList(self.name, hits.ids, given.weight)]
 
 
 class Toy(AdapterModel):
@@ -68,7 +46,7 @@ def _found_by(result_memories: Sequence[object], channel: str) -> list[str]:
 
 
 def test_a_recall_binding_recalls_through_the_channels_it_is_given_in_every_namespace(zoo: MemoryStore) -> None:
-    binding = RecallBinding(zoo, config={**QUIET, "weights": {"zebra": 3.0}}, channels=[Zebra()])
+    binding = RecallBinding(zoo, config={**QUIET, "weights": {"zebra": 3.0}}, channels=[WordChannel()])
     assert binding.retriever.channels.names[-1] == "zebra"
     alice = binding.recall("when does she drink coffee?", namespace="alice")
     assert "zebra" in alice.plan["channels"] and _found_by(alice.memories, "zebra") == [ZEBRA]
@@ -77,8 +55,8 @@ def test_a_recall_binding_recalls_through_the_channels_it_is_given_in_every_name
 
 
 def test_a_recall_binding_refuses_bad_channels_and_unknown_weights_when_built(store: MemoryStore) -> None:
-    with pytest.raises(ConfigError, match="channels must be a list of Channel, got Zebra"):
-        RecallBinding(store, channels=Zebra())  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match="channels must be a list of Channel, got WordChannel"):
+        RecallBinding(store, channels=WordChannel())  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match="channels must implement Channel"):
         RecallBinding(store, channels=[object()])  # type: ignore[list-item]
     with pytest.raises(ConfigError, match=r"unknown channel\(s\) \['zebra'\]"):
@@ -87,7 +65,7 @@ def test_a_recall_binding_refuses_bad_channels_and_unknown_weights_when_built(st
 
 @pytest.mark.parametrize("order", ["config first", "channels first"])
 def test_an_adapter_model_takes_weights_naming_its_channels_in_any_argument_order(zoo: MemoryStore, order: str) -> None:
-    given = {"recall_config": {**QUIET, "weights": {"zebra": 3.0}}, "channels": [Zebra()]}
+    given = {"recall_config": {**QUIET, "weights": {"zebra": 3.0}}, "channels": [WordChannel()]}
     toy = Toy(store=zoo, **(given if order == "config first" else dict(reversed(given.items()))))
     assert isinstance(toy.channels, tuple) and toy.channels[0].name == "zebra"
     result = toy.recall_binding().recall("coffee?", namespace=toy.namespace)
@@ -100,11 +78,11 @@ def test_an_adapter_model_refuses_a_weight_naming_no_channel_and_bad_channels(st
     with pytest.raises(ValidationError, match="channels must be a list of Channel, got str"):
         Toy(store=store, channels="zebra")
     with pytest.raises(ValidationError, match="name must be letters"):
-        Toy(store=store, channels=[Zebra("no spaces please")])
+        Toy(store=store, channels=[WordChannel(name="no spaces please")])
 
 
 def test_an_assignment_that_would_orphan_a_weight_is_refused_and_changes_nothing(zoo: MemoryStore) -> None:
-    channels = [Zebra()]
+    channels = [WordChannel()]
     toy = Toy(store=zoo, recall_config={**QUIET, "weights": {"zebra": 3.0}}, channels=channels)
     held = toy.channels
     with pytest.raises(ValidationError, match=r"unknown channel\(s\) \['zebra'\]"):
@@ -123,14 +101,14 @@ def test_an_adapter_model_rebuilds_its_binding_when_its_channels_change(zoo: Mem
     toy = Toy(store=zoo, recall_config=QUIET)
     first = toy.recall_binding()
     assert "zebra" not in first.retriever.channels
-    toy.channels = [Zebra()]
+    toy.channels = [WordChannel()]
     assert toy.recall_binding() is not first and "zebra" in toy.recall_binding().retriever.channels
     toy.channels = []  # no channels is None: nothing to serialise or check
     assert toy.channels is None and "zebra" not in toy.recall_binding().retriever.channels
 
 
 def test_copies_share_the_channels_and_the_binding(zoo: MemoryStore) -> None:
-    toy = Toy(store=zoo, recall_config=QUIET, channels=[Zebra()])
+    toy = Toy(store=zoo, recall_config=QUIET, channels=[WordChannel()])
     binding = toy.recall_binding()
     for twin in (copy.copy(toy), copy.deepcopy(toy), toy.model_copy(update={"namespace": "bob"})):
         assert twin.channels is not None and toy.channels is not None
@@ -140,6 +118,6 @@ def test_copies_share_the_channels_and_the_binding(zoo: MemoryStore) -> None:
 
 def test_an_adapter_model_with_channels_refuses_to_serialise_and_one_without_does_not(zoo: MemoryStore) -> None:
     with pytest.raises(ConfigError, match=r"a Toy with channels set cannot be serialised"):
-        pickle.dumps(Toy(store=zoo, channels=[Zebra()]))
+        pickle.dumps(Toy(store=zoo, channels=[WordChannel()]))
     again = pickle.loads(pickle.dumps(Toy(store=zoo, recall_config=QUIET)))
     assert again.channels is None and again.store is zoo

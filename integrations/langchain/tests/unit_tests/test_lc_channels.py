@@ -7,7 +7,6 @@ retriever without them and refused a weight naming one. Each adapter now takes `
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -19,39 +18,14 @@ from pydantic import ValidationError
 
 from langchain_memory_retrievers import MemoryMiddleware, MemoryStoreLangGraph, RecallRetriever
 from memory_retrievers import (
-    ChannelInput,
     ConfigError,
-    FtsField,
     MemoryStore,
-    Need,
-    RankedList,
-    RecallConfig,
-    RoutingMode,
 )
-from memory_retrievers.text.query import QueryFeatures
+from testing.channels import WordChannel
 
 ZEBRA = "the zebra at the zoo is called Stripes"
 QUESTION = "What does Alice drink in the morning?"
 WEIGHTED = {"record_access": False, "weights": {"zebra": 3.0}}
-
-
-class Zebra:
-    """Finds the memories about zebras whatever the query asks, and counts its searches."""
-
-    name = "zebra"
-    needs: frozenset[Need] = frozenset()
-    default_weight = 1.0
-
-    def __init__(self) -> None:
-        self.searches = 0
-
-    def runs(self, features: QueryFeatures, config: RecallConfig, mode: RoutingMode) -> bool:
-        return True
-
-    async def search(self, given: ChannelInput) -> Sequence[RankedList]:
-        self.searches += 1
-        hits = await given.source.text_search("zebra", FtsField.TEXT, given.depth)
-        return [RankedList(self.name, hits.ids, given.weight)]
 
 
 @pytest.fixture
@@ -66,7 +40,7 @@ def _channels_of(doc: Any) -> set[str]:
 
 
 def test_the_retriever_recalls_through_its_channels_and_explains_them(zoo: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     retriever = RecallRetriever(store=zoo, namespace="alice", channels=[zebra], recall_config=WEIGHTED)
     docs = retriever.invoke(QUESTION)
     assert [d.page_content for d in docs if "zebra" in _channels_of(d)] == [ZEBRA]  # alice's only
@@ -82,14 +56,14 @@ def test_the_retriever_refuses_a_weight_for_a_channel_it_does_not_have(zoo: Memo
 
 
 def test_a_retriever_with_channels_refuses_pickle_and_langchain_dumps(zoo: MemoryStore) -> None:
-    retriever = RecallRetriever(store=zoo, namespace="alice", channels=[Zebra()])
+    retriever = RecallRetriever(store=zoo, namespace="alice", channels=[WordChannel()])
     for serialise in (pickle.dumps, dumps):
         with pytest.raises(ConfigError, match="with channels set cannot be serialised"):
             serialise(retriever)
 
 
 def test_the_middleware_recalls_through_its_channels(zoo: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     middleware = MemoryMiddleware(zoo, namespace="alice", channels=[zebra], recall_config=WEIGHTED, remember="off")
     model = FakeMessagesListChatModel(responses=[AIMessage("Green tea.")])
     create_agent(model, tools=[], middleware=[middleware]).invoke({"messages": [HumanMessage(QUESTION)]})
@@ -99,7 +73,7 @@ def test_the_middleware_recalls_through_its_channels(zoo: MemoryStore) -> None:
 
 
 def test_the_langgraph_store_searches_through_its_channels_when_a_query_is_given(store: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     graph_store = MemoryStoreLangGraph(store, channels=[zebra], recall_config=WEIGHTED)
     graph_store.put(("memories", "alice"), "tea", {"text": "Alice drinks green tea every morning"})
     graph_store.put(("memories", "alice"), "zoo", {"text": ZEBRA})

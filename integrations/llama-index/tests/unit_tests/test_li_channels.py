@@ -7,7 +7,6 @@ retriever without them and refused a weight naming one. Each adapter now takes `
 from __future__ import annotations
 
 import pickle
-from collections.abc import Sequence
 
 import pytest
 from llama_index.core.llms import ChatMessage
@@ -15,39 +14,14 @@ from pydantic import ValidationError
 
 from llama_index.memory_retrievers import RecallMemory, RecallMemoryBlock, RecallRetriever
 from memory_retrievers import (
-    ChannelInput,
     ConfigError,
-    FtsField,
     MemoryStore,
-    Need,
-    RankedList,
-    RecallConfig,
-    RoutingMode,
 )
-from memory_retrievers.text.query import QueryFeatures
+from testing.channels import WordChannel
 
 ZEBRA = "the zebra at the zoo is called Stripes"
 QUESTION = "What does Alice drink in the morning?"
 WEIGHTED = {"record_access": False, "weights": {"zebra": 3.0}}
-
-
-class Zebra:
-    """Finds the memories about zebras whatever the query asks, and counts its searches."""
-
-    name = "zebra"
-    needs: frozenset[Need] = frozenset()
-    default_weight = 1.0
-
-    def __init__(self) -> None:
-        self.searches = 0
-
-    def runs(self, features: QueryFeatures, config: RecallConfig, mode: RoutingMode) -> bool:
-        return True
-
-    async def search(self, given: ChannelInput) -> Sequence[RankedList]:
-        self.searches += 1
-        hits = await given.source.text_search("zebra", FtsField.TEXT, given.depth)
-        return [RankedList(self.name, hits.ids, given.weight)]
 
 
 @pytest.fixture
@@ -58,7 +32,7 @@ def zoo(store: MemoryStore) -> MemoryStore:
 
 
 def test_the_retriever_recalls_through_its_channels_and_explains_them(zoo: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     retriever = RecallRetriever(zoo, namespace="alice", channels=[zebra], recall_config=WEIGHTED)
     nodes = retriever.retrieve(QUESTION)
     lists = {n.node.get_content(): {c["channel"] for c in n.node.metadata["explanation"]["channels"]} for n in nodes}
@@ -69,7 +43,7 @@ def test_the_retriever_recalls_through_its_channels_and_explains_them(zoo: Memor
 
 
 async def test_the_memory_block_recalls_through_its_channels(zoo: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     block = RecallMemoryBlock(store=zoo, namespace="alice", channels=[zebra], recall_config=WEIGHTED)
     assert "Alice drinks green tea" in await block.aget([ChatMessage(role="user", content=QUESTION)])
     assert zebra.searches == 1
@@ -82,7 +56,7 @@ async def test_the_memory_block_recalls_through_its_channels(zoo: MemoryStore) -
 
 
 def test_the_memory_recalls_through_its_channels(zoo: MemoryStore) -> None:
-    zebra = Zebra()
+    zebra = WordChannel()
     memory = RecallMemory(store=zoo, namespace="alice", session_id="s", channels=[zebra], recall_config=WEIGHTED)
     memory.put(ChatMessage(role="user", content=QUESTION))
     memory.get(input=QUESTION)
