@@ -53,7 +53,7 @@ from memory_retrievers.text.dates import DateSpan
 from memory_retrievers.text.speakers import speaker_of
 from memory_retrievers.validation import content_hash
 
-__all__ = ["PendingOverlay", "PendingSource", "Queued", "batch_vectors", "queued_memories"]
+__all__ = ["PendingOverlay", "PendingSource", "Queued", "batch_vectors", "queued_memories", "searched_text"]
 
 
 class Queued(NamedTuple):
@@ -232,12 +232,14 @@ class PendingSource:
         """LanceDB's hits, with the queued records placed among them by a local BM25 (see :func:`placed`)."""
         hits = await self._base.text_search(text, field, k, with_context_only=with_context_only)
         candidates = [
-            (m.id, _searched(m, field)) for m, _ in self._queued.values() if not with_context_only or _gets_context(m)
+            (m.id, searched_text(m, field))
+            for m, _ in self._queued.values()
+            if not with_context_only or _gets_context(m)
         ]
         base = self._base_only(hits)
         if not candidates:
             return _hits(base)
-        texts = [_searched(self._base.memory(i), field) for i, _ in base]
+        texts = [searched_text(self._base.memory(i), field) for i, _ in base]
         return placed(base, texts, candidates, text, k)
 
     async def vector_search(self, vector: np.ndarray, k: int, *, within: Sequence[DateSpan] = ()) -> SourceHits:
@@ -320,7 +322,7 @@ def _gets_context(memory: Memory) -> bool:
     return bool(memory.context) or (memory.kind is MemoryKind.MESSAGE and memory.session_id is not None)
 
 
-def _searched(memory: Memory, field: FtsField) -> str:
+def searched_text(memory: Memory, field: FtsField) -> str:
     """What a full-text search of ``field`` reads of a memory."""
     if field is FtsField.ENTITIES:
         return " ".join(memory.entities)

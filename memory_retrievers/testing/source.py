@@ -35,6 +35,7 @@ from memory_retrievers.recall.config import RecallConfig
 from memory_retrievers.recall.fusion import RankedList, weighted_rrf
 from memory_retrievers.recall.registry import ChannelRegistry
 from memory_retrievers.recall.source import SourceHits
+from memory_retrievers.storage.pending import searched_text
 from memory_retrievers.text.dates import DateSpan
 from memory_retrievers.text.query import analyze
 from memory_retrievers.text.speakers import speaker_of
@@ -156,7 +157,7 @@ class FakeRecallSource:
         """BM25 over the memory text, the text with its context, or the entities."""
         field = FtsField(field)
         docs = {
-            id_: _words(_field_text(m, field))
+            id_: _words(searched_text(m, field))
             for id_, m in self._memories.items()
             if not with_context_only or m.context
         }
@@ -262,14 +263,6 @@ async def channel_input(
     weight = ChannelRegistry([channel]).weight(channel.name, config.weights)
     given = ChannelQuery(query, terms, features, vector=vector)
     return ChannelInput(source, given, config, weight, depth, fused)
-
-
-def _field_text(memory: Memory, field: FtsField) -> str:
-    if field is FtsField.ENTITIES:
-        return " ".join(memory.entities)
-    if field is FtsField.CONTEXT and memory.context:
-        return f"{memory.text} {memory.context}"
-    return memory.text
 
 
 def _as_memory(item: str | Mapping[str, Any] | Memory, i: int, namespace: str) -> Memory:

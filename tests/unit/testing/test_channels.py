@@ -9,29 +9,12 @@ import pytest
 
 from memory_retrievers import ChannelInput, FtsField, Need, RankedList, RecallConfig, RoutingMode
 from memory_retrievers.recall.activation import SpreadingActivation
-from memory_retrievers.recall.builtin import (
-    Bm25Channel,
-    ContextChannel,
-    DatedChannel,
-    EntityChannel,
-    LinksChannel,
-    RecencyChannel,
-    VectorChannel,
-)
+from memory_retrievers.recall.builtin import default_registry
 from memory_retrievers.recall.channel import Channel
 from memory_retrievers.testing.channels import DEFAULT_MEMORIES, DEFAULT_QUERIES, ChannelStandardTests
 from memory_retrievers.text.query import QueryFeatures
 
-BUILT_IN: list[Channel] = [
-    VectorChannel(),
-    Bm25Channel(),
-    ContextChannel(),
-    EntityChannel(),
-    RecencyChannel(),
-    DatedChannel(),
-    LinksChannel(),
-    SpreadingActivation(),
-]
+BUILT_IN: list[Channel] = [*default_registry(), SpreadingActivation()]
 
 
 class TestBuiltInChannels(ChannelStandardTests):
